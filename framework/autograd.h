@@ -1,0 +1,97 @@
+#pragma once
+// Reverse-mode autodiff over whole tensors.
+//
+// A Var is a cheap handle to a Node. An op computes its value, and - only when
+// some input needs a gradient and no NoGradGuard is active - records its inputs
+// and a backward closure. backward(root) runs the closures of the nodes
+// reachable from the scalar root in decreasing creation id (each node's id is
+// larger than its inputs'), then releases the graph. Backward closures always
+// accumulate (+=) into their inputs' gradients.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "framework/tensor.h"
+
+namespace attnlab {
+
+struct Node;
+using BackwardFn = std::function<void(Node& self)>;
+
+struct Node {
+  Tensor value;
+  Tensor grad;  // empty until something accumulates into it
+  bool requires_grad = false;
+  bool retain_grad = false;  // keep the gradient of a non-leaf after backward
+  uint64_t id = 0;
+  const char* op = "leaf";
+  std::vector<std::shared_ptr<Node>> inputs;
+  BackwardFn backward;
+
+  // The gradient buffer, allocated as zeros of the value's shape on first use.
+  Tensor& grad_buffer();
+  // Whether input i wants a gradient (checked by backward closures).
+  bool input_needs_grad(size_t i) const { return inputs[i]->requires_grad; }
+  Tensor& input_grad(size_t i) { return inputs[i]->grad_buffer(); }
+  const Tensor& input_value(size_t i) const { return inputs[i]->value; }
+};
+
+class Var {
+ public:
+  Var() = default;
+  explicit Var(Tensor value, bool requires_grad = false);
+  explicit Var(std::shared_ptr<Node> node) : node_(std::move(node)) {}
+
+  bool defined() const { return node_ != nullptr; }
+  const Tensor& value() const { return node_->value; }
+  Tensor& value() { return node_->value; }  // optimizers update parameters in place
+  const Tensor& grad() const { return node_->grad; }
+  Tensor& grad() { return node_->grad; }
+  bool has_grad() const { return !node_->grad.empty(); }
+  const Shape& shape() const { return node_->value.shape(); }
+  int dim() const { return node_->value.dim(); }
+  int64_t size(int axis) const { return node_->value.size(axis); }
+  int64_t numel() const { return node_->value.numel(); }
+  Real item() const { return node_->value.item(); }
+
+  bool requires_grad() const { return node_->requires_grad; }
+  void set_requires_grad(bool on) { node_->requires_grad = on; }
+  void retain_grad() { node_->retain_grad = true; }
+  void zero_grad();  // zero the gradient buffer if it exists
+
+  Node* node() const { return node_.get(); }
+  const std::shared_ptr<Node>& node_ptr() const { return node_; }
+
+ private:
+  std::shared_ptr<Node> node_;
+};
+
+// Backpropagate from a one-element root (seeded with 1, or with `seed`).
+// Leaves and retain_grad nodes keep their gradients; the graph is released.
+void backward(const Var& root, Real seed = 1);
+
+// While one is alive on this thread, ops record nothing.
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+bool grad_enabled();
+
+// For op implementations: wrap a computed value as the result of an op. Records
+// inputs and the backward closure only when recording is on and some input
+// requires a gradient; otherwise the result is a constant.
+Var make_result(Tensor value, std::vector<Var> inputs, const char* op, BackwardFn backward);
+bool any_requires_grad(const std::vector<Var>& inputs);
+
+// Number of nodes created so far on this thread (tests use it to see that
+// NoGradGuard records nothing and that graphs are released).
+uint64_t nodes_created();
+
+}  // namespace attnlab

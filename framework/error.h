@@ -1,0 +1,21 @@
+#pragma once
+// Typed errors a user can cause. The CLI turns each into one line on stderr.
+#include <stdexcept>
+#include <string>
+
+namespace attnlab {
+
+// A shape that does not fit an operation: the message names the shapes.
+struct ShapeError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+// A value out of range or inconsistent with others (sizes, flags, options).
+struct ValueError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+// A file that is missing, unreadable, truncated, corrupt or of the wrong kind.
+struct IoError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace attnlab

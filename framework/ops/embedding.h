@@ -1,0 +1,12 @@
+#pragma once
+// Embedding lookup.
+#include "framework/autograd.h"
+
+namespace attnlab {
+
+// weight (V, d), ids (...) in [0, V) -> (..., d). The gradient is scattered
+// back into the rows of weight, accumulating for repeated ids. An id out of
+// range throws ValueError naming the id and V.
+Var embedding(const Var& weight, const IntTensor& ids);
+
+}  // namespace attnlab

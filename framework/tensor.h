@@ -1,0 +1,78 @@
+#pragma once
+// Tensor: a shape and contiguous row-major storage of Real, with Eigen views.
+#include <Eigen/Core>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "framework/error.h"
+#include "framework/real.h"
+
+namespace attnlab {
+
+using Shape = std::vector<int64_t>;
+
+using RowMatrix = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatMap = Eigen::Map<RowMatrix>;
+using ConstMatMap = Eigen::Map<const RowMatrix>;
+using VecMap = Eigen::Map<Eigen::Matrix<Real, Eigen::Dynamic, 1>>;
+using ConstVecMap = Eigen::Map<const Eigen::Matrix<Real, Eigen::Dynamic, 1>>;
+
+std::string shape_str(const Shape& shape);  // "(2, 3, 4)"
+int64_t shape_numel(const Shape& shape);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(Shape shape, Real fill = 0);  // throws ShapeError on a negative size
+  static Tensor from(Shape shape, std::vector<Real> values);  // values.size() must match
+
+  const Shape& shape() const { return shape_; }
+  int dim() const { return static_cast<int>(shape_.size()); }
+  int64_t size(int axis) const;  // negative axes count from the end
+  int64_t numel() const { return static_cast<int64_t>(data_.size()); }
+  bool empty() const { return data_.empty() && shape_.empty(); }
+  std::string shape_str() const { return attnlab::shape_str(shape_); }
+
+  Real* data() { return data_.data(); }
+  const Real* data() const { return data_.data(); }
+  Real& operator[](int64_t i) { return data_[static_cast<size_t>(i)]; }
+  Real operator[](int64_t i) const { return data_[static_cast<size_t>(i)]; }
+  Real item() const;  // the value of a one-element tensor
+
+  void fill_(Real value);
+  void zero_() { fill_(0); }
+  void reshape_(Shape shape);        // same numel, no copy
+  Tensor reshaped(Shape shape) const;  // a copy with a new shape
+
+  // Eigen views without copies. matrix() is (numel / last, last); a 0-d or
+  // 1-d tensor is one row. batch(b) is matrix b of a (..., rows, cols) tensor.
+  MatMap matrix();
+  ConstMatMap matrix() const;
+  MatMap matrix(int64_t rows, int64_t cols);
+  ConstMatMap matrix(int64_t rows, int64_t cols) const;
+  MatMap batch(int64_t b);
+  ConstMatMap batch(int64_t b) const;
+  int64_t batch_count() const;  // product of all but the last two dims
+  VecMap flat() { return VecMap(data(), numel()); }
+  ConstVecMap flat() const { return ConstVecMap(data(), numel()); }
+
+ private:
+  Shape shape_;
+  std::vector<Real> data_;
+};
+
+// Integer tensors: token ids, targets. Same layout rules as Tensor.
+struct IntTensor {
+  Shape shape;
+  std::vector<int32_t> data;
+  IntTensor() = default;
+  explicit IntTensor(Shape s, int32_t fill = 0) : shape(std::move(s)), data(shape_numel(shape), fill) {}
+  int64_t numel() const { return static_cast<int64_t>(data.size()); }
+};
+
+// Throws ShapeError "what: expected E, got G" unless the shapes are equal.
+void check_shape(const Shape& got, const Shape& expected, const std::string& what);
+
+}  // namespace attnlab

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages attnlab needs, only those that are missing.
+# Build and tests: a C++17 compiler, CMake, Eigen, Boost.Program_options,
+# Catch2 (2.13), nlohmann-json. Scripts (plots, PyTorch reference): python3
+# with torch, numpy and matplotlib (from Debian, used as /usr/bin/python3).
+set -euo pipefail
+
+packages=(g++ cmake make libeigen3-dev libboost-program-options-dev catch2 nlohmann-json3-dev
+          python3 python3-numpy python3-matplotlib)
+# PyTorch is large and only the reference scripts use it: skip it with ATTNLAB_NO_TORCH=1.
+if [ "${ATTNLAB_NO_TORCH:-0}" != 1 ]; then packages+=(python3-torch); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  as_root=(sudo -n)
+else
+  echo "install-deps: these Debian packages are missing and I can neither run apt-get as root nor use sudo: ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

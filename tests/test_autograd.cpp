@@ -1,0 +1,123 @@
+// The engine's bookkeeping: recording, accumulation, NoGradGuard, release.
+#include <catch2/catch.hpp>
+
+#include "framework/autograd.h"
+
+using namespace attnlab;
+
+namespace {
+// y = a * b elementwise, written against make_result directly so this file
+// tests the engine alone, independent of the op library.
+Var times(const Var& a, const Var& b) {
+  Tensor out(a.shape());
+  for (int64_t i = 0; i < out.numel(); ++i) out[i] = a.value()[i] * b.value()[i];
+  return make_result(std::move(out), {a, b}, "times", [](Node& self) {
+    for (size_t k = 0; k < 2; ++k) {
+      if (!self.input_needs_grad(k)) continue;
+      Tensor& g = self.input_grad(k);
+      const Tensor& other = self.input_value(1 - k);
+      for (int64_t i = 0; i < g.numel(); ++i) g[i] += self.grad[i] * other[i];
+    }
+  });
+}
+Var total(const Var& a) {
+  Real s = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) s += a.value()[i];
+  return make_result(Tensor::from({}, {s}), {a}, "total", [](Node& self) {
+    Tensor& g = self.input_grad(0);
+    for (int64_t i = 0; i < g.numel(); ++i) g[i] += self.grad[0];
+  });
+}
+}  // namespace
+
+TEST_CASE("a value used twice accumulates both gradient paths", "[autograd]") {
+  Var x(Tensor::from({3}, {1, 2, 3}), true);
+  Var y = total(times(x, x));  // sum x^2 -> dy/dx = 2x
+  backward(y);
+  REQUIRE(x.grad()[0] == Approx(2));
+  REQUIRE(x.grad()[1] == Approx(4));
+  REQUIRE(x.grad()[2] == Approx(6));
+}
+
+TEST_CASE("gradients accumulate across backward calls until zero_grad", "[autograd]") {
+  Var x(Tensor::from({2}, {1, 2}), true);
+  backward(total(x));
+  backward(total(x));
+  REQUIRE(x.grad()[0] == Approx(2));
+  x.zero_grad();
+  REQUIRE(x.grad()[0] == 0);
+}
+
+TEST_CASE("constants get no gradient and record no graph", "[autograd]") {
+  Var c(Tensor::from({2}, {1, 2}), false);
+  Var x(Tensor::from({2}, {3, 4}), true);
+  Var y = times(c, x);
+  REQUIRE(y.requires_grad());
+  REQUIRE(y.node()->inputs.size() == 2);
+  Var z = times(c, c);
+  REQUIRE_FALSE(z.requires_grad());
+  REQUIRE(z.node()->inputs.empty());
+  backward(total(y));
+  REQUIRE_FALSE(c.has_grad());
+  REQUIRE(x.grad()[1] == Approx(2));
+}
+
+TEST_CASE("NoGradGuard records nothing and restores the previous mode", "[autograd]") {
+  Var x(Tensor::from({2}, {1, 2}), true);
+  {
+    NoGradGuard guard;
+    REQUIRE_FALSE(grad_enabled());
+    Var y = times(x, x);
+    REQUIRE_FALSE(y.requires_grad());
+    REQUIRE(y.node()->inputs.empty());
+    REQUIRE_FALSE(static_cast<bool>(y.node()->backward));
+  }
+  REQUIRE(grad_enabled());
+}
+
+TEST_CASE("backward releases the graph and intermediate gradients", "[autograd]") {
+  Var x(Tensor::from({2}, {1, 2}), true);
+  Var h = times(x, x);
+  Var kept = times(h, x);
+  kept.retain_grad();
+  Var y = total(kept);
+  backward(y);
+  REQUIRE(h.node()->inputs.empty());
+  REQUIRE_FALSE(static_cast<bool>(h.node()->backward));
+  REQUIRE(y.node()->inputs.empty());
+  REQUIRE_FALSE(h.has_grad());      // intermediate: freed
+  REQUIRE(kept.has_grad());         // retained on request
+  REQUIRE(x.has_grad());            // leaf: kept
+  REQUIRE(x.grad()[1] == Approx(3 * 4));  // d(x^3)/dx = 3x^2
+}
+
+TEST_CASE("a deep chain does not overflow the stack", "[autograd]") {
+  Var x(Tensor::from({1}, {1}), true);
+  Var one(Tensor::from({1}, {1}), false);
+  Var y = x;
+  for (int i = 0; i < 100000; ++i) y = times(y, one);
+  backward(total(y));
+  REQUIRE(x.grad()[0] == Approx(1));
+}
+
+TEST_CASE("backward refuses a non-scalar root", "[autograd]") {
+  Var x(Tensor::from({2}, {1, 2}), true);
+  Var y = times(x, x);
+  REQUIRE_THROWS_AS(backward(y), ShapeError);
+}
+
+TEST_CASE("tensor shape errors name the shapes", "[tensor]") {
+  Tensor t({2, 3});
+  REQUIRE_THROWS_WITH(t.reshape_({4, 2}), Catch::Contains("(2, 3)") && Catch::Contains("(4, 2)"));
+  REQUIRE_THROWS_AS(Tensor({2, -1}), ShapeError);
+  REQUIRE_THROWS_WITH(Tensor::from({2, 2}, {1, 2, 3}), Catch::Contains("(2, 2)"));
+}
+
+TEST_CASE("tensor Eigen views alias the storage", "[tensor]") {
+  Tensor t({2, 3, 4});
+  t.batch(1)(2, 3) = 7;
+  REQUIRE(t[1 * 12 + 2 * 4 + 3] == 7);
+  REQUIRE(t.matrix().rows() == 6);
+  REQUIRE(t.matrix()(5, 3) == 7);
+  REQUIRE(t.batch_count() == 2);
+}
