@@ -1,0 +1,22 @@
+#pragma once
+// The attnlab subcommands: one file each in cli/. Each takes the arguments
+// after its name and returns the process exit code.
+#include <string>
+#include <vector>
+
+namespace attnlab::cli {
+
+using Args = std::vector<std::string>;
+
+int run_train(const Args& args);
+int run_eval(const Args& args);
+int run_predict(const Args& args);
+int run_tasks(const Args& args);
+
+// Exit codes: 0 success, 1 a failure during a run (e.g. NaN loss), 2 bad
+// input (flags, values, files), 130/143 interrupted by SIGINT/SIGTERM.
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+}  // namespace attnlab::cli

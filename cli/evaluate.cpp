@@ -1,0 +1,63 @@
+#include "cli/evaluate.h"
+
+#include <algorithm>
+
+#include "models/batch.h"
+
+namespace attnlab::cli {
+
+Accuracy teacher_forced_accuracy(const Tensor& logits, const IntTensor& targets) {
+  const int64_t V = logits.size(-1);
+  const int64_t B = targets.shape[0], T = targets.shape[1];
+  Accuracy acc;
+  int64_t tokens = 0, right = 0, exact = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    bool all = true;
+    for (int64_t t = 0; t < T; ++t) {
+      int32_t y = targets.data[static_cast<size_t>(b * T + t)];
+      if (y == kIgnoreTarget) continue;
+      const Real* row = logits.data() + (b * T + t) * V;
+      int32_t best = static_cast<int32_t>(std::max_element(row, row + V) - row);
+      ++tokens;
+      if (best == y) ++right; else all = false;
+    }
+    exact += all;
+  }
+  acc.sequences = B;
+  acc.token = tokens ? static_cast<double>(right) / static_cast<double>(tokens) : 0;
+  acc.exact = B ? static_cast<double>(exact) / static_cast<double>(B) : 0;
+  return acc;
+}
+
+Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examples, int64_t batch_size,
+                         std::vector<std::vector<int32_t>>* predictions) {
+  const bool tagger = model.config().arch == "encoder";
+  int64_t tokens = 0, right = 0, exact = 0;
+  if (predictions) predictions->clear();
+  for (size_t begin = 0; begin < examples.size(); begin += static_cast<size_t>(batch_size)) {
+    size_t end = std::min(examples.size(), begin + static_cast<size_t>(batch_size));
+    std::vector<std::vector<int32_t>> sources;
+    size_t longest = 0;
+    for (size_t i = begin; i < end; ++i) {
+      sources.push_back(examples[i].input);
+      longest = std::max(longest, examples[i].output.size());
+    }
+    auto outputs = model.greedy(sources, static_cast<int64_t>(longest) + 1);
+    for (size_t i = begin; i < end; ++i) {
+      const auto& want = examples[i].output;
+      auto got = outputs[i - begin];
+      if (tagger && got.size() > want.size()) got.resize(want.size());
+      for (size_t t = 0; t < want.size(); ++t) right += t < got.size() && got[t] == want[t];
+      tokens += static_cast<int64_t>(want.size());
+      exact += got == want;
+      if (predictions) predictions->push_back(std::move(got));
+    }
+  }
+  Accuracy acc;
+  acc.sequences = static_cast<int64_t>(examples.size());
+  acc.token = tokens ? static_cast<double>(right) / static_cast<double>(tokens) : 0;
+  acc.exact = acc.sequences ? static_cast<double>(exact) / static_cast<double>(acc.sequences) : 0;
+  return acc;
+}
+
+}  // namespace attnlab::cli

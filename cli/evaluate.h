@@ -1,0 +1,28 @@
+#pragma once
+// Accuracy of a model: teacher-forced on a training batch (from its logits)
+// and by greedy decoding on held-out examples.
+#include <cstdint>
+#include <vector>
+
+#include "datasets/task.h"
+#include "models/sequence_model.h"
+
+namespace attnlab::cli {
+
+struct Accuracy {
+  double token = 0;  // fraction of target tokens right
+  double exact = 0;  // fraction of sequences entirely right
+  int64_t sequences = 0;
+};
+
+// From logits (B, T, V) and targets (B, T) (-100 = ignored).
+Accuracy teacher_forced_accuracy(const Tensor& logits, const IntTensor& targets);
+
+// Greedy decoding of every example's input, compared with its output
+// position by position (a missing or extra token counts as wrong; the
+// encoder tagger's outputs beyond the expected length are not targets).
+// `predictions`, if given, receives the decoded outputs.
+Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examples, int64_t batch_size,
+                         std::vector<std::vector<int32_t>>* predictions = nullptr);
+
+}  // namespace attnlab::cli

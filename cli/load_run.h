@@ -1,0 +1,23 @@
+#pragma once
+// Loading a trained run for eval, predict and the instruments.
+#include <memory>
+
+#include "cli/run_dir.h"
+#include "datasets/task.h"
+#include "models/sequence_model.h"
+
+namespace attnlab::cli {
+
+struct LoadedRun {
+  TrainSettings settings;
+  std::unique_ptr<Task> task;
+  std::unique_ptr<SequenceModel> model;
+  int64_t step = 0;
+};
+
+// The run's settings, task and model with the weights of checkpoint `step`
+// (the latest when step <= 0). IoError for a missing or foreign directory or
+// an unreadable checkpoint.
+LoadedRun load_run(const RunDir& run, int64_t step = 0);
+
+}  // namespace attnlab::cli

@@ -1,0 +1,67 @@
+#pragma once
+// Boost.Program_options with two additions the CLI needs: options come from
+// the command line and from an INI file (the command line wins), and the
+// resolved values can be written back as an INI file that repeats the run.
+#include <boost/program_options.hpp>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace attnlab::cli {
+
+namespace po = boost::program_options;
+
+class OptionSet {
+ public:
+  explicit OptionSet(const std::string& caption) : desc_(caption) {}
+
+  // A value option bound to `field`, whose current value is the default.
+  // Saved options are written into the resolved config; others (paths to the
+  // run, --quiet, ...) describe one invocation, not the experiment.
+  template <class T>
+  OptionSet& add(const char* name, T* field, const char* help, bool saved = true) {
+    desc_.add_options()(name, po::value<T>(field)->default_value(*field, to_text(*field)), help);
+    if (saved) printers_.push_back({long_name(name), [field] { return to_text(*field); }});
+    return *this;
+  }
+  // A bool option: --name (on) or --name=false / name = false in a file.
+  OptionSet& flag(const char* name, bool* field, const char* help, bool saved = true) {
+    desc_.add_options()(name, po::value<bool>(field)->default_value(*field, *field ? "true" : "false")->implicit_value(true, ""), help);
+    if (saved) printers_.push_back({long_name(name), [field] { return std::string(*field ? "true" : "false"); }});
+    return *this;
+  }
+  OptionSet& add(const OptionSet& other) {
+    desc_.add(other.desc_);
+    printers_.insert(printers_.end(), other.printers_.begin(), other.printers_.end());
+    return *this;
+  }
+  po::options_description& description() { return desc_; }
+  const po::options_description& description() const { return desc_; }
+
+  // "name = value" lines of every saved option, in declaration order.
+  std::string to_ini() const {
+    std::ostringstream out;
+    for (const auto& [name, print] : printers_) out << name << " = " << print() << '\n';
+    return out.str();
+  }
+
+ private:
+  template <class T>
+  static std::string to_text(const T& v) {
+    std::ostringstream out;
+    out.precision(17);
+    out << v;
+    return out.str();
+  }
+  static std::string to_text(const bool& v) { return v ? "true" : "false"; }
+  static std::string long_name(const char* name) {
+    std::string s(name);
+    return s.substr(0, s.find(','));
+  }
+
+  po::options_description desc_;
+  std::vector<std::pair<std::string, std::function<std::string()>>> printers_;
+};
+
+}  // namespace attnlab::cli

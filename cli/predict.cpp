@@ -1,0 +1,100 @@
+// attnlab predict: the trained model's greedy answer for one input.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/load_run.h"
+#include "framework/ops/softmax.h"
+#include "models/batch.h"
+
+namespace attnlab::cli {
+
+namespace {
+
+// Each predicted position's most likely tokens, from a teacher-forced pass
+// over the greedy answer (the same distributions greedy decoding saw).
+void print_probabilities(SequenceModel& model, const Task& task, const std::vector<int32_t>& input,
+                         const std::vector<int32_t>& output, int64_t top) {
+  const std::string& arch = model.config().arch;
+  std::vector<int32_t> target = output;
+  if (arch == "encoder") target.resize(input.size(), input.empty() ? 0 : input[0]);
+  FormattedBatch batch = format_batch(arch, {{input, target}});
+  InferenceGuard guard(model);
+  Var probs = softmax(model.forward(batch.input));  // (1, T, V)
+  const int64_t V = probs.size(-1), T = batch.targets.shape[1];
+  int64_t k = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (batch.targets.data[static_cast<size_t>(t)] == kIgnoreTarget) continue;
+    const Real* p = probs.value().data() + t * V;
+    std::vector<int32_t> order(static_cast<size_t>(V));
+    for (int32_t i = 0; i < V; ++i) order[static_cast<size_t>(i)] = i;
+    std::partial_sort(order.begin(), order.begin() + std::min<int64_t>(top, V), order.end(),
+                      [p](int32_t a, int32_t b) { return p[a] > p[b]; });
+    std::cout << "  position " << k++ << ":";
+    for (int64_t j = 0; j < std::min<int64_t>(top, V); ++j)
+      std::cout << "  " << task.vocab().token(order[static_cast<size_t>(j)]) << " " << std::fixed << std::setprecision(3)
+                << p[order[static_cast<size_t>(j)]];
+    std::cout << "\n";
+  }
+}
+
+}  // namespace
+
+int run_predict(const Args& args) {
+  std::string run_path, input_text;
+  bool logits = false;
+  int64_t top = 3, step = 0;
+  po::options_description opts("Options");
+  opts.add_options()("help,h", "show this help")
+      ("run", po::value(&run_path), "the run directory (required)")
+      ("input", po::value(&input_text), "the input sequence, as the task writes it (also the positional argument)")
+      ("logits", po::bool_switch(&logits), "print each output position's most likely tokens and their probabilities")
+      ("top", po::value(&top)->default_value(3), "with --logits: how many tokens per position")
+      ("step", po::value(&step), "the checkpoint to use (default: the latest)");
+  po::positional_options_description positional;
+  positional.add("input", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).positional(positional).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: attnlab predict --run DIR [--logits] \"INPUT\"\n\n"
+                 "Prints the trained model's greedy answer for one input, and the correct answer.\n"
+                 "Symbols are written as in `attnlab tasks` (e.g. \"3 1 4 1 5\"; add: \"123+456\").\n\n"
+              << opts << "\nexample:\n  attnlab predict --run runs/rev \"3 1 4 1 5 9 2 6\"\n";
+    return kExitOk;
+  }
+  po::notify(vm);
+  if (run_path.empty()) throw ValueError("--run DIR is required");
+  if (!vm.count("input")) throw ValueError("no input sequence given (e.g. attnlab predict --run DIR \"3 1 4\")");
+  if (top < 1) throw ValueError("--top must be >= 1, got " + std::to_string(top));
+  omp_set_num_threads(1);
+
+  LoadedRun loaded = load_run(RunDir(run_path), step);
+  std::vector<int32_t> input = loaded.task->from_text(input_text);
+  if (input.empty()) throw ValueError("the input sequence is empty");
+  int64_t limit = loaded.model->config().max_len;
+  int64_t needed = loaded.model->config().arch == "decoder" ? static_cast<int64_t>(input.size()) + 2 : static_cast<int64_t>(input.size());
+  if (needed > limit)
+    throw ValueError("the input has " + std::to_string(input.size()) + " tokens; this model takes sequences of at most " +
+                     std::to_string(limit) + " positions");
+  int64_t max_new = limit;
+  auto output = loaded.model->greedy({input}, max_new)[0];
+  if (loaded.model->config().arch == "encoder") {
+    auto expected_len = loaded.task->solve(input).size();
+    if (output.size() > expected_len) output.resize(expected_len);
+  }
+  std::cout << loaded.task->to_text(output) << "\n";
+  try {
+    auto expected = loaded.task->solve(input);
+    std::cout << (expected == output ? "(correct)" : "(expected " + loaded.task->to_text(expected) + ")") << "\n";
+  } catch (const ValueError&) {
+    // An input the task itself cannot answer: nothing to compare with.
+  }
+  if (logits) print_probabilities(*loaded.model, *loaded.task, input, output, top);
+  return kExitOk;
+}
+
+}  // namespace attnlab::cli

@@ -1,0 +1,39 @@
+#pragma once
+// Training progress: a live one-line bar on a terminal, plain periodic lines
+// when the output is piped, nothing with --quiet.
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace attnlab::cli {
+
+struct ProgressStats {
+  int64_t step = 0;
+  double loss = 0, token_acc = 0, exact_acc = 0;  // train batch, teacher-forced
+  double tokens_per_s = 0;
+  double heldout_exact = -1;  // < 0: not evaluated yet
+};
+
+class Progress {
+ public:
+  // plain_every: in plain mode, print a line every this many steps.
+  Progress(int64_t first_step, int64_t last_step, bool quiet, int64_t plain_every);
+  void update(const ProgressStats& s);  // called every step
+  void message(const std::string& line);  // a line that does not break the bar
+  void finish();
+
+  bool is_terminal() const { return terminal_; }
+
+ private:
+  std::string render(const ProgressStats& s) const;
+
+  int64_t first_, last_;
+  bool quiet_, terminal_;
+  int64_t plain_every_;
+  bool bar_shown_ = false;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+};
+
+std::string format_duration(double seconds);  // "1:05", "1:02:03"
+
+}  // namespace attnlab::cli

@@ -1,0 +1,39 @@
+// attnlab tasks: the task suite with an example of each.
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/option_set.h"
+#include "datasets/task.h"
+#include "framework/random.h"
+
+namespace attnlab::cli {
+
+int run_tasks(const Args& args) {
+  TaskConfig config;
+  config.vocab = 10;
+  config.min_len = config.max_len = 8;
+  OptionSet opts("Options");
+  opts.add("vocab", &config.vocab, "task symbols").add("min-len", &config.min_len, "shortest input")
+      .add("max-len", &config.max_len, "longest input").add("digits", &config.digits, "add: digits per operand");
+  po::options_description all;
+  all.add_options()("help,h", "show this help");
+  all.add(opts.description());
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: attnlab tasks [options]\n\nLists the tasks, each with two random examples.\n\n" << all;
+    return kExitOk;
+  }
+  po::notify(vm);
+  std::cout << "special tokens: <pad> 0, <bos> 1, <eos> 2, <sep> 3; task symbols start at id 4\n\n";
+  for (const std::string& name : task_names()) {
+    config.name = name;
+    auto task = make_task(config);
+    Rng rng(7);
+    std::cout << task->describe() << "\n";
+    for (int i = 0; i < 2; ++i) std::cout << "    " << example_text(*task, task->sample(rng)) << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace attnlab::cli

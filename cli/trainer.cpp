@@ -1,0 +1,242 @@
+#include "cli/trainer.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/evaluate.h"
+#include "cli/progress.h"
+#include "datasets/splits.h"
+#include "framework/io/atomic_file.h"
+#include "framework/io/checkpoint.h"
+#include "framework/io/csv.h"
+#include "framework/ops/loss.h"
+#include "framework/optim/optim.h"
+#include "models/batch.h"
+
+namespace attnlab::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint64_t kInitStream = 3;
+
+const std::vector<std::string> kMetricColumns = {
+    "step", "loss", "lr", "grad_norm", "train_token_acc", "train_exact", "heldout_token_acc", "heldout_exact",
+    "tokens_per_s", "elapsed_s"};
+
+std::string fixed(double v, int digits) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  out << v;
+  return out.str();
+}
+
+// Keeps the metric rows up to `last_step` (a resumed run redoes later steps).
+void truncate_metrics(const std::string& path, int64_t last_step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string line, kept;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (header || (!line.empty() && std::stoll(line.substr(0, line.find(','))) <= last_step)) kept += line + "\n";
+    header = false;
+  }
+  write_file_atomic(path, kept);
+}
+
+// The first parameter whose gradient holds a NaN or Inf, for the message.
+std::string first_nonfinite_grad(const Module& model) {
+  for (const auto& [name, v] : model.named_parameters()) {
+    if (!v.has_grad()) continue;
+    for (int64_t i = 0; i < v.grad().numel(); ++i)
+      if (!std::isfinite(v.grad()[i])) return name;
+  }
+  return "(none: the loss itself)";
+}
+
+}  // namespace
+
+int train(const TrainInvocation& job) {
+  const TrainSettings& s = job.settings;
+  const RunDir& run = job.run;
+  omp_set_num_threads(s.threads);
+
+  auto task = make_task(s.task);
+  HeldOut heldout = make_heldout(*task, s.heldout, derive_seed(s.seed, kHeldoutStream));
+  TrainStream stream(*task, heldout, derive_seed(s.seed, kTrainStream));
+  auto model = make_model(s.model, derive_seed(s.seed, kInitStream));
+  auto optimizer = make_optimizer(s.optim, model->named_parameters());
+  const std::vector<Var> params = model->parameters();
+
+  int64_t first_step = 1;
+  double elapsed_before = 0;
+  int64_t solved_at = -1;
+  fs::create_directories(run.checkpoint_dir());
+  CsvWriter metrics = [&] {
+    if (!job.resume) {
+      write_file_atomic(run.config_path(), job.config_ini);
+      return CsvWriter(run.metrics_path(), kMetricColumns);
+    }
+    int64_t step = run.latest_step();
+    Metadata meta = load_checkpoint(run.checkpoint_stem(step), *model, optimizer.get());
+    stream.set_state(meta.at("data_stream"));
+    model->dropout_rng().set_state(meta.at("dropout_rng"));
+    elapsed_before = std::stod(meta.at("elapsed_s"));
+    solved_at = std::stoll(meta.at("solved_at"));
+    first_step = step + 1;
+    truncate_metrics(run.metrics_path(), step);
+    return CsvWriter::append(run.metrics_path(), kMetricColumns);
+  }();
+
+  Progress progress(first_step, s.steps, job.quiet, s.log_every);
+  if (!job.quiet) {
+    progress.message("task: " + task->describe());
+    progress.message("model: " + s.model.arch + ", " + std::to_string(model->parameter_count()) + " parameters; run: " +
+                     run.path() + (job.resume ? " (resuming at step " + std::to_string(first_step) + ")" : ""));
+  }
+
+  auto clock_start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start).count();
+  };
+  auto save = [&](int64_t step) {
+    Metadata meta;
+    meta["model_config"] = s.model.to_json().dump();
+    meta["step"] = std::to_string(step);
+    meta["data_stream"] = stream.state();
+    meta["dropout_rng"] = model->dropout_rng().state();
+    meta["elapsed_s"] = std::to_string(elapsed());
+    meta["solved_at"] = std::to_string(solved_at);
+    save_checkpoint(run.checkpoint_stem(step), *model, optimizer.get(), meta);
+    auto steps = run.checkpoint_steps();
+    for (size_t i = 0; i + static_cast<size_t>(s.keep) < steps.size(); ++i) {
+      fs::remove(model_path(run.checkpoint_stem(steps[i])));
+      fs::remove(optimizer_path(run.checkpoint_stem(steps[i])));
+    }
+  };
+
+  CrossEntropyOptions ce;
+  ce.ignore_index = kIgnoreTarget;
+  ce.label_smoothing = static_cast<Real>(s.label_smoothing);
+
+  // Train metrics are averaged over each logging interval.
+  double sum_loss = 0, sum_tok = 0, sum_exact = 0, sum_norm = 0;
+  int64_t interval_steps = 0, interval_tokens = 0;
+  auto interval_start = std::chrono::steady_clock::now();
+  double tokens_per_s = 0;
+  Accuracy held{0, 0, 0};
+  bool held_valid = false;
+  int64_t last_step = first_step - 1;
+  ProgressStats stats;
+
+  for (int64_t step = first_step; step <= s.steps; ++step) {
+    std::vector<Example> examples = stream.next_batch(s.batch_size);
+    FormattedBatch batch = format_batch(s.model.arch, to_pairs(examples));
+    model->zero_grad();
+    Var logits = model->forward(batch.input);
+    Var loss = cross_entropy(logits, batch.targets, ce);
+    backward(loss);
+    double norm = s.clip > 0 ? clip_grad_norm(params, s.clip) : grad_norm(params);
+    double loss_value = loss.item();
+    if (!std::isfinite(loss_value) || !std::isfinite(norm)) {
+      std::string where = first_nonfinite_grad(*model);
+      std::string what = "non-finite " + std::string(std::isfinite(loss_value) ? "gradient" : "loss") + " at step " +
+                         std::to_string(step) + " (loss " + std::to_string(loss_value) + ", first parameter affected: " +
+                         where + ")";
+      if (s.on_nan == "skip") {
+        progress.message("warning: " + what + "; step skipped (--on-nan skip)");
+        model->zero_grad();
+        continue;
+      }
+      progress.finish();
+      std::cerr << "attnlab train: " << what << "; stopped (--on-nan stop). The last checkpoint is kept";
+      auto steps = run.checkpoint_steps();
+      if (!steps.empty()) std::cerr << " (step " << steps.back() << ")";
+      std::cerr << ".\n";
+      return kExitFailure;
+    }
+    optimizer->set_lr(scheduled_lr(s.schedule, s.optim.lr, step));
+    optimizer->step();
+    last_step = step;
+
+    Accuracy acc = teacher_forced_accuracy(logits.value(), batch.targets);
+    sum_loss += loss_value;
+    sum_tok += acc.token;
+    sum_exact += acc.exact;
+    sum_norm += norm;
+    ++interval_steps;
+    interval_tokens += batch.targets.numel() + batch.input.src.numel() * (s.model.arch == "seq2seq");
+
+    bool eval_now = step % s.eval_every == 0 || step == s.steps;
+    if (eval_now) {
+      held = greedy_accuracy(*model, heldout.examples(), 256);
+      held_valid = true;
+      if (s.target > 0 && held.exact >= s.target && solved_at < 0) solved_at = step;
+    }
+    if (step % s.log_every == 0 || eval_now) {
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - interval_start).count();
+      tokens_per_s = seconds > 0 ? static_cast<double>(interval_tokens) / seconds : 0;
+      double n = static_cast<double>(interval_steps);
+      std::vector<std::string> row = {std::to_string(step), CsvWriter::format_number(sum_loss / n),
+                                      CsvWriter::format_number(optimizer->lr()), CsvWriter::format_number(sum_norm / n),
+                                      CsvWriter::format_number(sum_tok / n), CsvWriter::format_number(sum_exact / n),
+                                      eval_now ? CsvWriter::format_number(held.token) : "",
+                                      eval_now ? CsvWriter::format_number(held.exact) : "",
+                                      CsvWriter::format_number(std::round(tokens_per_s)), fixed(elapsed(), 3)};
+      metrics.row(row);
+      stats.loss = sum_loss / n;
+      stats.token_acc = sum_tok / n;
+      stats.exact_acc = sum_exact / n;
+      stats.tokens_per_s = tokens_per_s;
+      sum_loss = sum_tok = sum_exact = sum_norm = 0;
+      interval_steps = interval_tokens = 0;
+      interval_start = std::chrono::steady_clock::now();
+    } else if (interval_steps == 1) {
+      stats.loss = loss_value;
+      stats.token_acc = acc.token;
+      stats.exact_acc = acc.exact;
+    }
+    stats.step = step;
+    stats.heldout_exact = held_valid ? held.exact : -1;
+    progress.update(stats);
+    if (eval_now) save(step);
+    if (eval_now && solved_at == step) break;
+  }
+  progress.finish();
+
+  if (!held_valid) held = greedy_accuracy(*model, heldout.examples(), 256);
+  nlohmann::json summary = {
+      {"task", s.task.name},
+      {"model", s.model.arch},
+      {"parameters", model->parameter_count()},
+      {"steps", last_step},
+      {"heldout_examples", heldout.size()},
+      {"heldout_token_acc", held.token},
+      {"heldout_exact", held.exact},
+      {"target", s.target},
+      {"solved_at_step", solved_at},
+      {"seconds", elapsed()},
+      {"threads", s.threads},
+  };
+  write_file_atomic(run.summary_path(), summary.dump(2) + "\n");
+  if (!job.quiet) {
+    std::cout << "held-out exact match " << fixed(100 * held.exact, 1) << "%, token accuracy " << fixed(100 * held.token, 1)
+              << "% on " << heldout.size() << " examples after " << last_step << " steps (" << fixed(elapsed(), 1)
+              << " s)";
+    if (solved_at > 0) std::cout << "; target " << fixed(100 * s.target, 1) << "% reached at step " << solved_at;
+    std::cout << "\nrun directory: " << run.path() << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace attnlab::cli

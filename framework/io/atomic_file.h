@@ -1,0 +1,18 @@
+#pragma once
+// Whole-file writes that never leave a half-written file behind, and whole-file reads.
+#include <string>
+
+namespace attnlab {
+
+// Writes `bytes` to a temporary file in the same directory as `path`, fsyncs
+// it, renames it over `path` and fsyncs the directory, so after a crash the
+// path holds either the old or the new content. The new file gets the old
+// file's permissions, or 0644. On any failure the temporary file is removed,
+// the previous file is left as it was, and IoError names the path, the step
+// that failed and the system's reason.
+void write_file_atomic(const std::string& path, const std::string& bytes);
+
+// The whole content of a file; IoError naming the path and the reason.
+std::string read_file(const std::string& path);
+
+}  // namespace attnlab

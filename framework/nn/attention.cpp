@@ -1,0 +1,183 @@
+#include "framework/nn/attention.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+#include "framework/ops/dropout.h"
+#include "framework/ops/elementwise.h"
+#include "framework/ops/matmul.h"
+#include "framework/ops/rotary.h"
+#include "framework/ops/shape.h"
+#include "framework/ops/softmax.h"
+
+namespace attnlab {
+
+// ---- AttentionScale --------------------------------------------------------
+
+Real AttentionScale::value(int64_t d_k) const {
+  switch (kind) {
+    case Kind::inv_sqrt: return static_cast<Real>(1.0 / std::sqrt(static_cast<double>(d_k)));
+    case Kind::none: return 1;
+    case Kind::inv_linear: return static_cast<Real>(1.0 / static_cast<double>(d_k));
+    case Kind::constant: return constant;
+  }
+  return 1;
+}
+
+std::string AttentionScale::str() const {
+  switch (kind) {
+    case Kind::inv_sqrt: return "sqrt";
+    case Kind::none: return "none";
+    case Kind::inv_linear: return "linear";
+    case Kind::constant: break;
+  }
+  std::ostringstream out;
+  out.precision(17);
+  out << static_cast<double>(constant);
+  return out.str();
+}
+
+AttentionScale parse_attention_scale(const std::string& text) {
+  AttentionScale s;
+  if (text == "sqrt") return s;
+  if (text == "none") {
+    s.kind = AttentionScale::Kind::none;
+    return s;
+  }
+  if (text == "linear") {
+    s.kind = AttentionScale::Kind::inv_linear;
+    return s;
+  }
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  if (text.empty() || end != begin + text.size() || !std::isfinite(v) || !(v > 0))
+    throw ValueError("unknown attention scale '" + text + "': expected sqrt, none, linear or a positive number");
+  s.kind = AttentionScale::Kind::constant;
+  s.constant = static_cast<Real>(v);
+  return s;
+}
+
+// ---- MultiHeadAttention ----------------------------------------------------
+
+namespace {
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+MultiHeadAttentionOptions resolve(MultiHeadAttentionOptions o) {
+  const std::string who = "MultiHeadAttention: ";
+  if (o.d_model <= 0) throw ValueError(who + "d_model must be positive, got d = " + num(o.d_model));
+  if (!(o.dropout >= 0 && o.dropout < 1))
+    throw ValueError(who + "dropout must lie in [0, 1), got " + std::to_string(o.dropout));
+  if (o.kv_dim < 0) throw ValueError(who + "kv_dim must be positive (or 0 for d), got " + num(o.kv_dim));
+  if (o.kv_dim == 0) o.kv_dim = o.d_model;
+  if (!o.projections) {
+    if (o.kv_dim != o.d_model)
+      throw ValueError(who + "parameter-free attention outputs an average of the memory rows, so kv_dim must equal "
+                             "d, got kv_dim = " + num(o.kv_dim) + ", d = " + num(o.d_model));
+    o.n_heads = 1;
+    o.d_k = o.d_v = o.d_model;
+  } else {
+    if (o.n_heads <= 0) throw ValueError(who + "n_heads must be positive, got h = " + num(o.n_heads));
+    if (o.d_k < 0 || o.d_v < 0)
+      throw ValueError(who + "d_k and d_v must be positive (or 0 for d/h), got d_k = " + num(o.d_k) +
+                       ", d_v = " + num(o.d_v));
+    if ((o.d_k == 0 || o.d_v == 0) && o.d_model % o.n_heads != 0)
+      throw ValueError(who + "h = " + num(o.n_heads) + " heads do not divide d = " + num(o.d_model) +
+                       " (d_k and d_v default to d/h); choose h dividing d or set d_k and d_v");
+    if (o.d_k == 0) o.d_k = o.d_model / o.n_heads;
+    if (o.d_v == 0) o.d_v = o.d_model / o.n_heads;
+  }
+  if (o.rope && o.d_k % 2 != 0)
+    throw ValueError(who + "rope rotates pairs of channels, so d_k must be even, got d_k = " + num(o.d_k));
+  return o;
+}
+
+// (B, T, h·w) -> (B, h, T, w)
+Var split_heads(const Var& x, int64_t h, int64_t w) {
+  const int64_t b = x.size(0), t = x.size(1);
+  if (h == 1) return reshape(x, {b, 1, t, w});  // same memory order: no transpose needed
+  return transpose(reshape(x, {b, t, h, w}), 1, 2);
+}
+
+// (B, h, T, w) -> (B, T, h·w)
+Var merge_heads(const Var& x) {
+  const int64_t b = x.size(0), h = x.size(1), t = x.size(2), w = x.size(3);
+  if (h == 1) return reshape(x, {b, t, w});
+  return reshape(transpose(x, 1, 2), {b, t, h * w});
+}
+
+}  // namespace
+
+MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options, Rng& init, Rng& dropout_rng)
+    : opt_(resolve(options)), scale_(opt_.scale.value(opt_.d_k)), dropout_rng_(&dropout_rng) {
+  if (!opt_.projections) return;
+  const int64_t d = opt_.d_model, h = opt_.n_heads;
+  q_proj = register_module("q_proj", std::make_shared<Linear>(d, h * opt_.d_k, init));
+  k_proj = register_module("k_proj", std::make_shared<Linear>(opt_.kv_dim, h * opt_.d_k, init));
+  v_proj = register_module("v_proj", std::make_shared<Linear>(opt_.kv_dim, h * opt_.d_v, init));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(h * opt_.d_v, d, init));
+}
+
+Var MultiHeadAttention::forward(const Var& x, const Var& memory, bool causal, const Tensor* key_padding) {
+  const int64_t d = opt_.d_model;
+  if (x.dim() != 3 || x.size(2) != d)
+    throw ShapeError("MultiHeadAttention: expected x of shape (B, T_q, " + num(d) + "), got " + x.value().shape_str());
+  const Var& mem = memory.defined() ? memory : x;
+  const int64_t b = x.size(0), t_q = x.size(1);
+  if (mem.dim() != 3 || mem.size(0) != b || mem.size(2) != opt_.kv_dim)
+    throw ShapeError("MultiHeadAttention: memory of shape " + mem.value().shape_str() + " does not fit: expected (" +
+                     num(b) + ", T_k, kv_dim = " + num(opt_.kv_dim) + ") for x of shape " + x.value().shape_str());
+  const int64_t t_k = mem.size(1);
+  if (key_padding) check_shape(key_padding->shape(), {b, t_k}, "MultiHeadAttention key_padding (B, T_k)");
+
+  Var q, k, v;
+  if (opt_.projections) {
+    q = split_heads(q_proj->forward(x), opt_.n_heads, opt_.d_k);    // (B, h, T_q, d_k)
+    k = split_heads(k_proj->forward(mem), opt_.n_heads, opt_.d_k);  // (B, h, T_k, d_k)
+    v = split_heads(v_proj->forward(mem), opt_.n_heads, opt_.d_v);  // (B, h, T_k, d_v)
+  } else {
+    q = reshape(x, {b, 1, t_q, d});    // (B, 1, T_q, d)
+    k = reshape(mem, {b, 1, t_k, d});  // (B, 1, T_k, d)
+    v = k;                             // the average is of the (unrotated) inputs
+  }
+  if (opt_.rope) {
+    q = rotary(q);
+    k = rotary(k);
+  }
+
+  AttentionMask mask;
+  mask.causal = causal;
+  mask.key_padding = key_padding;
+  Tensor* weights_out = capture_ ? &weights_ : nullptr;
+  Var ctx = training() && opt_.dropout > 0
+                ? composed_attention(q, k, v, scale_, mask, opt_.dropout, dropout_rng_, true, weights_out)
+                : attention(q, k, v, scale_, mask, weights_out);  // (B, h, T_q, d_v)
+  if (!opt_.projections) return reshape(ctx, {b, t_q, d});
+  return out_proj->forward(merge_heads(ctx));  // (B, T_q, d)
+}
+
+Var composed_attention(const Var& q, const Var& k, const Var& v, Real s, const AttentionMask& mask, Real dropout_p,
+                       Rng* dropout_rng, bool training, Tensor* weights_out) {
+  const int64_t b = q.size(0), t_q = q.size(2), t_k = k.size(2);
+  Var scores = scale(matmul(q, k, false, true), s);  // (B, h, T_q, T_k)
+  if (mask.causal || mask.key_padding) {
+    Tensor m({b, 1, t_q, t_k});  // 1 = masked; broadcasts over heads
+    for (int64_t bi = 0; bi < b; ++bi)
+      for (int64_t i = 0; i < t_q; ++i)
+        for (int64_t j = 0; j < t_k; ++j) {
+          const bool future = mask.causal && j > i + (t_k - t_q);
+          const bool pad = mask.key_padding && (*mask.key_padding)[bi * t_k + j] != 0;
+          m[(bi * t_q + i) * t_k + j] = (future || pad) ? 1 : 0;
+        }
+    scores = masked_fill(scores, m, -std::numeric_limits<Real>::infinity());
+  }
+  Var w = softmax(scores);
+  if (weights_out) *weights_out = w.value();
+  if (training && dropout_p > 0) w = dropout(w, dropout_p, *dropout_rng, true);
+  return matmul(w, v);  // (B, h, T_q, d_v)
+}
+
+}  // namespace attnlab

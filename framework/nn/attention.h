@@ -1,0 +1,92 @@
+#pragma once
+// Multi-head attention (Vaswani et al., 2017, section 3.2), self or cross,
+// with optional masks, rotary positions, dropout on the weights, and a
+// parameter-free variant.
+#include <memory>
+#include <string>
+
+#include "framework/nn/linear.h"
+#include "framework/ops/attention.h"
+
+namespace attnlab {
+
+// The factor s in softmax(Q Kᵀ · s). Text forms: "sqrt" (1/sqrt(d_k), the
+// paper's and the default), "none" (1), "linear" (1/d_k, as muP), or a
+// positive number used as is.
+struct AttentionScale {
+  enum class Kind { inv_sqrt, none, inv_linear, constant };
+  Kind kind = Kind::inv_sqrt;
+  Real constant = 1;  // used when kind == constant
+
+  Real value(int64_t d_k) const;
+  std::string str() const;  // the text form; parse_attention_scale(str()) gives it back
+};
+// Throws ValueError naming the text unless it is one of the forms above.
+AttentionScale parse_attention_scale(const std::string& text);
+
+struct MultiHeadAttentionOptions {
+  int64_t d_model = 0;  // d: width of the queries' sequence and of the output
+  int64_t n_heads = 1;  // h
+  int64_t d_k = 0;      // query/key width per head; 0 -> d / h (h must divide d)
+  int64_t d_v = 0;      // value width per head;     0 -> d / h (h must divide d)
+  AttentionScale scale;
+  // false: parameter-free dot-product attention, one head over the whole
+  // width: weights softmax(x_i · m_j · s) with s from `scale` at d_k = d, output
+  // the weighted average of the memory rows m_j themselves. n_heads, d_k and
+  // d_v are then ignored, and kv_dim must be d.
+  bool projections = true;
+  Real dropout = 0;     // on the attention weights, in training mode only (as torch)
+  bool rope = false;    // rotate q and k (after the head split) by position; d_k must be even
+  int64_t kv_dim = 0;   // cross-attention memory width; 0 -> d
+};
+
+class MultiHeadAttention : public Module {
+ public:
+  // Checks and resolves the options (ValueError naming the values when they
+  // are inconsistent). Children q_proj (d -> h·d_k), k_proj (kv_dim -> h·d_k),
+  // v_proj (kv_dim -> h·d_v), out_proj (h·d_v -> d), all with bias, are
+  // initialised from `init` in that order (see Linear). Keeps a pointer to
+  // dropout_rng, which must outlive the module.
+  MultiHeadAttention(const MultiHeadAttentionOptions& options, Rng& init, Rng& dropout_rng);
+
+  // x (B, T_q, d); memory (B, T_k, kv_dim), or undefined for self-attention
+  // (memory = x). causal: query i sees keys j <= i + (T_k − T_q).
+  // key_padding (B, T_k), non-zero = padding key that is never attended.
+  // Returns (B, T_q, d). Wrong shapes throw ShapeError naming them.
+  // Rotary positions start at 0 for both queries and keys.
+  Var forward(const Var& x, const Var& memory = Var(), bool causal = false, const Tensor* key_padding = nullptr);
+
+  // While on, each forward keeps its attention weights (B, h, T_q, T_k)
+  // (before dropout) for inspection.
+  void capture_weights(bool on) { capture_ = on; }
+  bool capturing_weights() const { return capture_; }
+  // The weights of the last forward run with capture on; empty before that.
+  const Tensor& last_weights() const { return weights_; }
+
+  const MultiHeadAttentionOptions& options() const { return opt_; }  // resolved: d_k, d_v, kv_dim filled in
+  int64_t n_heads() const { return opt_.n_heads; }
+  int64_t d_k() const { return opt_.d_k; }
+  int64_t d_v() const { return opt_.d_v; }
+  Real scale() const { return scale_; }
+
+  // Null when options.projections is false.
+  std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
+
+ private:
+  MultiHeadAttentionOptions opt_;
+  Real scale_;
+  Rng* dropout_rng_;
+  bool capture_ = false;
+  Tensor weights_;
+};
+
+// The attention core composed of primitive ops (matmul, scale, masked_fill,
+// softmax, dropout, matmul), with the fused op's shapes and mask semantics.
+// MultiHeadAttention uses it when dropout on the weights is active (the fused
+// op has no dropout); the tests use it as the reference for the fused op.
+// With weights_out, receives the weights (B, h, T_q, T_k) before dropout.
+Var composed_attention(const Var& q, const Var& k, const Var& v, Real scale, const AttentionMask& mask,
+                       Real dropout_p = 0, Rng* dropout_rng = nullptr, bool training = false,
+                       Tensor* weights_out = nullptr);
+
+}  // namespace attnlab

@@ -1,0 +1,28 @@
+#include "framework/nn/feed_forward.h"
+
+#include "framework/ops/elementwise.h"
+
+namespace attnlab {
+
+Activation parse_activation(const std::string& name) {
+  if (name == "relu") return Activation::relu;
+  if (name == "gelu") return Activation::gelu;
+  throw ValueError("unknown activation '" + name + "': expected relu or gelu");
+}
+
+std::string to_string(Activation act) { return act == Activation::relu ? "relu" : "gelu"; }
+
+FeedForward::FeedForward(int64_t d, int64_t d_ff, Activation act, Real dropout_p, Rng& init, Rng& dropout_rng)
+    : act_(act) {
+  fc1 = register_module("fc1", std::make_shared<Linear>(d, d_ff, init));
+  fc2 = register_module("fc2", std::make_shared<Linear>(d_ff, d, init));
+  dropout = register_module("dropout", std::make_shared<Dropout>(dropout_p, dropout_rng));
+}
+
+Var FeedForward::forward(const Var& x) const {
+  Var h = fc1->forward(x);  // (..., d_ff)
+  h = act_ == Activation::relu ? relu(h) : gelu(h);
+  return fc2->forward(dropout->forward(h));
+}
+
+}  // namespace attnlab

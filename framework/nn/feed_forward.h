@@ -1,0 +1,36 @@
+#pragma once
+// Position-wise feed-forward block: fc2(dropout(act(fc1(x)))).
+#include <memory>
+#include <string>
+
+#include "framework/nn/dropout.h"
+#include "framework/nn/linear.h"
+
+namespace attnlab {
+
+enum class Activation { relu, gelu };  // gelu is the exact x·Φ(x), as torch.nn.GELU()
+
+// "relu" | "gelu"; anything else throws ValueError naming the text.
+Activation parse_activation(const std::string& name);
+std::string to_string(Activation act);
+
+class FeedForward : public Module {
+ public:
+  // Children fc1 (d -> d_ff), fc2 (d_ff -> d), initialised in that order from
+  // `init` (see Linear), and `dropout` (no parameters) drawing from dropout_rng.
+  FeedForward(int64_t d, int64_t d_ff, Activation act, Real dropout, Rng& init, Rng& dropout_rng);
+
+  // x (..., d) -> (..., d).
+  Var forward(const Var& x) const;
+
+  Activation activation() const { return act_; }
+
+  std::shared_ptr<Linear> fc1;
+  std::shared_ptr<Linear> fc2;
+  std::shared_ptr<Dropout> dropout;
+
+ private:
+  Activation act_;
+};
+
+}  // namespace attnlab

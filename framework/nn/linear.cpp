@@ -1,0 +1,35 @@
+#include "framework/nn/linear.h"
+
+#include <cmath>
+#include <string>
+
+#include "framework/ops/matmul.h"
+
+namespace attnlab {
+
+namespace {
+Tensor uniform_tensor(Shape shape, Rng& rng, double bound) {
+  Tensor t(std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<Real>(rng.uniform(-bound, bound));
+  return t;
+}
+}  // namespace
+
+Linear::Linear(int64_t in, int64_t out, Rng& init, bool bias) : in_(in), out_(out) {
+  if (in <= 0 || out <= 0)
+    throw ValueError("Linear: sizes must be positive, got in = " + std::to_string(in) +
+                     ", out = " + std::to_string(out));
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  weight = register_parameter("weight", uniform_tensor({out, in}, init, bound));
+  if (bias) this->bias = register_parameter("bias", uniform_tensor({out}, init, bound));
+}
+
+Var Linear::forward(const Var& x) const {
+  if (x.dim() < 1 || x.size(-1) != in_)
+    throw ShapeError("Linear(in = " + std::to_string(in_) + ", out = " + std::to_string(out_) +
+                     "): expected input of shape (..., " + std::to_string(in_) + "), got " +
+                     x.value().shape_str());
+  return linear(x, weight, bias);
+}
+
+}  // namespace attnlab

@@ -1,0 +1,283 @@
+// Elementwise ops: broadcasting binary ops, unary maths, masking.
+// GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics
+// (_mm512_undefined_pd, GCC bug 105593) when Eigen vectorises; silence it here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "framework/ops/elementwise.h"
+
+#include <cmath>
+#include <limits>
+
+#include "framework/ops/broadcast.h"
+
+namespace attnlab {
+namespace detail {
+
+BroadcastPlan make_broadcast_plan(const Shape& a, const Shape& b, const char* op) {
+  BroadcastPlan p;
+  p.out_shape = broadcast_shape(a, b, op);
+  p.numel = shape_numel(p.out_shape);
+  p.a_full = shape_numel(a) == p.numel;
+  p.b_full = shape_numel(b) == p.numel;
+  if (p.numel <= 1) return p;
+
+  // Per output dim, each operand's contiguous stride, or 0 where it is
+  // missing or of size 1 (broadcast).
+  const size_t rank = p.out_shape.size();
+  std::vector<int64_t> sa(rank, 0), sb(rank, 0);
+  auto fill_strides = [rank](const Shape& s, std::vector<int64_t>& stride) {
+    int64_t step = 1;
+    for (size_t k = s.size(); k-- > 0;) {
+      stride[rank - s.size() + k] = s[k] == 1 ? 0 : step;
+      step *= s[k];
+    }
+  };
+  fill_strides(a, sa);
+  fill_strides(b, sb);
+  // Drop size-1 dims; merge a dim into the one before it when both operands
+  // step through the pair as through one dim.
+  for (size_t k = 0; k < rank; ++k) {
+    int64_t n = p.out_shape[k];
+    if (n == 1) continue;
+    if (!p.sizes.empty() && p.stride_a.back() == sa[k] * n && p.stride_b.back() == sb[k] * n) {
+      p.sizes.back() *= n;
+      p.stride_a.back() = sa[k];
+      p.stride_b.back() = sb[k];
+    } else {
+      p.sizes.push_back(n);
+      p.stride_a.push_back(sa[k]);
+      p.stride_b.push_back(sb[k]);
+    }
+  }
+  return p;
+}
+
+}  // namespace detail
+
+using detail::BroadcastPlan;
+using detail::for_each_run;
+using detail::make_broadcast_plan;
+using detail::parallel_chunks;
+using detail::run_loop;
+
+Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
+  if (a == b) return a;
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    // Right-aligned: a missing leading dim acts as size 1.
+    int64_t da = k + a.size() >= rank ? a[k + a.size() - rank] : 1;
+    int64_t db = k + b.size() >= rank ? b[k + b.size() - rank] : 1;
+    if (da != db && da != 1 && db != 1)
+      throw ShapeError(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast");
+    out[k] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+namespace {
+
+// out = f(a, b) elementwise under the plan.
+template <class F>
+Tensor binary_forward(const BroadcastPlan& p, const Tensor& a, const Tensor& b, F f) {
+  Tensor out(p.out_shape);
+  const Real* pa = a.data();
+  const Real* pb = b.data();
+  Real* po = out.data();
+  for_each_run(p, true, [&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t sa, int64_t sb) {
+    Real* y = po + o;
+    run_loop(pa + ia, pb + ib, n, sa, sb, [&](int64_t k, Real x, Real z) { y[k] = f(x, z); });
+  });
+  return out;
+}
+
+// target += gfn(g, a, b) summed back to the target operand's shape
+// (which = 0: a, 1: b). Parallel only when the target has the output's shape
+// (no two runs touch the same element); otherwise runs are summed serially so
+// the result does not depend on the thread count.
+template <class G>
+void binary_accumulate(const BroadcastPlan& p, int which, const Tensor& grad, const Tensor& a, const Tensor& b,
+                       Tensor& target, G gfn) {
+  const Real* pg = grad.data();
+  const Real* pa = a.data();
+  const Real* pb = b.data();
+  Real* pt = target.data();
+  const bool full = which == 0 ? p.a_full : p.b_full;
+  for_each_run(p, full, [&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t sa, int64_t sb) {
+    const Real* g = pg + o;
+    Real* t = pt + (which == 0 ? ia : ib);
+    if ((which == 0 ? sa : sb) == 1) {
+      run_loop(pa + ia, pb + ib, n, sa, sb, [&](int64_t k, Real x, Real z) { t[k] += gfn(g[k], x, z); });
+    } else {  // the target is constant along this run: sum the run into one element
+      Real acc = 0;
+      run_loop(pa + ia, pb + ib, n, sa, sb, [&](int64_t k, Real x, Real z) { acc += gfn(g[k], x, z); });
+      t[0] += acc;
+    }
+  });
+}
+
+// A broadcasting binary op: forward f(x, y); dL/da = ga(g, x, y), dL/db = gb(g, x, y).
+template <class F, class GA, class GB>
+Var binary_op(const Var& a, const Var& b, const char* name, F f, GA ga, GB gb) {
+  BroadcastPlan plan = make_broadcast_plan(a.shape(), b.shape(), name);
+  Tensor out = binary_forward(plan, a.value(), b.value(), f);
+  return make_result(std::move(out), {a, b}, name, [plan = std::move(plan), ga, gb](Node& self) {
+    if (self.input_needs_grad(0))
+      binary_accumulate(plan, 0, self.grad, self.input_value(0), self.input_value(1), self.input_grad(0), ga);
+    if (self.input_needs_grad(1))
+      binary_accumulate(plan, 1, self.grad, self.input_value(0), self.input_value(1), self.input_grad(1), gb);
+  });
+}
+
+// A unary op written with Eigen array expressions, chunked across threads:
+// forward y = f(x); backward dx += d(g, x, y) (all three are array segments).
+template <class F, class D>
+Var unary_op(const Var& a, const char* name, F f, D d) {
+  const Tensor& x = a.value();
+  Tensor out(x.shape());
+  parallel_chunks(x.numel(), [&](int64_t lo, int64_t hi) {
+    out.flat().segment(lo, hi - lo).array() = f(x.flat().segment(lo, hi - lo).array());
+  });
+  return make_result(std::move(out), {a}, name, [d](Node& self) {
+    if (!self.input_needs_grad(0)) return;
+    Tensor& gx = self.input_grad(0);
+    const Tensor& xv = self.input_value(0);
+    parallel_chunks(gx.numel(), [&](int64_t lo, int64_t hi) {
+      const int64_t n = hi - lo;
+      gx.flat().segment(lo, n).array() +=
+          d(self.grad.flat().segment(lo, n).array(), xv.flat().segment(lo, n).array(),
+            self.value.flat().segment(lo, n).array());
+    });
+  });
+}
+
+}  // namespace
+
+Var add(const Var& a, const Var& b) {
+  return binary_op(
+      a, b, "add", [](Real x, Real y) { return x + y; }, [](Real g, Real, Real) { return g; },
+      [](Real g, Real, Real) { return g; });
+}
+
+Var sub(const Var& a, const Var& b) {
+  return binary_op(
+      a, b, "sub", [](Real x, Real y) { return x - y; }, [](Real g, Real, Real) { return g; },
+      [](Real g, Real, Real) { return -g; });
+}
+
+Var mul(const Var& a, const Var& b) {
+  return binary_op(
+      a, b, "mul", [](Real x, Real y) { return x * y; }, [](Real g, Real, Real y) { return g * y; },
+      [](Real g, Real x, Real) { return g * x; });
+}
+
+Var div(const Var& a, const Var& b) {
+  return binary_op(
+      a, b, "div", [](Real x, Real y) { return x / y; }, [](Real g, Real, Real y) { return g / y; },
+      [](Real g, Real x, Real y) { return -g * x / (y * y); });
+}
+
+Var neg(const Var& a) {
+  return unary_op(
+      a, "neg", [](const auto& x) { return -x; }, [](const auto& g, const auto&, const auto&) { return -g; });
+}
+
+Var scale(const Var& a, Real s) {
+  return unary_op(
+      a, "scale", [s](const auto& x) { return x * s; },
+      [s](const auto& g, const auto&, const auto&) { return g * s; });
+}
+
+Var add_scalar(const Var& a, Real s) {
+  return unary_op(
+      a, "add_scalar", [s](const auto& x) { return x + s; },
+      [](const auto& g, const auto&, const auto&) { return g; });
+}
+
+Var exp(const Var& a) {
+  return unary_op(
+      a, "exp", [](const auto& x) { return x.exp(); },
+      [](const auto& g, const auto&, const auto& y) { return g * y; });
+}
+
+Var log(const Var& a) {
+  return unary_op(
+      a, "log", [](const auto& x) { return x.log(); },
+      [](const auto& g, const auto& x, const auto&) { return g / x; });
+}
+
+Var sqrt(const Var& a) {
+  return unary_op(
+      a, "sqrt", [](const auto& x) { return x.sqrt(); },
+      [](const auto& g, const auto&, const auto& y) { return g * Real(0.5) / y; });
+}
+
+Var tanh(const Var& a) {
+  return unary_op(
+      a, "tanh", [](const auto& x) { return x.tanh(); },
+      [](const auto& g, const auto&, const auto& y) { return g * (Real(1) - y.square()); });
+}
+
+Var relu(const Var& a) {
+  // The derivative at exactly 0 is taken as 0, as torch does.
+  return unary_op(
+      a, "relu", [](const auto& x) { return x.max(Real(0)); },
+      [](const auto& g, const auto& x, const auto&) { return g * (x > Real(0)).template cast<Real>(); });
+}
+
+Var gelu(const Var& a) {
+  // y = x Phi(x) with Phi(x) = (1 + erf(x / sqrt 2)) / 2; dy/dx = Phi(x) + x phi(x).
+  // erf has no Eigen array form in Eigen/Core, hence scalar loops.
+  const Real inv_sqrt2 = Real(0.70710678118654752440);
+  const Real inv_sqrt_2pi = Real(0.39894228040143267794);
+  const Tensor& x = a.value();
+  Tensor out(x.shape());
+  parallel_chunks(x.numel(), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) out[i] = x[i] * Real(0.5) * (Real(1) + std::erf(x[i] * inv_sqrt2));
+  });
+  return make_result(std::move(out), {a}, "gelu", [=](Node& self) {
+    if (!self.input_needs_grad(0)) return;
+    Tensor& gx = self.input_grad(0);
+    const Tensor& xv = self.input_value(0);
+    parallel_chunks(gx.numel(), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const Real v = xv[i];
+        const Real cdf = Real(0.5) * (Real(1) + std::erf(v * inv_sqrt2));
+        const Real pdf = inv_sqrt_2pi * std::exp(Real(-0.5) * v * v);
+        gx[i] += self.grad[i] * (cdf + v * pdf);
+      }
+    });
+  });
+}
+
+Var masked_fill(const Var& a, const Tensor& mask, Real value) {
+  BroadcastPlan plan = make_broadcast_plan(a.shape(), mask.shape(), "masked_fill");
+  if (plan.out_shape != a.shape())
+    throw ShapeError("masked_fill: mask " + mask.shape_str() + " does not broadcast to the input's shape " +
+                     a.value().shape_str());
+  const Tensor& x = a.value();
+  Tensor out = binary_forward(plan, x, mask, [value](Real v, Real m) { return m != 0 ? value : v; });
+  // The mask is copied into the closure: the caller's may not outlive the graph.
+  return make_result(std::move(out), {a}, "masked_fill", [plan = std::move(plan), mask](Node& self) {
+    if (!self.input_needs_grad(0)) return;
+    Tensor& gx = self.input_grad(0);
+    const Real* pg = self.grad.data();
+    const Real* pm = mask.data();
+    Real* pt = gx.data();
+    // a has the output's shape, so every run writes its own elements.
+    for_each_run(plan, true, [&](int64_t o, int64_t, int64_t im, int64_t n, int64_t, int64_t sm) {
+      const Real* g = pg + o;
+      Real* t = pt + o;
+      run_loop(g, pm + im, n, 1, sm, [&](int64_t k, Real gk, Real m) { t[k] += m != 0 ? Real(0) : gk; });
+    });
+  });
+}
+
+Tensor causal_mask(int64_t t_q, int64_t t_k) {
+  Tensor mask({t_q, t_k});
+  const int64_t shift = t_k - t_q;  // with a cache of earlier keys, query i sits at key position i + shift
+  for (int64_t i = 0; i < t_q; ++i)
+    for (int64_t j = std::max<int64_t>(0, i + shift + 1); j < t_k; ++j) mask[i * t_k + j] = 1;
+  return mask;
+}
+
+}  // namespace attnlab

@@ -1,0 +1,116 @@
+// Fused layer normalisation over the last axis: forward caches the per-row
+// mean and 1/std, backward recomputes x_hat from them (llm.c's layernorm).
+#include "framework/ops/norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace attnlab {
+namespace {
+
+using ArrayMap = Eigen::Map<Eigen::Array<Real, Eigen::Dynamic, 1>>;
+using ConstArrayMap = Eigen::Map<const Eigen::Array<Real, Eigen::Dynamic, 1>>;
+using Array = Eigen::Array<Real, Eigen::Dynamic, 1>;
+
+constexpr int64_t kParallelMinElements = 1 << 14;
+
+// The weight and bias gradients sum over rows. Rows are cut into a fixed
+// number of chunks (independent of the thread count), each chunk sums into its
+// own partial, and the partials are added in chunk order: no two threads write
+// the same memory and the result is bitwise reproducible.
+constexpr int64_t kGradChunks = 32;
+
+void check_affine(const Var& p, int64_t d, const Shape& x_shape, const char* what) {
+  if (!p.defined()) return;
+  if (p.shape() != Shape{d})
+    throw ShapeError(std::string("layer_norm: ") + what + " must have shape (" + std::to_string(d) +
+                     ",) for input " + shape_str(x_shape) + ", got " + shape_str(p.shape()));
+}
+
+}  // namespace
+
+Var layer_norm(const Var& x, const Var& weight, const Var& bias, Real eps) {
+  if (x.dim() < 1) throw ShapeError("layer_norm: input needs at least 1 dim, got " + x.value().shape_str());
+  if (!(eps >= 0)) throw ValueError("layer_norm: eps must be >= 0, got " + std::to_string(eps));
+  const int64_t d = x.size(-1);
+  check_affine(weight, d, x.shape(), "weight");
+  check_affine(bias, d, x.shape(), "bias");
+  const int64_t rows = d ? x.numel() / d : 0;
+
+  Tensor out(x.shape());
+  Tensor mean({rows}), rstd({rows});
+  const Real* xd = x.value().data();
+  const Real* w = weight.defined() ? weight.value().data() : nullptr;
+  const Real* b = bias.defined() ? bias.value().data() : nullptr;
+  Real* yd = out.data();
+#pragma omp parallel for schedule(static) if (rows > 1 && rows * d >= kParallelMinElements)
+  for (int64_t r = 0; r < rows; ++r) {
+    ConstArrayMap xr(xd + r * d, d);
+    ArrayMap yr(yd + r * d, d);
+    // Two passes (mean, then centred squares): biased variance as torch, and
+    // no cancellation when |mean| >> std.
+    const Real mu = xr.sum() / static_cast<Real>(d);
+    const Real var = (xr - mu).square().sum() / static_cast<Real>(d);
+    const Real rs = Real(1) / std::sqrt(var + eps);
+    mean[r] = mu;
+    rstd[r] = rs;
+    yr = (xr - mu) * rs;
+    if (w) yr *= ConstArrayMap(w, d);
+    if (b) yr += ConstArrayMap(b, d);
+  }
+
+  std::vector<Var> inputs{x};
+  const int w_index = weight.defined() ? static_cast<int>(inputs.size()) : -1;
+  if (weight.defined()) inputs.push_back(weight);
+  const int b_index = bias.defined() ? static_cast<int>(inputs.size()) : -1;
+  if (bias.defined()) inputs.push_back(bias);
+
+  return make_result(
+      std::move(out), std::move(inputs), "layer_norm",
+      [d, rows, w_index, b_index, mean = std::move(mean), rstd = std::move(rstd)](Node& self) {
+        const bool need_x = self.input_needs_grad(0);
+        const bool need_w = w_index >= 0 && self.input_needs_grad(w_index);
+        const bool need_b = b_index >= 0 && self.input_needs_grad(b_index);
+        const Real* xd = self.input_value(0).data();
+        const Real* w = w_index >= 0 ? self.input_value(w_index).data() : nullptr;
+        const Real* dy = self.grad.data();
+        Real* dx = need_x ? self.input_grad(0).data() : nullptr;
+
+        const int64_t chunks = std::min<int64_t>(kGradChunks, std::max<int64_t>(rows, 1));
+        const int64_t per_chunk = (rows + chunks - 1) / chunks;
+        // Partial weight/bias gradients of each chunk: (chunks, d) each.
+        Eigen::Array<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dw_part, db_part;
+        if (need_w) dw_part.setZero(chunks, d);
+        if (need_b) db_part.setZero(chunks, d);
+
+#pragma omp parallel if (rows > 1 && rows * d >= kParallelMinElements)
+        {
+          Array xhat(d), dxhat(d);
+#pragma omp for schedule(static)
+          for (int64_t c = 0; c < chunks; ++c) {
+            const int64_t r_end = std::min(rows, (c + 1) * per_chunk);
+            for (int64_t r = c * per_chunk; r < r_end; ++r) {
+              ConstArrayMap xr(xd + r * d, d), dyr(dy + r * d, d);
+              xhat = (xr - mean[r]) * rstd[r];
+              if (need_w) dw_part.row(c) += (dyr * xhat).transpose();
+              if (need_b) db_part.row(c) += dyr.transpose();
+              if (!need_x) continue;
+              // y = x_hat * w + b; x_hat = (x - mean) * rstd. With g = dy * w:
+              // dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)).
+              if (w)
+                dxhat = dyr * ConstArrayMap(w, d);
+              else
+                dxhat = dyr;
+              const Real mean_g = dxhat.sum() / static_cast<Real>(d);
+              const Real mean_gx = (dxhat * xhat).sum() / static_cast<Real>(d);
+              ArrayMap(dx + r * d, d) += rstd[r] * (dxhat - mean_g - xhat * mean_gx);
+            }
+          }
+        }
+        if (need_w) ArrayMap(self.input_grad(w_index).data(), d) += dw_part.colwise().sum().transpose();
+        if (need_b) ArrayMap(self.input_grad(b_index).data(), d) += db_part.colwise().sum().transpose();
+      });
+}
+
+}  // namespace attnlab

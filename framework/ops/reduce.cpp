@@ -1,0 +1,86 @@
+// Reductions: sum and mean, of everything or along one axis.
+// GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics
+// (_mm512_undefined_pd, GCC bug 105593) when Eigen vectorises; silence it here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "framework/ops/reduce.h"
+
+#include "framework/ops/broadcast.h"
+
+namespace attnlab {
+namespace {
+
+// sum(a) * factor -> shape (); backward spreads g * factor to every element.
+Var reduce_all(const Var& a, Real factor, const char* name) {
+  // Eigen's reduction has a fixed (vectorised, pairwise-blocked) order, so
+  // the result does not depend on the thread count.
+  Tensor out = Tensor::from({}, {a.value().flat().sum() * factor});
+  return make_result(std::move(out), {a}, name, [factor](Node& self) {
+    if (self.input_needs_grad(0)) self.input_grad(0).flat().array() += self.grad[0] * factor;
+  });
+}
+
+// Sum along one axis times factor. a is viewed as (outer, n, inner) and the
+// result as (outer, inner): each output row adds n contiguous rows of a.
+Var reduce_axis(const Var& a, int axis, bool keepdim, Real factor, const char* name) {
+  const int rank = a.dim();
+  const int ax = axis < 0 ? axis + rank : axis;
+  if (ax < 0 || ax >= rank)
+    throw ShapeError(std::string(name) + ": axis " + std::to_string(axis) + " out of range for shape " +
+                     a.value().shape_str());
+  const Shape& s = a.shape();
+  int64_t outer = 1, inner = 1;
+  for (int k = 0; k < ax; ++k) outer *= s[static_cast<size_t>(k)];
+  for (int k = ax + 1; k < rank; ++k) inner *= s[static_cast<size_t>(k)];
+  const int64_t n = s[static_cast<size_t>(ax)];
+
+  Shape out_shape = s;
+  if (keepdim) out_shape[static_cast<size_t>(ax)] = 1;
+  else out_shape.erase(out_shape.begin() + ax);
+  Tensor out(out_shape);
+  const Real* x = a.value().data();
+  Real* y = out.data();
+  const bool par = outer > 1 && a.numel() >= 2 * detail::kParallelGrain;
+#pragma omp parallel for schedule(static) if (par)
+  for (int64_t o = 0; o < outer; ++o) {
+    Real* yo = y + o * inner;
+    for (int64_t k = 0; k < n; ++k) {
+      const Real* xk = x + (o * n + k) * inner;
+      for (int64_t i = 0; i < inner; ++i) yo[i] += xk[i];
+    }
+    for (int64_t i = 0; i < inner; ++i) yo[i] *= factor;
+  }
+  return make_result(std::move(out), {a}, name, [outer, n, inner, factor, par](Node& self) {
+    if (!self.input_needs_grad(0)) return;
+    Real* gx = self.input_grad(0).data();
+    const Real* g = self.grad.data();
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t k = 0; k < n; ++k) {
+        Real* gk = gx + (o * n + k) * inner;
+        for (int64_t i = 0; i < inner; ++i) gk[i] += g[o * inner + i] * factor;
+      }
+  });
+}
+
+Real inverse_count(int64_t n) { return n > 0 ? Real(1) / static_cast<Real>(n) : Real(0); }
+
+}  // namespace
+
+Var sum(const Var& a) { return reduce_all(a, 1, "sum"); }
+
+Var mean(const Var& a) {
+  if (a.numel() == 0) throw ShapeError("mean: the input " + a.value().shape_str() + " is empty");
+  return reduce_all(a, inverse_count(a.numel()), "mean");
+}
+
+Var sum(const Var& a, int axis, bool keepdim) { return reduce_axis(a, axis, keepdim, 1, "sum"); }
+
+Var mean(const Var& a, int axis, bool keepdim) {
+  const int rank = a.dim();
+  const int ax = axis < 0 ? axis + rank : axis;
+  const int64_t n = ax >= 0 && ax < rank ? a.shape()[static_cast<size_t>(ax)] : 1;  // bad axes throw below
+  if (n == 0) throw ShapeError("mean: axis " + std::to_string(axis) + " of " + a.value().shape_str() + " is empty");
+  return reduce_axis(a, axis, keepdim, inverse_count(n), "mean");
+}
+
+}  // namespace attnlab

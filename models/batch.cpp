@@ -1,0 +1,105 @@
+#include "models/batch.h"
+
+#include <algorithm>
+
+namespace attnlab {
+
+namespace {
+
+void check_tokens(const std::vector<int32_t>& seq, size_t row, const char* which) {
+  for (int32_t t : seq)
+    if (t < 0)
+      throw ValueError(std::string("format_batch: pair ") + std::to_string(row) + " has a negative " + which +
+                       " token id " + std::to_string(t));
+}
+
+// Right-pads `seqs` to `width` with pad tokens; pad = 1 on the padding.
+void fill_rows(const std::vector<std::vector<int32_t>>& seqs, int64_t width, IntTensor& ids, Tensor& pad) {
+  const int64_t b = static_cast<int64_t>(seqs.size());
+  ids = IntTensor({b, width}, SpecialTokens::pad);
+  pad = Tensor({b, width}, Real(1));
+  for (int64_t i = 0; i < b; ++i) {
+    const auto& s = seqs[static_cast<size_t>(i)];
+    for (size_t t = 0; t < s.size(); ++t) {
+      ids.data[static_cast<size_t>(i * width) + t] = s[t];
+      pad[i * width + static_cast<int64_t>(t)] = 0;
+    }
+  }
+}
+
+int64_t longest(const std::vector<std::vector<int32_t>>& seqs) {
+  size_t n = 0;
+  for (const auto& s : seqs) n = std::max(n, s.size());
+  return std::max<int64_t>(1, static_cast<int64_t>(n));
+}
+
+IntTensor pad_targets(const std::vector<std::vector<int32_t>>& rows, int64_t width) {
+  IntTensor out({static_cast<int64_t>(rows.size()), width}, kIgnoreTarget);
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::copy(rows[i].begin(), rows[i].end(), out.data.begin() + static_cast<int64_t>(i) * width);
+  return out;
+}
+
+}  // namespace
+
+void pad_sequences(const std::vector<std::vector<int32_t>>& seqs, IntTensor& ids, Tensor& pad) {
+  fill_rows(seqs, longest(seqs), ids, pad);
+}
+
+FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs) {
+  if (arch != "encoder" && arch != "decoder" && arch != "seq2seq")
+    throw ValueError("format_batch: arch must be 'encoder', 'decoder' or 'seq2seq', got '" + arch + "'");
+  if (pairs.empty()) throw ValueError("format_batch: the batch is empty");
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    check_tokens(pairs[i].first, i, "input");
+    check_tokens(pairs[i].second, i, "output");
+  }
+
+  FormattedBatch batch;
+  std::vector<std::vector<int32_t>> inputs, targets;
+  if (arch == "encoder") {
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const auto& [src, out] = pairs[i];
+      if (out.size() > src.size())
+        throw ValueError("format_batch (encoder): pair " + std::to_string(i) + " has an output of length " +
+                         std::to_string(out.size()) + " longer than its input of length " +
+                         std::to_string(src.size()) + "; a tagger emits one token per input position");
+      inputs.push_back(src);
+      targets.push_back(out);
+    }
+    pad_sequences(inputs, batch.input.src, batch.input.src_pad);
+    batch.targets = pad_targets(targets, batch.input.src.shape[1]);
+  } else if (arch == "decoder") {
+    for (const auto& [src, tgt] : pairs) {
+      // tokens = [bos] src [sep] tgt [eos]; input = tokens[:-1], target = tokens[1:].
+      std::vector<int32_t> in{SpecialTokens::bos};
+      in.insert(in.end(), src.begin(), src.end());
+      in.push_back(SpecialTokens::sep);
+      in.insert(in.end(), tgt.begin(), tgt.end());
+      std::vector<int32_t> target(src.size() + 1, kIgnoreTarget);  // src and sep are not predicted
+      target.insert(target.end(), tgt.begin(), tgt.end());
+      target.push_back(SpecialTokens::eos);
+      inputs.push_back(std::move(in));
+      targets.push_back(std::move(target));
+    }
+    pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
+    batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
+  } else {
+    std::vector<std::vector<int32_t>> sources;
+    for (const auto& [src, tgt] : pairs) {
+      sources.push_back(src);
+      std::vector<int32_t> in{SpecialTokens::bos};
+      in.insert(in.end(), tgt.begin(), tgt.end());
+      std::vector<int32_t> target(tgt);
+      target.push_back(SpecialTokens::eos);
+      inputs.push_back(std::move(in));
+      targets.push_back(std::move(target));
+    }
+    pad_sequences(sources, batch.input.src, batch.input.src_pad);
+    pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
+    batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
+  }
+  return batch;
+}
+
+}  // namespace attnlab

@@ -1,0 +1,36 @@
+#pragma once
+// format_batch: (input, output) token pairs -> the tensors each architecture
+// trains on, with padding masks and targets (-100 = ignored by the loss).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/sequence_model.h"
+
+namespace attnlab {
+
+using TokenPairs = std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>>;
+
+struct FormattedBatch {
+  ModelInput input;
+  IntTensor targets;  // (B, T_out), -100 = ignore
+};
+
+constexpr int32_t kIgnoreTarget = -100;
+
+// encoder: src = input padded with pad; targets = output aligned with the
+//          input (ignored where the output is shorter, and on padding); an
+//          output longer than its input throws ValueError.
+// decoder: tokens = [bos] src [sep] tgt [eos]; tgt_in = tokens[:-1],
+//          targets = tokens[1:] with the prompt positions ignored (the loss
+//          covers tgt and eos only).
+// seq2seq: src = input; tgt_in = [bos] tgt; targets = tgt [eos].
+// All sequences are right-padded to the longest in the batch. An empty batch,
+// an unknown arch or a negative token id throws ValueError.
+FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs);
+
+// Right-pads token sequences into (B, max(1, longest)) ids and a pad mask
+// (1 = pad). A length-0 sequence gets one pad position so shapes stay valid.
+void pad_sequences(const std::vector<std::vector<int32_t>>& seqs, IntTensor& ids, Tensor& pad);
+
+}  // namespace attnlab

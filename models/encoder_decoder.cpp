@@ -1,0 +1,105 @@
+#include "models/encoder_decoder.h"
+
+#include <utility>
+
+#include "models/batch.h"
+
+namespace attnlab {
+
+EncoderDecoder::EncoderDecoder(const TransformerConfig& config, uint64_t seed) : SequenceModel(config, seed) {
+  if (config_.arch != "seq2seq")
+    throw ValueError("EncoderDecoder needs arch 'seq2seq', got '" + config_.arch + "'");
+  build_embeddings();
+  const bool pre = config_.norm == "pre";
+
+  auto encoder = register_module("encoder", std::make_shared<ModuleList>());
+  auto enc_list = encoder->add("blocks", std::make_shared<ModuleList>());
+  for (int64_t i = 0; i < config_.n_layers; ++i) {
+    encoder_blocks_.push_back(
+        enc_list->add(std::to_string(i), std::make_shared<EncoderBlock>(config_, init_rng_, dropout_rng_)));
+    attention_layers_.push_back(encoder_blocks_.back()->attn.get());
+  }
+  if (pre) encoder_ln_f_ = encoder->add("ln_f", std::make_shared<LayerNorm>(config_.d_model));
+
+  auto decoder = register_module("decoder", std::make_shared<ModuleList>());
+  auto dec_list = decoder->add("blocks", std::make_shared<ModuleList>());
+  for (int64_t i = 0; i < config_.n_layers; ++i) {
+    decoder_blocks_.push_back(
+        dec_list->add(std::to_string(i), std::make_shared<DecoderBlock>(config_, true, init_rng_, dropout_rng_)));
+    attention_layers_.push_back(decoder_blocks_.back()->self_attn.get());
+    attention_layers_.push_back(decoder_blocks_.back()->cross_attn.get());
+  }
+  if (pre) decoder_ln_f_ = decoder->add("ln_f", std::make_shared<LayerNorm>(config_.d_model));
+  build_head();
+}
+
+Var EncoderDecoder::encode(const IntTensor& src, const Tensor& src_pad) {
+  check_sequence(src, src_pad, "encoder input src");
+  const Tensor* pad = pad_or_null(src_pad);
+  Var h = embed(src);  // (B, T_src, d)
+  for (auto& block : encoder_blocks_) h = block->forward(h, pad);
+  return encoder_ln_f_ ? encoder_ln_f_->forward(h) : h;
+}
+
+Var EncoderDecoder::decode(const IntTensor& tgt_in, const Tensor& tgt_pad, const Var& memory, const Tensor& src_pad) {
+  check_sequence(tgt_in, tgt_pad, "decoder input tgt_in");
+  if (memory.dim() != 3 || memory.size(0) != tgt_in.shape[0])
+    throw ShapeError("EncoderDecoder: memory " + memory.value().shape_str() + " does not fit tgt_in " +
+                     shape_str(tgt_in.shape) + " (batch sizes differ)");
+  const Tensor* self_pad = pad_or_null(tgt_pad);
+  const Tensor* mem_pad = pad_or_null(src_pad);
+  Var h = embed(tgt_in);  // (B, T_tgt, d)
+  for (auto& block : decoder_blocks_) h = block->forward(h, self_pad, memory, mem_pad);
+  if (decoder_ln_f_) h = decoder_ln_f_->forward(h);
+  return head_logits(h);  // (B, T_tgt, V)
+}
+
+Var EncoderDecoder::forward(const ModelInput& input) {
+  Var memory = encode(input.src, input.src_pad);
+  return decode(input.tgt_in, input.tgt_pad, memory, input.src_pad);
+}
+
+std::vector<std::vector<int32_t>> EncoderDecoder::greedy(const std::vector<std::vector<int32_t>>& sources,
+                                                         int64_t max_new_tokens) {
+  const size_t n = sources.size();
+  std::vector<std::vector<int32_t>> out(n);
+  if (n == 0 || max_new_tokens <= 0) return out;
+  for (size_t i = 0; i < n; ++i) check_length(sources[i].size(), ("source " + std::to_string(i)).c_str());
+  InferenceGuard guard(*this);
+  ModelInput in;
+  pad_sequences(sources, in.src, in.src_pad);
+  Var memory = encode(in.src, in.src_pad);  // once for every step
+
+  // All rows share the decoder length (they all start at [bos] and grow by one
+  // token per step), so no target padding is needed; finished rows just ride along.
+  const int64_t b = static_cast<int64_t>(n);
+  std::vector<int32_t> tokens(n, SpecialTokens::bos);  // (B, t) row-major, grown column by column
+  std::vector<bool> done(n, false);
+  size_t remaining = n;
+  for (int64_t t = 1; t <= std::min(max_new_tokens, config_.max_len) && remaining > 0; ++t) {
+    IntTensor tgt_in({b, t});
+    tgt_in.data = tokens;
+    Var logits = decode(tgt_in, Tensor(), memory, in.src_pad);  // (B, t, V)
+    ConstMatMap rows = std::as_const(logits).value().matrix();
+    std::vector<int32_t> next(static_cast<size_t>(b * (t + 1)));
+    for (int64_t i = 0; i < b; ++i) {
+      std::copy(tokens.begin() + i * t, tokens.begin() + (i + 1) * t, next.begin() + i * (t + 1));
+      Eigen::Index best = 0;
+      rows.row(i * t + t - 1).maxCoeff(&best);
+      const int32_t token = static_cast<int32_t>(best);
+      next[static_cast<size_t>(i * (t + 1) + t)] = token;
+      const size_t row = static_cast<size_t>(i);
+      if (done[row]) continue;
+      if (token == SpecialTokens::eos) {
+        done[row] = true;
+        --remaining;
+      } else {
+        out[row].push_back(token);
+      }
+    }
+    tokens = std::move(next);
+  }
+  return out;
+}
+
+}  // namespace attnlab

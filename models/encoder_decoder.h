@@ -1,0 +1,33 @@
+#pragma once
+// Encoder-decoder (Vaswani et al.): an encoder stack over src, a decoder stack
+// over [bos] tgt with causal self-attention and cross-attention to the
+// encoder output. Source and target share tok_emb (one vocabulary).
+#include "models/blocks.h"
+#include "models/sequence_model.h"
+
+namespace attnlab {
+
+class EncoderDecoder : public SequenceModel {
+ public:
+  // Parameters: tok_emb, pos_emb (learned), encoder.blocks.{i}.{ln1, attn, ln2, ff},
+  // encoder.ln_f (pre-LN), decoder.blocks.{i}.{ln1, self_attn, ln2, cross_attn, ln3, ff},
+  // decoder.ln_f (pre-LN), head.
+  EncoderDecoder(const TransformerConfig& config, uint64_t seed);
+
+  // Reads src, src_pad, tgt_in, tgt_pad -> logits (B, T_tgt, V).
+  Var forward(const ModelInput& input) override;
+  // Encodes each src and decodes from [bos]; returns the tokens without eos.
+  std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources,
+                                           int64_t max_new_tokens) override;
+
+  // The two halves, for decoding with a fixed memory.
+  Var encode(const IntTensor& src, const Tensor& src_pad);  // -> memory (B, T_src, d)
+  Var decode(const IntTensor& tgt_in, const Tensor& tgt_pad, const Var& memory, const Tensor& src_pad);
+
+ private:
+  std::vector<std::shared_ptr<EncoderBlock>> encoder_blocks_;
+  std::vector<std::shared_ptr<DecoderBlock>> decoder_blocks_;
+  std::shared_ptr<LayerNorm> encoder_ln_f_, decoder_ln_f_;  // pre-LN only
+};
+
+}  // namespace attnlab

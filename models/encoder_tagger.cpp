@@ -1,0 +1,51 @@
+#include "models/encoder_tagger.h"
+
+#include <utility>
+
+#include "models/batch.h"
+
+namespace attnlab {
+
+EncoderTagger::EncoderTagger(const TransformerConfig& config, uint64_t seed) : SequenceModel(config, seed) {
+  if (config_.arch != "encoder")
+    throw ValueError("EncoderTagger needs arch 'encoder', got '" + config_.arch + "'");
+  build_embeddings();
+  auto list = register_module("blocks", std::make_shared<ModuleList>());
+  for (int64_t i = 0; i < config_.n_layers; ++i) {
+    blocks_.push_back(list->add(std::to_string(i), std::make_shared<EncoderBlock>(config_, init_rng_, dropout_rng_)));
+    attention_layers_.push_back(blocks_.back()->attn.get());
+  }
+  if (config_.norm == "pre") ln_f_ = register_module("ln_f", std::make_shared<LayerNorm>(config_.d_model));
+  build_head();
+}
+
+Var EncoderTagger::forward(const ModelInput& input) {
+  check_sequence(input.src, input.src_pad, "encoder input src");
+  const Tensor* pad = pad_or_null(input.src_pad);
+  Var h = embed(input.src);  // (B, T, d)
+  for (auto& block : blocks_) h = block->forward(h, pad);
+  if (ln_f_) h = ln_f_->forward(h);
+  return head_logits(h);  // (B, T, V)
+}
+
+std::vector<std::vector<int32_t>> EncoderTagger::greedy(const std::vector<std::vector<int32_t>>& sources,
+                                                        int64_t /*max_new_tokens*/) {
+  std::vector<std::vector<int32_t>> out(sources.size());
+  if (sources.empty()) return out;
+  for (size_t i = 0; i < sources.size(); ++i) check_length(sources[i].size(), ("source " + std::to_string(i)).c_str());
+  InferenceGuard guard(*this);
+  ModelInput in;
+  pad_sequences(sources, in.src, in.src_pad);
+  Var logits = forward(in);  // (B, T, V)
+  const int64_t t_len = logits.size(1);
+  ConstMatMap rows = std::as_const(logits).value().matrix();  // (B·T, V)
+  for (size_t i = 0; i < sources.size(); ++i)
+    for (size_t t = 0; t < sources[i].size(); ++t) {
+      Eigen::Index best = 0;
+      rows.row(static_cast<int64_t>(i) * t_len + static_cast<int64_t>(t)).maxCoeff(&best);
+      out[i].push_back(static_cast<int32_t>(best));
+    }
+  return out;
+}
+
+}  // namespace attnlab

@@ -1,0 +1,26 @@
+#pragma once
+// Encoder tagger: bidirectional self-attention over the input, one prediction
+// per position (the benchmark's model).
+#include "models/blocks.h"
+#include "models/sequence_model.h"
+
+namespace attnlab {
+
+class EncoderTagger : public SequenceModel {
+ public:
+  // Parameters: tok_emb, pos_emb (learned), blocks.{i}.{ln1, attn, ln2, ff},
+  // ln_f (pre-LN), head.
+  EncoderTagger(const TransformerConfig& config, uint64_t seed);
+
+  // Reads src (B, T) and src_pad -> logits (B, T, V).
+  Var forward(const ModelInput& input) override;
+  // One argmax token per input position (max_new_tokens is not used).
+  std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources,
+                                           int64_t max_new_tokens) override;
+
+ private:
+  std::vector<std::shared_ptr<EncoderBlock>> blocks_;
+  std::shared_ptr<LayerNorm> ln_f_;  // pre-LN only
+};
+
+}  // namespace attnlab

@@ -1,0 +1,105 @@
+#pragma once
+// SequenceModel: what the CLI, the trainer and the instruments see of a model.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "framework/nn/module.h"
+#include "framework/random.h"
+#include "models/config.h"
+
+namespace attnlab {
+
+class MultiHeadAttention;
+class Embedding;
+class LearnedPositional;
+class SinusoidalPositional;
+class Dropout;
+class TokenHead;
+
+// Token ids the models rely on (the same as datasets/vocab.h; models do not
+// depend on datasets, so they name them here).
+struct SpecialTokens {
+  static constexpr int32_t pad = 0;
+  static constexpr int32_t bos = 1;
+  static constexpr int32_t eos = 2;
+  static constexpr int32_t sep = 3;
+};
+
+// One batch as the models read it. Pads are (B, T) with 1 = padding; a field
+// the architecture does not use stays empty.
+struct ModelInput {
+  IntTensor src;     // (B, T_src): encoder input (encoder, seq2seq)
+  Tensor src_pad;    // (B, T_src)
+  IntTensor tgt_in;  // (B, T_tgt): decoder input (decoder, seq2seq)
+  Tensor tgt_pad;    // (B, T_tgt)
+};
+
+class SequenceModel : public Module {
+ public:
+  explicit SequenceModel(const TransformerConfig& config, uint64_t seed);
+
+  // Logits (B, T_out, V): T_out = T_src for the encoder, T_tgt otherwise.
+  // Throws ShapeError for inconsistent inputs and ValueError for a sequence
+  // longer than max_len.
+  virtual Var forward(const ModelInput& input) = 0;
+
+  // Greedy decoding in eval mode without recording a graph (the previous
+  // train/eval mode is restored). encoder: the argmax at every input position;
+  // decoder: continues [bos] src [sep]; seq2seq: decodes from [bos] given src.
+  // Generation stops at eos (not included in the result), after
+  // max_new_tokens tokens, or when the decoder input would exceed max_len.
+  virtual std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources,
+                                                   int64_t max_new_tokens) = 0;
+
+  // Every attention layer in forward order (self-attention before
+  // cross-attention within a block; encoder before decoder), for instruments.
+  std::vector<const MultiHeadAttention*> attention_layers() const { return attention_layers_; }
+  const TransformerConfig& config() const { return config_; }
+  // The generator of every dropout mask (saved in checkpoints so a resumed run is bitwise the same).
+  Rng& dropout_rng() { return dropout_rng_; }
+
+ protected:
+  // The shared front of every shape, registered first: tok_emb, pos_emb
+  // (a parameter only when learned) and the embedding dropout.
+  void build_embeddings();
+  // Registers `head` (call last, so it comes last in the parameter order).
+  void build_head();
+  // ids (B, T) -> tok_emb(ids) + positions, with dropout: (B, T, d).
+  Var embed(const IntTensor& ids) const;
+  Var head_logits(const Var& h) const;  // (B, T, d) -> (B, T, V)
+  // Checks ids (B, T) with 1 <= T <= max_len and pad empty or (B, T).
+  void check_sequence(const IntTensor& ids, const Tensor& pad, const char* what) const;
+  void check_length(size_t length, const char* what) const;  // length <= max_len
+  static const Tensor* pad_or_null(const Tensor& pad) { return pad.numel() > 0 ? &pad : nullptr; }
+
+  TransformerConfig config_;
+  Rng init_rng_;     // draws every initial parameter, in registration order
+  Rng dropout_rng_;  // shared by every Dropout of the model (its address must not change)
+  std::vector<const MultiHeadAttention*> attention_layers_;
+  std::shared_ptr<Embedding> tok_emb_;
+  std::shared_ptr<LearnedPositional> learned_pos_;    // positional == "learned"
+  std::shared_ptr<SinusoidalPositional> sin_pos_;     // positional == "sinusoidal"
+  std::shared_ptr<Dropout> emb_dropout_;
+  std::shared_ptr<TokenHead> head_;
+};
+
+// While alive: eval mode and no graph recording; restores the previous mode.
+class InferenceGuard {
+ public:
+  explicit InferenceGuard(Module& m) : module_(m), was_training_(m.training()) { m.eval(); }
+  ~InferenceGuard() { module_.train(was_training_); }
+  InferenceGuard(const InferenceGuard&) = delete;
+  InferenceGuard& operator=(const InferenceGuard&) = delete;
+
+ private:
+  Module& module_;
+  bool was_training_;
+  NoGradGuard no_grad_;
+};
+
+// Builds the model of config.arch; every parameter is drawn from one Rng(seed)
+// in registration order. Throws ValueError for an invalid config.
+std::unique_ptr<SequenceModel> make_model(const TransformerConfig& config, uint64_t seed);
+
+}  // namespace attnlab

@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""PyTorch reference for attnlab's three transformer models.
+
+Implements the encoder tagger, the decoder-only LM and the encoder-decoder
+with their own small modules (not nn.Transformer) whose parameter names match
+attnlab's (`blocks.0.attn.q_proj.weight`, ...), gives them fixed random
+weights, runs one small padded batch and writes, per case, a JSON fixture:
+the config, every weight, the inputs (as attnlab's format_batch lays them out),
+the logits, the loss and the gradient of every parameter.
+
+tests/test_parity.cpp reads these fixtures; it needs no PyTorch. Rerun with
+
+    python3 scripts/torch_reference.py --out tests/data
+
+Weights are drawn in float32 (so attnlab loads exactly the same numbers) and
+the forward and backward run in float64, so the fixture holds the exact
+answer and the C++ test measures only attnlab's own float32 rounding.
+"""
+import argparse
+import json
+import math
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PAD, BOS, EOS, SEP = 0, 1, 2, 3  # datasets/vocab.h; task symbols start at 4
+IGNORE = -100
+
+
+# ---- layers -------------------------------------------------------------------
+
+def attention_scale(text, d_k):
+    if text == "sqrt":
+        return 1.0 / math.sqrt(d_k)
+    if text == "none":
+        return 1.0
+    if text == "linear":
+        return 1.0 / d_k
+    return float(text)
+
+
+def sinusoidal_table(max_len, d):
+    """PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d))."""
+    pe = torch.zeros(max_len, d, dtype=torch.float64)
+    pos = torch.arange(max_len, dtype=torch.float64)
+    for c in range(d):
+        inv_freq = 10000.0 ** (-(c - c % 2) / d)
+        pe[:, c] = torch.sin(pos * inv_freq) if c % 2 == 0 else torch.cos(pos * inv_freq)
+    return pe
+
+
+def rotary(x, base=10000.0):
+    """x (..., T, d_k): rotate interleaved pairs (x[2i], x[2i+1]) at time t by t * base^(-2i/d_k)."""
+    t_len, d_k = x.shape[-2], x.shape[-1]
+    inv_freq = base ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)  # (d_k/2)
+    angle = torch.arange(t_len, dtype=torch.float64)[:, None] * inv_freq[None, :]  # (T, d_k/2)
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(-2)
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, cfg, rope):
+        super().__init__()
+        d, h = cfg["d_model"], cfg["n_heads"]
+        self.h = h
+        self.d_k = cfg["d_k"] or d // h
+        self.d_v = cfg["d_v"] or d // h
+        self.scale = attention_scale(cfg["attn_scale"], self.d_k)
+        self.rope = rope
+        self.q_proj = nn.Linear(d, h * self.d_k)
+        self.k_proj = nn.Linear(d, h * self.d_k)
+        self.v_proj = nn.Linear(d, h * self.d_v)
+        self.out_proj = nn.Linear(h * self.d_v, d)
+
+    def forward(self, x, memory=None, causal=False, key_padding=None):
+        mem = x if memory is None else memory
+        b, t_q, t_k = x.shape[0], x.shape[1], mem.shape[1]
+        q = self.q_proj(x).view(b, t_q, self.h, self.d_k).transpose(1, 2)  # (B, h, T_q, d_k)
+        k = self.k_proj(mem).view(b, t_k, self.h, self.d_k).transpose(1, 2)  # (B, h, T_k, d_k)
+        v = self.v_proj(mem).view(b, t_k, self.h, self.d_v).transpose(1, 2)  # (B, h, T_k, d_v)
+        if self.rope:
+            q, k = rotary(q), rotary(k)
+        scores = (q @ k.transpose(-1, -2)) * self.scale  # (B, h, T_q, T_k)
+        mask = torch.zeros(b, 1, t_q, t_k, dtype=torch.bool)
+        if causal:
+            mask |= torch.ones(t_q, t_k, dtype=torch.bool).triu(1 + t_k - t_q)
+        if key_padding is not None:
+            mask |= key_padding.bool()[:, None, None, :]
+        # attnlab's convention: a fully masked query attends to nothing (weights 0).
+        dead = mask.all(-1, keepdim=True)
+        scores = scores.masked_fill(mask & ~dead, float("-inf")).masked_fill(dead, 0.0)
+        w = torch.softmax(scores, dim=-1).masked_fill(dead, 0.0)
+        ctx = (w @ v).transpose(1, 2).reshape(b, t_q, self.h * self.d_v)
+        return self.out_proj(ctx)
+
+
+class FeedForward(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.fc1 = nn.Linear(cfg["d_model"], cfg["d_ff"])
+        self.fc2 = nn.Linear(cfg["d_ff"], cfg["d_model"])
+        self.act = F.relu if cfg["activation"] == "relu" else F.gelu
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class EncoderBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        d = cfg["d_model"]
+        self.pre = cfg["norm"] == "pre"
+        self.ln1 = nn.LayerNorm(d, eps=1e-5)
+        self.attn = MultiHeadAttention(cfg, rope=cfg["positional"] == "rope")
+        self.ln2 = nn.LayerNorm(d, eps=1e-5)
+        self.ff = FeedForward(cfg)
+
+    def forward(self, x, pad, causal=False):
+        if self.pre:
+            x = x + self.attn(self.ln1(x), causal=causal, key_padding=pad)
+            return x + self.ff(self.ln2(x))
+        x = self.ln1(x + self.attn(x, causal=causal, key_padding=pad))
+        return self.ln2(x + self.ff(x))
+
+
+class DecoderBlock(nn.Module):
+    """Causal self-attention (+ cross-attention) + FF. Rotary positions only in self-attention."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        d = cfg["d_model"]
+        self.pre = cfg["norm"] == "pre"
+        self.ln1 = nn.LayerNorm(d, eps=1e-5)
+        self.self_attn = MultiHeadAttention(cfg, rope=cfg["positional"] == "rope")
+        self.ln2 = nn.LayerNorm(d, eps=1e-5)
+        self.cross_attn = MultiHeadAttention(cfg, rope=False)
+        self.ln3 = nn.LayerNorm(d, eps=1e-5)
+        self.ff = FeedForward(cfg)
+
+    def forward(self, x, pad, memory, memory_pad):
+        if self.pre:
+            x = x + self.self_attn(self.ln1(x), causal=True, key_padding=pad)
+            x = x + self.cross_attn(self.ln2(x), memory, key_padding=memory_pad)
+            return x + self.ff(self.ln3(x))
+        x = self.ln1(x + self.self_attn(x, causal=True, key_padding=pad))
+        x = self.ln2(x + self.cross_attn(x, memory, key_padding=memory_pad))
+        return self.ln3(x + self.ff(x))
+
+
+class TiedHeadBias(nn.Module):
+    def __init__(self, vocab_size):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(vocab_size))
+
+
+# ---- models -------------------------------------------------------------------
+
+class Model(nn.Module):
+    """All three shapes; parameter names as attnlab's (see models/*.h)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        d, V = cfg["d_model"], cfg["vocab_size"]
+        pre = cfg["norm"] == "pre"
+        self.tok_emb = nn.Embedding(V, d)
+        if cfg["positional"] == "learned":
+            self.pos_emb = nn.Embedding(cfg["max_len"], d)
+        self.register_buffer("pe", sinusoidal_table(cfg["max_len"], d), persistent=False)
+        arch = cfg["arch"]
+        if arch == "encoder":
+            self.blocks = nn.ModuleList([EncoderBlock(cfg) for _ in range(cfg["n_layers"])])
+        elif arch == "decoder":
+            # The decoder-only block is the encoder block run causally (same names).
+            self.blocks = nn.ModuleList([EncoderBlock(cfg) for _ in range(cfg["n_layers"])])
+        else:
+            self.encoder = nn.Module()
+            self.encoder.blocks = nn.ModuleList([EncoderBlock(cfg) for _ in range(cfg["n_layers"])])
+            self.decoder = nn.Module()
+            self.decoder.blocks = nn.ModuleList([DecoderBlock(cfg) for _ in range(cfg["n_layers"])])
+            if pre:
+                self.encoder.ln_f = nn.LayerNorm(d, eps=1e-5)
+                self.decoder.ln_f = nn.LayerNorm(d, eps=1e-5)
+        if pre and arch != "seq2seq":
+            self.ln_f = nn.LayerNorm(d, eps=1e-5)
+        self.head = TiedHeadBias(V) if cfg["tie_embeddings"] else nn.Linear(d, V)
+
+    def embed(self, ids):
+        h = self.tok_emb(ids)
+        t = ids.shape[1]
+        if self.cfg["positional"] == "learned":
+            h = h + self.pos_emb.weight[:t]
+        elif self.cfg["positional"] == "sinusoidal":
+            h = h + self.pe[:t].to(h.dtype)
+        return h
+
+    def logits(self, h):
+        if self.cfg["tie_embeddings"]:
+            return h @ self.tok_emb.weight.t() + self.head.bias
+        return self.head(h)
+
+    def forward(self, inp):
+        arch = self.cfg["arch"]
+        if arch in ("encoder", "decoder"):
+            key = "src" if arch == "encoder" else "tgt_in"
+            pad = inp[key + "_pad" if arch == "encoder" else "tgt_pad"]
+            h = self.embed(inp[key])
+            for block in self.blocks:
+                h = block(h, pad, causal=arch == "decoder")
+            if hasattr(self, "ln_f"):
+                h = self.ln_f(h)
+            return self.logits(h)
+        src_pad, tgt_pad = inp["src_pad"], inp["tgt_pad"]
+        m = self.embed(inp["src"])
+        for block in self.encoder.blocks:
+            m = block(m, src_pad)
+        if hasattr(self.encoder, "ln_f"):
+            m = self.encoder.ln_f(m)
+        h = self.embed(inp["tgt_in"])
+        for block in self.decoder.blocks:
+            h = block(h, tgt_pad, m, src_pad)
+        if hasattr(self.decoder, "ln_f"):
+            h = self.decoder.ln_f(h)
+        return self.logits(h)
+
+
+# ---- batches (mirrors models/batch.cpp) -----------------------------------------
+
+def pad_rows(rows, fill):
+    width = max(1, max(len(r) for r in rows))
+    return [r + [fill] * (width - len(r)) for r in rows], [[0] * len(r) + [1] * (width - len(r)) for r in rows]
+
+
+def format_batch(arch, pairs):
+    out = {}
+    if arch == "encoder":
+        out["src"], out["src_pad"] = pad_rows([s for s, _ in pairs], PAD)
+        width = len(out["src"][0])
+        out["targets"] = [t + [IGNORE] * (width - len(t)) for _, t in pairs]
+    elif arch == "decoder":
+        seqs = [[BOS] + s + [SEP] + t for s, t in pairs]
+        out["tgt_in"], out["tgt_pad"] = pad_rows(seqs, PAD)
+        tg = [[IGNORE] * (len(s) + 1) + t + [EOS] for s, t in pairs]
+        out["targets"], _ = pad_rows(tg, IGNORE)
+    else:
+        out["src"], out["src_pad"] = pad_rows([s for s, _ in pairs], PAD)
+        out["tgt_in"], out["tgt_pad"] = pad_rows([[BOS] + t for _, t in pairs], PAD)
+        out["targets"], _ = pad_rows([t + [EOS] for _, t in pairs], IGNORE)
+    return out
+
+
+# ---- fixtures -------------------------------------------------------------------
+
+def init_weights(model, gen):
+    """Fixed random float32 weights; LayerNorm affine terms perturbed so their gradients matter."""
+    params = dict(model.named_parameters())
+    for name, p in params.items():
+        leaf = name.rsplit(".", 1)[-1]
+        owner = name.rsplit(".", 2)[-2] if name.count(".") >= 1 else ""
+        if name == "tok_emb.weight":
+            v = torch.randn(p.shape, generator=gen)
+        elif name == "pos_emb.weight":
+            v = 0.5 * torch.randn(p.shape, generator=gen)
+        elif owner.startswith("ln"):
+            v = (1.0 if leaf == "weight" else 0.0) + 0.2 * torch.randn(p.shape, generator=gen)
+        else:  # Linear weight or bias: U(-1/sqrt(in), 1/sqrt(in)) as torch.nn.Linear
+            w = params.get(name.rsplit(".", 1)[0] + ".weight")
+            fan_in = w.shape[1] if (w is not None and w.dim() == 2 and name != "head.bias") else model.cfg["d_model"]
+            bound = 1.0 / math.sqrt(fan_in)
+            v = (torch.rand(p.shape, generator=gen) * 2 - 1) * bound
+        with torch.no_grad():
+            p.copy_(v.float().double())  # exactly representable in float32
+
+
+def tensor_json(t, digits=9):
+    flat = t.detach().reshape(-1).tolist()
+    return {"shape": list(t.shape), "values": [float(f"{x:.{digits}g}") for x in flat]}
+
+
+def int_json(rows):
+    return {"shape": [len(rows), len(rows[0])], "values": [x for r in rows for x in r]}
+
+
+def make_pairs(gen, arch, vocab_size, lengths):
+    pairs = []
+    for n_in, n_out in lengths:
+        src = torch.randint(4, vocab_size, (n_in,), generator=gen).tolist()
+        if arch == "encoder":
+            tgt = list(reversed(src))[:n_out]
+        else:
+            tgt = torch.randint(4, vocab_size, (n_out,), generator=gen).tolist()
+        pairs.append((src, tgt))
+    return pairs
+
+
+def base_config(**kw):
+    cfg = dict(arch="encoder", vocab_size=11, max_len=16, d_model=8, n_heads=2, n_layers=2, d_ff=16, d_k=0, d_v=0,
+               positional="sinusoidal", norm="pre", attn_scale="sqrt", activation="relu", dropout=0.0,
+               attn_dropout=0.0, tie_embeddings=False, parameter_free_attention=False)
+    cfg.update(kw)
+    return cfg
+
+
+CASES = [
+    # name, config, label smoothing, (input length, output length) per sequence
+    ("model_encoder_pre_sinusoidal", base_config(arch="encoder"), 0.0, [(5, 5), (3, 3), (4, 2)]),
+    ("model_decoder_pre_rope", base_config(arch="decoder", positional="rope", activation="gelu"), 0.0,
+     [(3, 3), (1, 2), (2, 1)]),
+    ("model_seq2seq_post_learned_tied",
+     base_config(arch="seq2seq", norm="post", positional="learned", tie_embeddings=True), 0.1,
+     [(4, 3), (2, 4), (3, 1)]),
+    ("model_seq2seq_pre_scale_none_dk_dv",
+     base_config(arch="seq2seq", attn_scale="none", d_k=6, d_v=3, positional="none", activation="gelu"), 0.0,
+     [(3, 2), (5, 4), (2, 3)]),
+]
+
+
+def run_case(name, cfg, label_smoothing, lengths, seed):
+    gen = torch.Generator().manual_seed(seed)
+    model = Model(cfg).double()
+    init_weights(model, gen)
+    pairs = make_pairs(gen, cfg["arch"], cfg["vocab_size"], lengths)
+    batch = format_batch(cfg["arch"], pairs)
+    inp = {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items() if k != "targets"}
+    targets = torch.tensor(batch["targets"], dtype=torch.long)
+    logits = model(inp)
+    loss = F.cross_entropy(logits.reshape(-1, cfg["vocab_size"]), targets.reshape(-1), ignore_index=IGNORE,
+                           label_smoothing=label_smoothing)
+    loss.backward()
+    named = list(model.named_parameters())
+    return {
+        "name": name,
+        "config": cfg,
+        "label_smoothing": label_smoothing,
+        "pairs": [[s, t] for s, t in pairs],
+        "inputs": {k: int_json(v) for k, v in batch.items()},
+        "weights": {n: tensor_json(p) for n, p in named},
+        "logits": tensor_json(logits),
+        "loss": float(f"{loss.item():.12g}"),
+        "grads": {n: tensor_json(p.grad) for n, p in named},
+    }
+
+
+def self_check():
+    """Our attention against torch's own multi-head attention (standard case: sqrt scale, d_k = d/h, masks)."""
+    gen = torch.Generator().manual_seed(7)
+    cfg = base_config(d_model=8, n_heads=2)
+    attn = MultiHeadAttention(cfg, rope=False).double()
+    x = torch.randn(2, 5, 8, generator=gen, dtype=torch.float64)
+    pad = torch.tensor([[0, 0, 0, 0, 0], [0, 0, 0, 1, 1]], dtype=torch.bool)
+    causal = torch.ones(5, 5, dtype=torch.bool).triu(1)
+    ours = attn(x, causal=True, key_padding=pad)
+    w_in = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight])
+    b_in = torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias])
+    theirs, _ = F.multi_head_attention_forward(
+        x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1), 8, 2, w_in, b_in, None, None, False, 0.0,
+        attn.out_proj.weight, attn.out_proj.bias, key_padding_mask=pad, attn_mask=causal, need_weights=False)
+    err = (ours - theirs.transpose(0, 1)).abs().max().item()
+    assert err < 1e-12, f"attention differs from torch's multi_head_attention_forward by {err}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="tests/data", help="directory for the model_*.json fixtures")
+    args = ap.parse_args()
+    self_check()
+    os.makedirs(args.out, exist_ok=True)
+    for i, (name, cfg, ls, lengths) in enumerate(CASES):
+        fixture = run_case(name, cfg, ls, lengths, seed=1000 + i)
+        path = os.path.join(args.out, name + ".json")
+        with open(path, "w") as f:
+            json.dump(fixture, f, separators=(",", ":"))
+            f.write("\n")
+        print(f"{path}: {len(fixture['weights'])} parameters, loss {fixture['loss']:.6f}, "
+              f"{os.path.getsize(path)} bytes")
+
+
+if __name__ == "__main__":
+    main()

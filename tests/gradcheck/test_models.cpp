@@ -1,0 +1,102 @@
+// Gradient checks of the whole models (float64 engine): the loss
+// cross_entropy(model(batch), targets) against every parameter, by central
+// differences (tests/gradcheck/gradcheck.h states the tolerance: 1e-6
+// relative with a 1e-8 absolute floor, h = 1e-6). The sizes are tiny
+// (V 7, d 8, h 2, L 2, d_ff 16, T <= 5) so each check takes a fraction of a second.
+#include "tests/gradcheck/gradcheck.h"
+
+#include "framework/ops/loss.h"
+#include "models/batch.h"
+#include "models/sequence_model.h"
+
+using namespace attnlab;
+using attnlab::testing::gradcheck;
+
+namespace {
+
+TransformerConfig tiny(const std::string& arch) {
+  TransformerConfig c;
+  c.arch = arch;
+  c.vocab_size = 7;
+  c.max_len = 8;
+  c.d_model = 8;
+  c.n_heads = 2;
+  c.n_layers = 2;
+  c.d_ff = 16;
+  return c;
+}
+
+// Unequal lengths, so every batch has padding (src and/or target side).
+TokenPairs tiny_pairs(const std::string& arch) {
+  if (arch == "encoder") return {{{4, 5, 6, 4, 5}, {5, 4, 6, 5, 4}}, {{6, 4, 5}, {4, 5}}};
+  if (arch == "decoder") return {{{4, 5}, {5, 4}}, {{6}, {4}}};  // T = 5 and 3
+  return {{{4, 5, 6, 4}, {6, 5, 4}}, {{5, 6}, {4}}};
+}
+
+void check_model(const TransformerConfig& config, Real label_smoothing = 0) {
+  auto model = make_model(config, /*seed=*/11);
+  const FormattedBatch batch = format_batch(config.arch, tiny_pairs(config.arch));
+  CrossEntropyOptions ce;
+  ce.label_smoothing = label_smoothing;
+  // The parameters are the gradcheck inputs; the model reads the same Vars, so
+  // perturbing an input's value perturbs the model.
+  auto fn = [&](const std::vector<Var>&) { return cross_entropy(model->forward(batch.input), batch.targets, ce); };
+  INFO("config " << config.to_json().dump());
+  ATTNLAB_REQUIRE_GRADCHECK(gradcheck(fn, model->parameters()));
+}
+
+}  // namespace
+
+TEST_CASE("encoder tagger gradients: pre-LN, sinusoidal, sqrt scale, padding", "[gradcheck][models]") {
+  check_model(tiny("encoder"));
+}
+
+TEST_CASE("encoder tagger gradients: post-LN, learned positions, linear scale, gelu, tied", "[gradcheck][models]") {
+  TransformerConfig c = tiny("encoder");
+  c.norm = "post";
+  c.positional = "learned";
+  c.attn_scale = "linear";
+  c.activation = "gelu";
+  c.tie_embeddings = true;
+  check_model(c);
+}
+
+TEST_CASE("encoder tagger gradients: parameter-free attention, no positions", "[gradcheck][models]") {
+  TransformerConfig c = tiny("encoder");
+  c.parameter_free_attention = true;
+  c.positional = "none";
+  check_model(c);
+}
+
+TEST_CASE("decoder LM gradients: pre-LN, rope, scale none, causal + padding", "[gradcheck][models]") {
+  TransformerConfig c = tiny("decoder");
+  c.positional = "rope";
+  c.attn_scale = "none";
+  check_model(c);
+}
+
+TEST_CASE("decoder LM gradients: post-LN, sinusoidal, numeric scale, tied, label smoothing", "[gradcheck][models]") {
+  TransformerConfig c = tiny("decoder");
+  c.norm = "post";
+  c.attn_scale = "0.7";
+  c.tie_embeddings = true;
+  check_model(c, 0.1);
+}
+
+TEST_CASE("encoder-decoder gradients: pre-LN, learned positions, tied, d_k != d_v", "[gradcheck][models]") {
+  TransformerConfig c = tiny("seq2seq");
+  c.positional = "learned";
+  c.tie_embeddings = true;
+  c.d_k = 3;
+  c.d_v = 5;
+  check_model(c);
+}
+
+TEST_CASE("encoder-decoder gradients: post-LN, rope, linear scale, gelu, label smoothing", "[gradcheck][models]") {
+  TransformerConfig c = tiny("seq2seq");
+  c.norm = "post";
+  c.positional = "rope";
+  c.attn_scale = "linear";
+  c.activation = "gelu";
+  check_model(c, 0.1);
+}
