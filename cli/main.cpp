@@ -19,6 +19,9 @@ const Command kCommands[] = {
     {"eval", "held-out metrics of a trained run, optionally at another length", attnlab::cli::run_eval},
     {"predict", "the trained model's answer for an input sequence", attnlab::cli::run_predict},
     {"tasks", "list the tasks with an example of each", attnlab::cli::run_tasks},
+    {"bench", "training throughput on the BENCHMARK.md workload (one JSON line)", attnlab::cli::run_bench},
+    {"gradcheck", "finite-difference check of a model's gradients (train's model flags)", attnlab::cli::run_gradcheck},
+    {"attention", "a trained model's attention weights for one input, as CSV maps", attnlab::cli::run_attention},
 };
 
 void print_usage(std::ostream& out) {
@@ -67,6 +70,6 @@ int main(int argc, char** argv) {
       return cli::kExitFailure;
     }
   }
-  std::cerr << "attnlab: unknown command '" << name << "' (commands: train, eval, predict, tasks; see attnlab --help)\n";
+  std::cerr << "attnlab: unknown command '" << name << "' (commands: train, eval, predict, tasks, bench, gradcheck, attention; see attnlab --help)\n";
   return cli::kExitUsage;
 }

@@ -85,7 +85,9 @@ OptionSet training_options(TrainSettings& s) {
       .add("keep", &s.keep, "checkpoints kept in the run directory")
       .add("on-nan", &s.on_nan, "a non-finite loss or gradient: stop (keep the last checkpoint) | skip (the step)")
       .add("seed", &s.seed, "seed of initialisation, data and dropout")
-      .add("threads", &s.threads, "OpenMP threads (results are bitwise reproducible for a fixed seed and thread count)");
+      .add("threads", &s.threads, "OpenMP threads (results are bitwise reproducible for a fixed seed and thread count)")
+      .add("probe-every", &s.probe_every,
+           "log gradient-flow and attention instruments (probe_*.csv in the run) at step 1 and every this many steps; 0 = off");
   return o;
 }
 
@@ -142,6 +144,7 @@ void finalize(TrainSettings& s) {
   require(s.label_smoothing >= 0 && s.label_smoothing < 1,
           "--label-smoothing must be in [0, 1), got " + str(s.label_smoothing));
   require(s.on_nan == "stop" || s.on_nan == "skip", "--on-nan must be stop or skip, got '" + s.on_nan + "'");
+  require(s.probe_every >= 0, "--probe-every must be >= 0 (0 = off), got " + str(s.probe_every));
   validate(s.optim);
   if (s.schedule.total_steps <= 0) s.schedule.total_steps = s.steps;
   if (s.schedule.d_model <= 0) s.schedule.d_model = s.model.d_model;

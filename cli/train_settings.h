@@ -29,6 +29,7 @@ struct TrainSettings {
   uint64_t seed = 0;
   int threads = 1;
   std::string on_nan = "stop";  // stop | skip
+  int64_t probe_every = 0;  // gradient-flow and attention instruments every this many steps (and step 1); 0 = off
 };
 
 // Defaults of the experiment: the settings of `attnlab train` with no flags.

@@ -19,6 +19,7 @@
 #include "framework/io/csv.h"
 #include "framework/ops/loss.h"
 #include "framework/optim/optim.h"
+#include "framework/probe/training_probe.h"
 #include "models/batch.h"
 
 namespace attnlab::cli {
@@ -64,6 +65,16 @@ std::string first_nonfinite_grad(const Module& model) {
   return "(none: the loss itself)";
 }
 
+// Names of the residual-stream points the models append (see SequenceModel::observe_residual_stream).
+std::vector<std::string> residual_stream_labels(const TransformerConfig& c) {
+  std::vector<std::string> out;
+  for (const std::string& stack : c.arch == "seq2seq" ? std::vector<std::string>{"enc.", "dec."} : std::vector<std::string>{""}) {
+    out.push_back(stack + "emb");
+    for (int64_t i = 0; i < c.n_layers; ++i) out.push_back(stack + "block" + std::to_string(i));
+  }
+  return out;
+}
+
 }  // namespace
 
 int train(const TrainInvocation& job) {
@@ -97,6 +108,12 @@ int train(const TrainInvocation& job) {
     truncate_metrics(run.metrics_path(), step);
     return CsvWriter::append(run.metrics_path(), kMetricColumns);
   }();
+
+  // Instruments (--probe-every): observers only, so a probed run is bitwise an unprobed one.
+  std::unique_ptr<TrainingProbe> probe;
+  if (s.probe_every > 0)
+    probe = std::make_unique<TrainingProbe>(*model, run.path(), residual_stream_labels(s.model),
+                                            job.resume ? first_step - 1 : -1);
 
   Progress progress(first_step, s.steps, job.quiet, s.log_every);
   if (!job.quiet) {
@@ -143,9 +160,19 @@ int train(const TrainInvocation& job) {
     std::vector<Example> examples = stream.next_batch(s.batch_size);
     FormattedBatch batch = format_batch(s.model.arch, to_pairs(examples));
     model->zero_grad();
+    const bool probing = probe && (step == 1 || step % s.probe_every == 0);
+    if (probing) {
+      probe->before_forward();
+      model->observe_residual_stream(probe->stream_sink());
+    }
     Var logits = model->forward(batch.input);
     Var loss = cross_entropy(logits, batch.targets, ce);
+    if (probing) {
+      model->observe_residual_stream(nullptr);
+      probe->after_forward(loss);
+    }
     backward(loss);
+    if (probing) probe->after_backward();
     double norm = s.clip > 0 ? clip_grad_norm(params, s.clip) : grad_norm(params);
     double loss_value = loss.item();
     if (!std::isfinite(loss_value) || !std::isfinite(norm)) {
@@ -155,6 +182,7 @@ int train(const TrainInvocation& job) {
                          where + ")";
       if (s.on_nan == "skip") {
         progress.message("warning: " + what + "; step skipped (--on-nan skip)");
+        if (probe) probe->abandon();
         model->zero_grad();
         continue;
       }
@@ -167,6 +195,7 @@ int train(const TrainInvocation& job) {
     }
     optimizer->set_lr(scheduled_lr(s.schedule, s.optim.lr, step));
     optimizer->step();
+    if (probing) probe->after_step(step);
     last_step = step;
 
     Accuracy acc = teacher_forced_accuracy(logits.value(), batch.targets);

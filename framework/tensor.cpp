@@ -32,7 +32,7 @@ Tensor Tensor::from(Shape shape, std::vector<Real> values) {
                      std::to_string(shape_numel(shape)) + " values, got " + std::to_string(values.size()));
   Tensor t;
   t.shape_ = std::move(shape);
-  t.data_ = std::move(values);
+  t.data_.assign(values.begin(), values.end());
   return t;
 }
 

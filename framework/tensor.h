@@ -2,7 +2,9 @@
 // Tensor: a shape and contiguous row-major storage of Real, with Eigen views.
 #include <Eigen/Core>
 #include <cstdint>
+#include <cstddef>
 #include <initializer_list>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,27 @@
 namespace attnlab {
 
 using Shape = std::vector<int64_t>;
+
+// 64-byte aligned storage. Eigen's vectorised loops peel to an aligned
+// address, so the order of a reduction depends on where a buffer starts;
+// aligning every buffer the same way makes results independent of the
+// allocator and thus bitwise reproducible (and lets AVX-512 loads align).
+template <class T>
+struct AlignedAllocator {
+  using value_type = T;
+  static constexpr std::size_t kAlignment = 64;
+  AlignedAllocator() = default;
+  template <class U>
+  AlignedAllocator(const AlignedAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kAlignment)));
+  }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t(kAlignment)); }
+  template <class U>
+  bool operator==(const AlignedAllocator<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const AlignedAllocator<U>&) const { return false; }
+};
 
 using RowMatrix = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MatMap = Eigen::Map<RowMatrix>;
@@ -60,7 +83,7 @@ class Tensor {
 
  private:
   Shape shape_;
-  std::vector<Real> data_;
+  std::vector<Real, AlignedAllocator<Real>> data_;
 };
 
 // Integer tensors: token ids, targets. Same layout rules as Tensor.

@@ -98,7 +98,7 @@ TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
     if (!j.contains(key)) return;
     // attn_scale may also be written as a bare number.
     if (j.at(key).is_number() && std::string(key) == "attn_scale") {
-      out = num(j.at(key).get<double>());
+      out = j.at(key).dump();  // shortest text that reads back as the same number
       return;
     }
     if (!j.at(key).is_string())

@@ -22,8 +22,8 @@ DecoderLM::DecoderLM(const TransformerConfig& config, uint64_t seed) : SequenceM
 Var DecoderLM::forward(const ModelInput& input) {
   check_sequence(input.tgt_in, input.tgt_pad, "decoder input tgt_in");
   const Tensor* pad = pad_or_null(input.tgt_pad);
-  Var h = embed(input.tgt_in);  // (B, T, d)
-  for (auto& block : blocks_) h = block->forward(h, pad);
+  Var h = observed(embed(input.tgt_in));  // (B, T, d)
+  for (auto& block : blocks_) h = observed(block->forward(h, pad));
   if (ln_f_) h = ln_f_->forward(h);
   return head_logits(h);  // (B, T, V)
 }

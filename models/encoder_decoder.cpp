@@ -36,8 +36,8 @@ EncoderDecoder::EncoderDecoder(const TransformerConfig& config, uint64_t seed) :
 Var EncoderDecoder::encode(const IntTensor& src, const Tensor& src_pad) {
   check_sequence(src, src_pad, "encoder input src");
   const Tensor* pad = pad_or_null(src_pad);
-  Var h = embed(src);  // (B, T_src, d)
-  for (auto& block : encoder_blocks_) h = block->forward(h, pad);
+  Var h = observed(embed(src));  // (B, T_src, d)
+  for (auto& block : encoder_blocks_) h = observed(block->forward(h, pad));
   return encoder_ln_f_ ? encoder_ln_f_->forward(h) : h;
 }
 
@@ -48,8 +48,8 @@ Var EncoderDecoder::decode(const IntTensor& tgt_in, const Tensor& tgt_pad, const
                      shape_str(tgt_in.shape) + " (batch sizes differ)");
   const Tensor* self_pad = pad_or_null(tgt_pad);
   const Tensor* mem_pad = pad_or_null(src_pad);
-  Var h = embed(tgt_in);  // (B, T_tgt, d)
-  for (auto& block : decoder_blocks_) h = block->forward(h, self_pad, memory, mem_pad);
+  Var h = observed(embed(tgt_in));  // (B, T_tgt, d)
+  for (auto& block : decoder_blocks_) h = observed(block->forward(h, self_pad, memory, mem_pad));
   if (decoder_ln_f_) h = decoder_ln_f_->forward(h);
   return head_logits(h);  // (B, T_tgt, V)
 }

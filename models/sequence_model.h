@@ -37,8 +37,6 @@ struct ModelInput {
 
 class SequenceModel : public Module {
  public:
-  explicit SequenceModel(const TransformerConfig& config, uint64_t seed);
-
   // Logits (B, T_out, V): T_out = T_src for the encoder, T_tgt otherwise.
   // Throws ShapeError for inconsistent inputs and ValueError for a sequence
   // longer than max_len.
@@ -58,8 +56,16 @@ class SequenceModel : public Module {
   const TransformerConfig& config() const { return config_; }
   // The generator of every dropout mask (saved in checkpoints so a resumed run is bitwise the same).
   Rng& dropout_rng() { return dropout_rng_; }
+  // Instruments: while set, forward appends the residual stream (B, T, d)
+  // entering the first block and leaving each block, stack by stack (encoder
+  // first), to *sink. Null (the default) records nothing.
+  void observe_residual_stream(std::vector<Var>* sink) { residual_sink_ = sink; }
 
  protected:
+  // Validates the config (ValueError) and seeds the generators: initial
+  // weights from Rng(seed), dropout masks from a stream derived from it.
+  SequenceModel(const TransformerConfig& config, uint64_t seed);
+
   // The shared front of every shape, registered first: tok_emb, pos_emb
   // (a parameter only when learned) and the embedding dropout.
   void build_embeddings();
@@ -72,6 +78,11 @@ class SequenceModel : public Module {
   void check_sequence(const IntTensor& ids, const Tensor& pad, const char* what) const;
   void check_length(size_t length, const char* what) const;  // length <= max_len
   static const Tensor* pad_or_null(const Tensor& pad) { return pad.numel() > 0 ? &pad : nullptr; }
+  // Passes h through, appending it to the residual sink when one is set.
+  const Var& observed(const Var& h) const {
+    if (residual_sink_) residual_sink_->push_back(h);
+    return h;
+  }
 
   TransformerConfig config_;
   Rng init_rng_;     // draws every initial parameter, in registration order
@@ -82,6 +93,7 @@ class SequenceModel : public Module {
   std::shared_ptr<SinusoidalPositional> sin_pos_;     // positional == "sinusoidal"
   std::shared_ptr<Dropout> emb_dropout_;
   std::shared_ptr<TokenHead> head_;
+  std::vector<Var>* residual_sink_ = nullptr;
 };
 
 // While alive: eval mode and no graph recording; restores the previous mode.

@@ -147,7 +147,7 @@ TEST_CASE("vocab_size is 4 specials plus the task symbols", "[datasets]") {
   CHECK(kSep == 3);
 }
 
-TEST_CASE("the same seed gives the same stream and a different seed a different one", "[datasets]") {
+TEST_CASE("every task: the same seed gives the same examples and a different seed different ones", "[datasets]") {
   for (const auto& name : task_names()) {
     TaskConfig c = config(name, 10, 4, 9);
     const auto task = make_task(c);
@@ -294,7 +294,7 @@ TEST_CASE("an unknown symbol or id is an error that names it", "[datasets]") {
   CHECK_THROWS_WITH(add->from_text("12=3"), Catch::Contains("'='"));
 }
 
-TEST_CASE("config validation names the bad field and value", "[datasets]") {
+TEST_CASE("task config validation names the bad field and value", "[datasets]") {
   CHECK_NOTHROW(TaskConfig{}.validate());
   TaskConfig c;
   c.name = "revers";

@@ -259,11 +259,11 @@ TEST_CASE("format_batch lays out the decoder batch: [bos] src [sep] tgt, loss on
   CHECK(b.input.src.numel() == 0);
 
   const FormattedBatch p = format_batch("decoder", {{{4, 5, 6}, {7}}, {{8}, {9}}});
-  // [1 4 5 6 3 7] -> 5 inputs; [1 8 3 9] -> 3 inputs + 2 pads.
-  CHECK(p.input.tgt_in.data == std::vector<int32_t>{1, 4, 5, 6, 3, 1, 8, 3, 0, 0});
-  CHECK(pad_values(p.input.tgt_pad) == std::vector<Real>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1});
-  CHECK(p.targets.data == std::vector<int32_t>{-100, -100, -100, -100, 7, -100, -100, 9, 2, -100});
-  CHECK(p.targets.data[4] == 7);
+  // [1 4 5 6 3 7 2] -> 6 inputs; [1 8 3 9 2] -> 4 inputs + 2 pads.
+  CHECK(p.input.tgt_in.shape == Shape{2, 6});
+  CHECK(p.input.tgt_in.data == std::vector<int32_t>{1, 4, 5, 6, 3, 7, 1, 8, 3, 9, 0, 0});
+  CHECK(pad_values(p.input.tgt_pad) == std::vector<Real>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1});
+  CHECK(p.targets.data == std::vector<int32_t>{-100, -100, -100, -100, 7, 2, -100, -100, 9, 2, -100, -100});
 }
 
 TEST_CASE("format_batch lays out the seq2seq batch: src, [bos] tgt, tgt [eos]", "[models][batch]") {
@@ -465,6 +465,9 @@ TEST_CASE("config JSON round-trips, keeps defaults for missing keys and rejects 
   CHECK(partial.arch == "decoder");
   CHECK(partial.d_model == 32);
   CHECK(partial.n_layers == TransformerConfig().n_layers);
+
+  // A numeric attention scale may be written as a JSON number.
+  CHECK(TransformerConfig::from_json({{"attn_scale", 0.125}}).attn_scale == "0.125");
 
   CHECK_THROWS_WITH(TransformerConfig::from_json({{"d_modle", 32}}), Catch::Contains("d_modle"));
   CHECK_THROWS_WITH(TransformerConfig::from_json({{"d_model", "wide"}}), Catch::Contains("d_model"));

@@ -197,7 +197,7 @@ SafetensorsData decode_safetensors(const std::string& bytes, const std::string& 
     if (e.begin > cursor)
       bad(source, "gap of " + std::to_string(e.begin - cursor) + " bytes before tensor '" + e.name + "' at offset " +
                       std::to_string(cursor));
-    if (false)
+    if (e.begin < cursor)
       bad(source, "tensor '" + e.name + "' at [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
                       "] overlaps the previous tensor, which ends at " + std::to_string(cursor));
     cursor = e.end;

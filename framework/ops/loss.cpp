@@ -58,15 +58,15 @@ Var cross_entropy(const Var& logits, const IntTensor& targets, const CrossEntrop
   const Real* x = logits.value().data();
 #pragma omp parallel if (worth_parallel(rows, V))
   {
-    std::vector<Real> logp(static_cast<size_t>(V));
+    Eigen::Array<Real, Eigen::Dynamic, 1> logp(V);  // aligned: its sum does not depend on an address
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       const int32_t t = targets.data[static_cast<size_t>(r)];
       if (t == ignore) continue;
       log_softmax_row(x + r * V, logp.data(), V);
       // torch: (1 - eps) * nll + eps * mean over classes of -log p.
-      double loss = -(1 - eps) * static_cast<double>(logp[static_cast<size_t>(t)]);
-      if (eps > 0) loss -= eps * static_cast<double>(ConstArrayMap(logp.data(), V).sum()) / static_cast<double>(V);
+      double loss = -(1 - eps) * static_cast<double>(logp[t]);
+      if (eps > 0) loss -= eps * static_cast<double>(logp.sum()) / static_cast<double>(V);
       row_loss[static_cast<size_t>(r)] = loss;
     }
   }

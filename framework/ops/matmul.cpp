@@ -175,8 +175,14 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
     if (self.input_needs_grad(0)) self.input_grad(0).matrix(rows, in_features).noalias() += g * w.matrix();
     if (self.input_needs_grad(1))
       self.input_grad(1).matrix().noalias() += g.transpose() * self.input_value(0).matrix(rows, in_features);
-    if (self.inputs.size() > 2 && self.input_needs_grad(2))
-      self.input_grad(2).matrix(1, out_features) += g.colwise().sum();
+    if (self.inputs.size() > 2 && self.input_needs_grad(2)) {
+      // Column sums, row after row: a fixed order, vectorised across columns.
+      Real* db = self.input_grad(2).data();
+      for (int64_t r = 0; r < rows; ++r) {
+        const Real* gr = grad.data() + r * out_features;
+        for (int64_t j = 0; j < out_features; ++j) db[j] += gr[j];
+      }
+    }
   });
 }
 

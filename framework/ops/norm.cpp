@@ -15,6 +15,11 @@ using Array = Eigen::Array<Real, Eigen::Dynamic, 1>;
 
 constexpr int64_t kParallelMinElements = 1 << 14;
 
+// Rows are staged through aligned Eigen arrays and reductions run over
+// expressions so that no result depends on a row's address: Eigen would
+// otherwise peel the unaligned head of a row with scalar code and change the
+// summation order (see softmax.cpp).
+
 // The weight and bias gradients sum over rows. Rows are cut into a fixed
 // number of chunks (independent of the thread count), each chunk sums into its
 // own partial, and the partials are added in chunk order: no two threads write
@@ -44,20 +49,24 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, Real eps) {
   const Real* w = weight.defined() ? weight.value().data() : nullptr;
   const Real* b = bias.defined() ? bias.value().data() : nullptr;
   Real* yd = out.data();
-#pragma omp parallel for schedule(static) if (rows > 1 && rows * d >= kParallelMinElements)
-  for (int64_t r = 0; r < rows; ++r) {
-    ConstArrayMap xr(xd + r * d, d);
-    ArrayMap yr(yd + r * d, d);
-    // Two passes (mean, then centred squares): biased variance as torch, and
-    // no cancellation when |mean| >> std.
-    const Real mu = xr.sum() / static_cast<Real>(d);
-    const Real var = (xr - mu).square().sum() / static_cast<Real>(d);
-    const Real rs = Real(1) / std::sqrt(var + eps);
-    mean[r] = mu;
-    rstd[r] = rs;
-    yr = (xr - mu) * rs;
-    if (w) yr *= ConstArrayMap(w, d);
-    if (b) yr += ConstArrayMap(b, d);
+#pragma omp parallel if (rows > 1 && rows * d >= kParallelMinElements)
+  {
+    Array xr(d);  // aligned copy of the row
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      xr = ConstArrayMap(xd + r * d, d);
+      ArrayMap yr(yd + r * d, d);
+      // Two passes (mean, then centred squares): biased variance as torch, and
+      // no cancellation when |mean| >> std.
+      const Real mu = xr.sum() / static_cast<Real>(d);
+      const Real var = (xr - mu).square().sum() / static_cast<Real>(d);
+      const Real rs = Real(1) / std::sqrt(var + eps);
+      mean[r] = mu;
+      rstd[r] = rs;
+      yr = (xr - mu) * rs;
+      if (w) yr *= ConstArrayMap(w, d);
+      if (b) yr += ConstArrayMap(b, d);
+    }
   }
 
   std::vector<Var> inputs{x};

@@ -8,5 +8,6 @@
 #include "framework/ops/matmul.h"
 #include "framework/ops/norm.h"
 #include "framework/ops/reduce.h"
+#include "framework/ops/rotary.h"
 #include "framework/ops/shape.h"
 #include "framework/ops/softmax.h"

@@ -9,11 +9,26 @@
 namespace attnlab {
 namespace {
 
+// Sums x[0, n) in an order fixed by n alone, in double. Eigen's .sum() is not
+// used: it peels leading elements up to the first aligned address, so its
+// rounding (and thus a run's bits) would vary with where the allocator put x.
+// Sixteen independent lanes let the compiler vectorise without reassociating.
+double ordered_sum(const Real* x, int64_t n) {
+  constexpr int kLanes = 16;
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] += static_cast<double>(x[i + l]);
+  double s = 0;
+  for (; i < n; ++i) s += static_cast<double>(x[i]);
+  for (int l = 0; l < kLanes; ++l) s += lane[l];
+  return s;
+}
+
 // sum(a) * factor -> shape (); backward spreads g * factor to every element.
 Var reduce_all(const Var& a, Real factor, const char* name) {
-  // Eigen's reduction has a fixed (vectorised, pairwise-blocked) order, so
-  // the result does not depend on the thread count.
-  Tensor out = Tensor::from({}, {a.value().flat().sum() * factor});
+  const double total = ordered_sum(a.value().data(), a.numel());
+  Tensor out = Tensor::from({}, {static_cast<Real>(total * static_cast<double>(factor))});
   return make_result(std::move(out), {a}, name, [factor](Node& self) {
     if (self.input_needs_grad(0)) self.input_grad(0).flat().array() += self.grad[0] * factor;
   });

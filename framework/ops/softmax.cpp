@@ -1,6 +1,7 @@
 // Fused softmax and log-softmax along the last axis: forward and backward.
 #include "framework/ops/softmax.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -18,39 +19,61 @@ constexpr int64_t kParallelMinElements = 1 << 15;
 
 bool worth_parallel(int64_t rows, int64_t n) { return rows > 1 && rows * n >= kParallelMinElements; }
 
+// Alignment independence. Eigen evaluates the first few elements of an
+// unaligned destination (or of a reduction straight over an unaligned map)
+// with scalar code until it reaches an aligned address: std::exp instead of
+// its packet exp, and another summation order. Results would then depend on
+// where a row happens to sit in memory, and a resumed run or a sliced tensor
+// would not reproduce bitwise. So exps are written to an aligned stack buffer
+// and reductions run over expressions (which Eigen never peels): every result
+// depends on the values and on n only.
+constexpr int64_t kChunk = 256;
+using AlignedChunk = Eigen::Map<Eigen::Array<Real, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+
+// A sum whose order depends on n only: `a + 0` is an expression.
+Real unpeeled_sum(const ConstArrayMap& a) { return (a + Real(0)).sum(); }
+
 }  // namespace
 
 void softmax_row(const Real* x, Real* y, int64_t n) {
   if (n <= 0) return;
-  ConstArrayMap xa(x, n);
-  ArrayMap ya(y, n);
-  const Real m = xa.maxCoeff();
+  const Real m = ConstArrayMap(x, n).maxCoeff();  // exact in any order
   if (m == kNegInf) {  // fully masked: attends to nothing (see softmax.h)
-    ya.setZero();
+    ArrayMap(y, n).setZero();
     return;
   }
-  ya = (xa - m).exp();  // vectorised; y may alias x (coefficient-wise)
   // Eigen's vectorised exp clamps its argument near the underflow limit, so
   // exp(-inf) comes out as a tiny denormal instead of 0. Masked entries must be
   // exactly 0, and anything below the smallest normal number is 0 for our
   // purposes (the max entry contributes 1 to the sum).
   const Real tiny = std::numeric_limits<Real>::min();
-  for (int64_t i = 0; i < n; ++i) y[i] = y[i] < tiny ? Real(0) : y[i];
-  ya *= Real(1) / ya.sum();
+  alignas(64) Real buf[kChunk];
+  Real total = 0;
+  // Chunk by chunk: y may alias x, and chunk c of x is read before it is overwritten.
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t len = std::min(kChunk, n - start);
+    AlignedChunk e(buf, len);
+    e = (ConstArrayMap(x + start, len) - m).exp();
+    for (int64_t i = 0; i < len; ++i) buf[i] = buf[i] < tiny ? Real(0) : buf[i];
+    total += e.sum();
+    ArrayMap(y + start, len) = e;
+  }
+  ArrayMap(y, n) *= Real(1) / total;
 }
 
 void log_softmax_row(const Real* x, Real* y, int64_t n) {
   if (n <= 0) return;
   ConstArrayMap xa(x, n);
-  ArrayMap ya(y, n);
   const Real m = xa.maxCoeff();
   if (m == kNegInf) {  // fully masked: log of an all-zero row
-    ya.setConstant(kNegInf);
+    ArrayMap(y, n).setConstant(kNegInf);
     return;
   }
-  // The max entry contributes exp(0) = 1, so the sum is >= 1 and its log is finite.
-  const Real lse = m + std::log((xa - m).exp().sum());
-  ya = xa - lse;
+  // The max entry contributes exp(0) = 1, so the sum is >= 1 and its log is
+  // finite. Subtracting m and log(sum) separately (not m + log(sum) at once)
+  // keeps the small log term exact when |m| is large.
+  const Real log_sum = std::log((xa - m).exp().sum());
+  ArrayMap(y, n) = (xa - m) - log_sum;
 }
 
 Var softmax(const Var& a) {
@@ -96,11 +119,17 @@ Var log_softmax(const Var& a) {
     Real* dx = self.input_grad(0).data();
 #pragma omp parallel for schedule(static) if (worth_parallel(rows, n))
     for (int64_t r = 0; r < rows; ++r) {
-      ConstArrayMap yr(y + r * n, n), dyr(dy + r * n, n);
-      if (yr.maxCoeff() == kNegInf) continue;
-      ArrayMap dxr(dx + r * n, n);
-      const Real total = dyr.sum();
-      dxr += dyr - yr.exp() * total;
+      const Real *yr = y + r * n, *dyr = dy + r * n;
+      Real* dxr = dx + r * n;
+      if (ConstArrayMap(yr, n).maxCoeff() == kNegInf) continue;
+      const Real total = unpeeled_sum(ConstArrayMap(dyr, n));
+      alignas(64) Real buf[kChunk];
+      for (int64_t start = 0; start < n; start += kChunk) {
+        const int64_t len = std::min(kChunk, n - start);
+        AlignedChunk p(buf, len);
+        p = ConstArrayMap(yr + start, len).exp();
+        ArrayMap(dxr + start, len) += ConstArrayMap(dyr + start, len) - p * total;
+      }
     }
   });
 }

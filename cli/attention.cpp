@@ -1,0 +1,124 @@
+// attnlab attention: every layer's and head's attention weights for one input,
+// as CSV matrices, for scripts/plot_attention.py.
+#include <omp.h>
+
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/load_run.h"
+#include "framework/io/atomic_file.h"
+#include "framework/io/csv.h"
+#include "framework/probe/attention_stats.h"
+#include "models/batch.h"
+
+namespace attnlab::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> token_texts(const Task& task, const IntTensor& ids) {
+  std::vector<std::string> out;
+  for (int32_t id : ids.data) out.push_back(task.vocab().token(id));
+  return out;
+}
+
+bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+bool ends_with(const std::string& s, const std::string& p) {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+}  // namespace
+
+int run_attention(const Args& args) {
+  std::string run_path, input_text, out_dir;
+  int64_t step = 0;
+  po::options_description opts("Options");
+  opts.add_options()("help,h", "show this help")
+      ("run", po::value(&run_path), "the run directory (required)")
+      ("input", po::value(&input_text), "the input sequence, as the task writes it (also the positional argument)")
+      ("out", po::value(&out_dir), "output directory (default: RUN/attention); replaced files are overwritten")
+      ("step", po::value(&step), "the checkpoint to use (default: the latest)");
+  po::positional_options_description positional;
+  positional.add("input", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).positional(positional).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: attnlab attention --run DIR [--out DIR] \"INPUT\"\n\n"
+                 "Runs the trained model on one input, teacher-forced on its own greedy answer (so decoders\n"
+                 "attend over the sequence they generate), and writes each attention layer's weights, one\n"
+                 "CSV matrix per head (rows: queries, columns: keys; each row sums to 1), named\n"
+                 "<layer>.h<head>.csv, plus attention.json naming the layers, their files and tokens.\n"
+                 "Plot them with scripts/plot_attention.py OUT_DIR.\n\n"
+              << opts << "\nexample:\n  attnlab attention --run runs/rev \"3 1 4 1 5 9 2 6\"\n";
+    return kExitOk;
+  }
+  po::notify(vm);
+  if (run_path.empty()) throw ValueError("--run DIR is required");
+  if (!vm.count("input")) throw ValueError("no input sequence given (e.g. attnlab attention --run DIR \"3 1 4\")");
+  if (out_dir.empty()) out_dir = run_path + "/attention";
+  omp_set_num_threads(1);
+
+  LoadedRun loaded = load_run(RunDir(run_path), step);
+  SequenceModel& model = *loaded.model;
+  const Task& task = *loaded.task;
+  const std::string& arch = model.config().arch;
+  std::vector<int32_t> input = task.from_text(input_text);
+  if (input.empty()) throw ValueError("the input sequence is empty");
+  const int64_t needed = arch == "decoder" ? static_cast<int64_t>(input.size()) + 2 : static_cast<int64_t>(input.size());
+  if (needed > model.config().max_len)
+    throw ValueError("the input has " + std::to_string(input.size()) + " tokens; this model takes sequences of at most " +
+                     std::to_string(model.config().max_len) + " positions");
+  std::vector<int32_t> output = model.greedy({input}, model.config().max_len)[0];
+  std::vector<int32_t> target = output;
+  if (arch == "encoder") target.resize(input.size(), input[0]);  // one output per input position
+  FormattedBatch batch = format_batch(arch, {{input, target}});
+
+  auto layers = find_attention_modules(model);
+  {
+    InferenceGuard guard(model);
+    for (auto& [name, mha] : layers) mha->capture_weights(true);
+    model.forward(batch.input);
+    for (auto& [name, mha] : layers) mha->capture_weights(false);
+  }
+
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw IoError("cannot create output directory '" + out_dir + "': " + ec.message());
+  const auto src = token_texts(task, batch.input.src), tgt = token_texts(task, batch.input.tgt_in);
+  nlohmann::json meta = {{"run", run_path}, {"step", loaded.step}, {"model", arch}, {"input", task.to_text(input)},
+                         {"output", task.to_text(output)}, {"layers", nlohmann::json::array()}};
+  int64_t files = 0;
+  for (auto& [name, mha] : layers) {
+    const Tensor& w = mha->last_weights();  // (1, h, T_q, T_k)
+    const int64_t h = w.size(1), t_q = w.size(2), t_k = w.size(3);
+    // Which sequences the layer's queries and keys run over.
+    const bool cross = ends_with(name, "cross_attn");
+    const bool over_src = arch == "encoder" || starts_with(name, "encoder.");
+    const auto& queries = over_src ? src : tgt;
+    const auto& keys = over_src || cross ? src : tgt;
+    nlohmann::json layer = {{"name", name}, {"heads", h}, {"queries", queries}, {"keys", keys},
+                            {"causal", arch != "encoder" && !over_src && !cross}, {"files", nlohmann::json::array()}};
+    for (int64_t head = 0; head < h; ++head) {
+      std::string text;
+      for (int64_t i = 0; i < t_q; ++i) {
+        for (int64_t j = 0; j < t_k; ++j)
+          text += (j ? "," : "") + CsvWriter::format_number(w[((head * t_q) + i) * t_k + j]);
+        text += "\n";
+      }
+      const std::string file = name + ".h" + std::to_string(head) + ".csv";
+      write_file_atomic(out_dir + "/" + file, text);
+      layer["files"].push_back(file);
+      ++files;
+    }
+    meta["layers"].push_back(layer);
+  }
+  write_file_atomic(out_dir + "/attention.json", meta.dump(2) + "\n");
+  std::cout << task.to_text(output) << "\n"
+            << files << " attention maps (" << layers.size() << " layers) written to " << out_dir << "\n";
+  return kExitOk;
+}
+
+}  // namespace attnlab::cli

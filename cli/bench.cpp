@@ -1,0 +1,175 @@
+// attnlab bench: training throughput on the workload of BENCHMARK.md.
+//
+// The model is the encoder tagger (pre-LN, sinusoidal positions, biases
+// everywhere, no dropout) trained with AdamW (lr 1e-3, wd 0.01) to reverse
+// random sequences. A few fixed random batches are made before timing; the
+// warm-up steps are not timed. One JSON line is printed.
+//
+// MFU: achieved model FLOP/s over a peak measured here with the same
+// threads: the best of several single-precision Eigen matrix products
+// (n = 512 and 1024, row-major as attnlab uses them), i.e. what this
+// machine's cores reach on the kernel the training step is made of.
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/option_set.h"
+#include "framework/ops/loss.h"
+#include "framework/optim/optim.h"
+#include "models/sequence_model.h"
+
+namespace attnlab::cli {
+
+namespace {
+
+struct BenchShape {
+  const char* name;
+  int64_t V, T, d, h, L, d_ff, B;
+};
+constexpr BenchShape kShapes[] = {
+    {"S", 16, 16, 64, 4, 2, 256, 64},
+    {"M", 32, 32, 128, 8, 4, 512, 64},
+    {"L", 64, 64, 256, 8, 6, 1024, 32},
+};
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Best GFLOP/s of C = A·B (row-major float) at n = 512 and 1024.
+double measure_matmul_peak() {
+  double best = 0;
+  for (int64_t n : {512, 1024}) {
+    Tensor a({n, n}, 0.5f), b({n, n}, 0.25f), c({n, n});
+    auto A = a.matrix(), Bm = b.matrix();
+    auto C = c.matrix();
+    C.noalias() = A * Bm;  // warm-up
+    for (int rep = 0; rep < 3; ++rep) {
+      auto t = Clock::now();
+      int iters = n == 512 ? 8 : 2;
+      for (int i = 0; i < iters; ++i) C.noalias() = A * Bm;
+      double s = seconds_since(t);
+      best = std::max(best, 2.0 * static_cast<double>(n * n * n) * iters / s / 1e9);
+    }
+  }
+  return best;
+}
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+}  // namespace
+
+int run_bench(const Args& args) {
+  std::string config_name = "S";
+  int threads = 1;
+  int64_t steps = 0, warmup = 5;
+  uint64_t seed = 0;
+  bool no_peak = false;
+  OptionSet opts("Options");
+  opts.add("config", &config_name, "S | M | L (BENCHMARK.md)")
+      .add("threads", &threads, "OpenMP threads")
+      .add("steps", &steps, "timed steps; 0 = 20 (S), 10 (M), 5 (L)")
+      .add("warmup", &warmup, "untimed steps first")
+      .add("seed", &seed, "seed of weights and data")
+      .flag("no-peak", &no_peak, "skip measuring the matrix-product peak (no MFU)");
+  po::options_description all;
+  all.add_options()("help,h", "show this help");
+  all.add(opts.description());
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: attnlab bench --config S|M|L [--threads N] [--steps K]\n\n"
+                 "Times training steps (forward, backward, AdamW) of the encoder tagger of BENCHMARK.md on\n"
+                 "fixed random batches and prints one JSON line: median step_ms, tokens_per_s, params,\n"
+                 "achieved GFLOP/s, MFU against a matrix-product peak measured here with the same\n"
+                 "threads, and peak RSS.\n\n"
+              << all;
+    return kExitOk;
+  }
+  po::notify(vm);
+  const BenchShape* shape = nullptr;
+  for (const BenchShape& s : kShapes)
+    if (config_name == s.name) shape = &s;
+  if (!shape) throw ValueError("--config must be S, M or L, got '" + config_name + "'");
+  if (threads < 1) throw ValueError("--threads must be >= 1, got " + std::to_string(threads));
+  if (steps < 0 || warmup < 0) throw ValueError("--steps and --warmup must be >= 0");
+  if (steps == 0) steps = shape->name[0] == 'S' ? 20 : shape->name[0] == 'M' ? 10 : 5;
+  omp_set_num_threads(threads);
+
+  TransformerConfig config;
+  config.arch = "encoder";
+  config.vocab_size = shape->V;
+  config.max_len = shape->T;
+  config.d_model = shape->d;
+  config.n_heads = shape->h;
+  config.n_layers = shape->L;
+  config.d_ff = shape->d_ff;
+  auto model = make_model(config, seed);
+  OptimizerConfig oc;  // AdamW, lr 1e-3, betas (0.9, 0.999), eps 1e-8, wd 0.01
+  auto optimizer = make_optimizer(oc, model->named_parameters());
+
+  // A few fixed batches: x uniform in [0, V), y = x reversed along T.
+  Rng rng(seed + 1);
+  std::vector<ModelInput> inputs(4);
+  std::vector<IntTensor> targets(4);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    inputs[i].src = IntTensor({shape->B, shape->T});
+    targets[i] = IntTensor({shape->B, shape->T});
+    for (int64_t b = 0; b < shape->B; ++b)
+      for (int64_t t = 0; t < shape->T; ++t)
+        inputs[i].src.data[static_cast<size_t>(b * shape->T + t)] = static_cast<int32_t>(rng.integer(0, shape->V - 1));
+    for (int64_t b = 0; b < shape->B; ++b)
+      for (int64_t t = 0; t < shape->T; ++t)
+        targets[i].data[static_cast<size_t>(b * shape->T + t)] =
+            inputs[i].src.data[static_cast<size_t>(b * shape->T + shape->T - 1 - t)];
+  }
+
+  std::vector<double> step_ms;
+  double last_loss = 0;
+  for (int64_t step = 0; step < warmup + steps; ++step) {
+    size_t i = static_cast<size_t>(step) % inputs.size();
+    auto t = Clock::now();
+    model->zero_grad();
+    Var loss = cross_entropy(model->forward(inputs[i]), targets[i]);
+    backward(loss);
+    optimizer->step();
+    double ms = seconds_since(t) * 1e3;
+    last_loss = loss.item();
+    if (step >= warmup) step_ms.push_back(ms);
+  }
+  std::sort(step_ms.begin(), step_ms.end());
+  double median = step_ms[step_ms.size() / 2];
+  double tokens = static_cast<double>(shape->B * shape->T);
+  double tokens_per_s = tokens / (median / 1e3);
+  double d = static_cast<double>(shape->d);
+  double fwd_flops_per_token = static_cast<double>(shape->L) * (8 * d * d + 4 * d * shape->d_ff + 4.0 * shape->T * d) +
+                               2 * d * static_cast<double>(shape->V);
+  double gflops = 3 * fwd_flops_per_token * tokens_per_s / 1e9;
+  nlohmann::json out = {{"impl", "attnlab"},
+                        {"config", shape->name},
+                        {"threads", threads},
+                        {"steps", steps},
+                        {"step_ms", median},
+                        {"tokens_per_s", tokens_per_s},
+                        {"params", model->parameter_count()},
+                        {"gflops", gflops},
+                        {"final_loss", last_loss}};
+  if (!no_peak) {
+    double peak = measure_matmul_peak();
+    out["peak_gflops"] = peak;
+    out["mfu"] = gflops / peak;
+  }
+  out["peak_rss_mib"] = peak_rss_mib();
+  std::cout << out.dump() << std::endl;
+  return kExitOk;
+}
+
+}  // namespace attnlab::cli

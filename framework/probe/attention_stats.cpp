@@ -1,0 +1,108 @@
+#include "framework/probe/attention_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unordered_set>
+
+namespace attnlab {
+
+std::vector<HeadStats> attention_head_stats(const Tensor& weights, const Tensor* q, const Tensor* k, Real scale) {
+  if (weights.dim() != 4) throw ShapeError("attention_head_stats: expected weights (B, h, T_q, T_k), got " +
+                                           weights.shape_str());
+  const int64_t B = weights.size(0), h = weights.size(1), T_q = weights.size(2), T_k = weights.size(3);
+  const bool logits = q && k;
+  int64_t d_k = 0;
+  if (logits) {
+    d_k = q->size(-1);
+    check_shape(q->shape(), {B, h, T_q, d_k}, "attention_head_stats q (B, h, T_q, d_k)");
+    check_shape(k->shape(), {B, h, T_k, d_k}, "attention_head_stats k (B, h, T_k, d_k)");
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<HeadStats> out(static_cast<size_t>(h));
+  RowMatrix S(T_q, T_k);
+  for (int64_t head = 0; head < h; ++head) {
+    HeadStats& s = out[static_cast<size_t>(head)];
+    s.head = head;
+    double sum_entropy = 0, sum_max = 0, saturated = 0, sum_l = 0, sum_l2 = 0;
+    int64_t entries = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t bh = b * h + head;
+      ConstMatMap W(weights.data() + bh * T_q * T_k, T_q, T_k);
+      if (logits)
+        S.noalias() = scale * ConstMatMap(q->data() + bh * T_q * d_k, T_q, d_k) *
+                      ConstMatMap(k->data() + bh * T_k * d_k, T_k, d_k).transpose();
+      for (int64_t i = 0; i < T_q; ++i) {
+        double entropy = 0, max_w = 0, total = 0;
+        for (int64_t j = 0; j < T_k; ++j) {
+          const double w = W(i, j);
+          if (w <= 0) continue;
+          entropy -= w * std::log(w);
+          max_w = std::max(max_w, w);
+          total += w;
+          if (logits) {
+            const double l = S(i, j);
+            sum_l += l;
+            sum_l2 += l * l;
+            ++entries;
+          }
+        }
+        if (total <= 0) continue;  // fully masked row: attends to nothing
+        ++s.rows;
+        sum_entropy += entropy;
+        sum_max += max_w;
+        saturated += max_w > kSaturatedWeight ? 1 : 0;
+      }
+    }
+    const double n = static_cast<double>(std::max<int64_t>(s.rows, 1));
+    s.entropy = sum_entropy / n;
+    s.max_weight = sum_max / n;
+    s.saturated = saturated / n;
+    if (logits && entries > 0) {
+      s.logit_mean = sum_l / static_cast<double>(entries);
+      s.logit_var = std::max(0.0, sum_l2 / static_cast<double>(entries) - s.logit_mean * s.logit_mean);
+    } else {
+      s.logit_mean = s.logit_var = nan;
+    }
+  }
+  return out;
+}
+
+namespace {
+void collect_attention(Module& m, const std::string& prefix,
+                       std::vector<std::pair<std::string, MultiHeadAttention*>>& out) {
+  for (const auto& [name, child] : m.children()) {
+    const std::string path = prefix.empty() ? name : prefix + "." + name;
+    if (auto* mha = dynamic_cast<MultiHeadAttention*>(child.get())) out.emplace_back(path, mha);
+    collect_attention(*child, path, out);
+  }
+}
+}  // namespace
+
+std::vector<std::pair<std::string, MultiHeadAttention*>> find_attention_modules(Module& root) {
+  std::vector<std::pair<std::string, MultiHeadAttention*>> out;
+  collect_attention(root, "", out);
+  return out;
+}
+
+std::vector<AttentionInputs> recorded_attention_inputs(const Var& root) {
+  std::vector<Node*> found;
+  if (!root.defined()) return {};
+  std::unordered_set<Node*> seen{root.node()};
+  std::vector<Node*> stack{root.node()};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    if (std::strcmp(n->op, "attention") == 0 && n->inputs.size() >= 2) found.push_back(n);
+    for (const auto& in : n->inputs)
+      if (seen.insert(in.get()).second) stack.push_back(in.get());
+  }
+  std::sort(found.begin(), found.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
+  std::vector<AttentionInputs> out;
+  out.reserve(found.size());
+  for (Node* n : found) out.push_back({&n->inputs[0]->value, &n->inputs[1]->value});
+  return out;
+}
+
+}  // namespace attnlab

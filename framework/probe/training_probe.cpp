@@ -1,0 +1,111 @@
+#include "framework/probe/training_probe.h"
+
+#include <fstream>
+
+#include "framework/io/atomic_file.h"
+
+namespace attnlab {
+
+namespace {
+
+// A resumed run redoes the steps after its checkpoint: keep only earlier rows.
+CsvWriter open_csv(const std::string& path, const std::vector<std::string>& columns, int64_t resume_step) {
+  if (resume_step < 0) return CsvWriter(path, columns);
+  std::ifstream in(path);
+  if (in) {
+    std::string line, kept;
+    bool header = true;
+    while (std::getline(in, line)) {
+      if (header || (!line.empty() && std::stoll(line.substr(0, line.find(','))) <= resume_step)) kept += line + "\n";
+      header = false;
+    }
+    in.close();
+    write_file_atomic(path, kept);
+  }
+  return CsvWriter::append(path, columns);
+}
+
+std::string num(double v) { return CsvWriter::format_number(v); }
+
+}  // namespace
+
+const std::vector<std::string>& TrainingProbe::param_columns() {
+  static const std::vector<std::string> c = {"step", "param", "grad_norm", "weight_norm", "update_norm", "update_ratio"};
+  return c;
+}
+const std::vector<std::string>& TrainingProbe::stream_columns() {
+  static const std::vector<std::string> c = {"step", "index", "point", "act_rms", "grad_rms"};
+  return c;
+}
+const std::vector<std::string>& TrainingProbe::head_columns() {
+  static const std::vector<std::string> c = {"step",      "layer",      "head",     "entropy", "max_weight",
+                                             "saturated", "logit_mean", "logit_var"};
+  return c;
+}
+
+TrainingProbe::TrainingProbe(Module& model, const std::string& dir, std::vector<std::string> stream_labels,
+                             int64_t resume_step)
+    : attention_(find_attention_modules(model)),
+      stream_labels_(std::move(stream_labels)),
+      updates_(model.named_parameters()),
+      params_csv_(open_csv(dir + "/probe_params.csv", param_columns(), resume_step)),
+      stream_csv_(open_csv(dir + "/probe_stream.csv", stream_columns(), resume_step)),
+      heads_csv_(open_csv(dir + "/probe_heads.csv", head_columns(), resume_step)) {}
+
+void TrainingProbe::capture(bool on) {
+  for (auto& [name, mha] : attention_) mha->capture_weights(on);
+}
+
+void TrainingProbe::before_forward() {
+  abandon();
+  capture(true);
+}
+
+void TrainingProbe::after_forward(const Var& loss) {
+  // The fused ops' q and k, matched to the layers by order; when they do not
+  // line up one to one (attention dropout takes the composed path) the logit
+  // statistics are left out rather than guessed.
+  std::vector<AttentionInputs> inputs = recorded_attention_inputs(loss);
+  const bool matched = inputs.size() == attention_.size();
+  heads_.clear();
+  for (size_t i = 0; i < attention_.size(); ++i) {
+    const MultiHeadAttention& mha = *attention_[i].second;
+    const AttentionInputs in = matched ? inputs[i] : AttentionInputs{};
+    heads_.push_back(attention_head_stats(mha.last_weights(), in.q, in.k, mha.scale()));
+  }
+  capture(false);
+  for (Var& v : stream_) v.retain_grad();
+}
+
+void TrainingProbe::after_backward() {
+  stream_rms_.clear();
+  for (const Var& v : stream_) stream_rms_.emplace_back(rms(v.value()), v.has_grad() ? rms(v.grad()) : 0.0);
+  stream_.clear();  // releases the kept activations and gradients
+  updates_.before_step();
+}
+
+void TrainingProbe::after_step(int64_t step) {
+  if (!updates_.armed()) return;
+  const std::string s = std::to_string(step);
+  for (const ParameterStats& p : updates_.after_step())
+    params_csv_.row({s, p.name, num(p.grad_norm), num(p.weight_norm), num(p.update_norm), num(p.update_ratio)});
+  for (size_t i = 0; i < stream_rms_.size(); ++i) {
+    const std::string label = i < stream_labels_.size() ? stream_labels_[i] : std::to_string(i);
+    stream_csv_.row({s, std::to_string(i), label, num(stream_rms_[i].first), num(stream_rms_[i].second)});
+  }
+  for (size_t l = 0; l < heads_.size(); ++l)
+    for (const HeadStats& h : heads_[l])
+      heads_csv_.row({s, attention_[l].first, std::to_string(h.head), num(h.entropy), num(h.max_weight),
+                      num(h.saturated), num(h.logit_mean), num(h.logit_var)});
+  abandon();
+}
+
+void TrainingProbe::abandon() {
+  capture(false);
+  stream_.clear();
+  heads_.clear();
+  stream_rms_.clear();
+  updates_.disarm();
+}
+
+}  // namespace attnlab

@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""A hyperparameter sweep over a grid of `attnlab train` flags.
+
+usage: scripts/sweep.py --out DIR [--jobs N] [--attnlab PATH]
+                        --grid lr=1e-3,3e-3 --grid warmup=0,100 --grid layers=1,2
+                        [-- any other train flags, shared by every run]
+
+Every combination of the --grid values is one run (directory DIR/<name>, with
+the flag values in its name), run in parallel up to --jobs at a time, each
+single-threaded. At the end one table, printed and written to DIR/summary.csv:
+the grid values, final held-out exact match and token accuracy, the step at
+which --target was reached (-1: never), steps run, seconds, exit code.
+Runs already finished (summary.json present) are not run again, so an
+interrupted sweep can be continued with the same command.
+"""
+import argparse
+import csv
+import itertools
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def default_exe():
+    for cand in ["build/attnlab", "build-lead/attnlab"]:
+        path = os.path.join(HERE, "..", cand)
+        if os.path.exists(path):
+            return os.path.normpath(path)
+    return "attnlab"
+
+
+def parse_grid(items):
+    grid = []
+    for item in items:
+        name, sep, values = item.partition("=")
+        if not sep or not name or not values:
+            sys.exit(f"sweep: --grid expects name=v1,v2,... (a train flag without --), got '{item}'")
+        grid.append((name.lstrip("-"), values.split(",")))
+    return grid
+
+
+def run_one(exe, out, name, flags, shared):
+    run = os.path.join(out, name)
+    summary = os.path.join(run, "summary.json")
+    if os.path.exists(summary):
+        code, seconds = 0, None
+    else:
+        cmd = [exe, "train", "--run", run, "--overwrite", "--quiet", "--threads", "1"] + flags + shared
+        start = time.time()
+        with open(os.path.join(out, name + ".log"), "w") as log:
+            code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
+        seconds = time.time() - start
+    result = {"exit": code}
+    if os.path.exists(summary):
+        with open(summary) as f:
+            s = json.load(f)
+        result.update(exact=s["heldout_exact"], token=s["heldout_token_acc"], solved_at=s["solved_at_step"],
+                      steps=s["steps"], seconds=s["seconds"] if seconds is None else seconds)
+    return result
+
+
+def main():
+    argv = sys.argv[1:]
+    shared = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, shared = argv[:i], argv[i + 1:]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="sweep directory (one run directory per grid point)")
+    ap.add_argument("--grid", action="append", default=[], help="name=v1,v2,... (repeatable)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--attnlab", default=default_exe())
+    args = ap.parse_args(argv)
+    if not args.grid:
+        sys.exit("sweep: give at least one --grid name=v1,v2,...")
+    if args.jobs < 1:
+        sys.exit(f"sweep: --jobs must be >= 1, got {args.jobs}")
+    grid = parse_grid(args.grid)
+    os.makedirs(args.out, exist_ok=True)
+
+    points = []
+    for values in itertools.product(*[v for _, v in grid]):
+        name = "-".join(f"{k}{v}" for (k, _), v in zip(grid, values))
+        flags = [x for (k, _), v in zip(grid, values) for x in (f"--{k}", v)]
+        points.append((name, dict(zip([k for k, _ in grid], values)), flags))
+    print(f"sweep: {len(points)} runs, {args.jobs} at a time; shared flags: {shlex.join(shared) or '(none)'}",
+          flush=True)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(run_one, args.attnlab, args.out, name, flags, shared) for name, _, flags in points]
+        results = [f.result() for f in futures]
+
+    columns = [k for k, _ in grid] + ["heldout_exact", "heldout_token_acc", "solved_at_step", "steps", "seconds",
+                                      "exit"]
+    table = []
+    for (name, values, _), r in zip(points, results):
+        row = dict(values)
+        row.update(heldout_exact=r.get("exact", ""), heldout_token_acc=r.get("token", ""),
+                   solved_at_step=r.get("solved_at", ""), steps=r.get("steps", ""),
+                   seconds=round(r["seconds"], 1) if "seconds" in r else "", exit=r["exit"])
+        table.append(row)
+    with open(os.path.join(args.out, "summary.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        w.writerows(table)
+    widths = [max(len(c), *(len(str(r[c])) for r in table)) for c in columns]
+    print("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+    for r in table:
+        print("  ".join(str(r[c]).rjust(w) for c, w in zip(columns, widths)))
+    print(os.path.join(args.out, "summary.csv"))
+    failed = [n for (n, _, _), r in zip(points, results) if r["exit"] != 0]
+    if failed:
+        print(f"sweep: {len(failed)} runs failed (see their .log): {', '.join(failed)}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
