@@ -63,7 +63,11 @@ int run_train(const Args& args) {
     } catch (const po::error& e) {
       throw ValueError(config_file + ": " + e.what());
     }
+    // notify() assigns every stored value again, the general options'
+    // defaults included: keep what the command line said about them.
+    const std::string run_given = run_path;
     po::notify(vm);
+    run_path = run_given;
   }
   finalize(s);
   if (run_path.empty()) run_path = "runs/" + s.task.name + "-" + s.model.arch;

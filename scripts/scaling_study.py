@@ -106,7 +106,7 @@ def init_run(exe, work, d_k, scale, variant, seed):
 
 def solve_run(exe, work, d_k, scale, seed, cap):
     run = os.path.join(work, f"solve-dk{d_k}-{scale}-s{seed}")
-    cmd = [exe, "train", "--task", "reverse", "--model", "encoder", "--vocab", "8", "--min-len", "8", "--max-len", "8",
+    cmd = [exe, "train", "--task", "reverse", "--model", "encoder", "--vocab", "16", "--min-len", "16", "--max-len", "16",
            "--d-model", "32", "--heads", "1", "--d-k", str(d_k), "--layers", "2", "--d-ff", "64",
            "--attn-scale", scale, "--lr", "3e-3", "--batch-size", "32", "--steps", str(cap), "--eval-every", "25",
            "--heldout", "200", "--target", "1", "--seed", str(seed), "--quiet", "--threads", "1", "--overwrite",
@@ -123,8 +123,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--work", default="/tmp/attnlab-scaling-study", help="directory for the runs")
     ap.add_argument("--seeds", type=int, default=3, help="seeds averaged in (b)")
-    ap.add_argument("--solve-seeds", type=int, default=2, help="seeds per point in (c)")
-    ap.add_argument("--cap", type=int, default=1500, help="most training steps in (c)")
+    ap.add_argument("--solve-seeds", type=int, default=3, help="seeds per point in (c)")
+    ap.add_argument("--cap", type=int, default=3000, help="most training steps in (c)")
     ap.add_argument("--solve-dks", default="8,32,128")
     ap.add_argument("--quick", action="store_true", help="1 seed each, cap 600 (a smoke test)")
     args = ap.parse_args()
@@ -231,7 +231,7 @@ def main():
     ax.set_xticks(range(len(solve_dks)))
     ax.set_xticklabels([f"$d_k$ = {d}" for d in solve_dks])
     ax.set_ylabel("steps to held-out exact match 1.0")
-    ax.set_title("reverse (len 8), 2-layer encoder, 1 head, d = 32, AdamW 3e-3\n(bars: mean, dots: seeds, cap %d)"
+    ax.set_title("reverse (len 16, 16 symbols), 2-layer encoder, 1 head, d = 32, AdamW 3e-3\n(bars: mean, dots: seeds, cap %d)"
                  % args.cap, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()

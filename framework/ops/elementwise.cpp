@@ -234,7 +234,7 @@ Var gelu(const Var& a) {
   parallel_chunks(x.numel(), [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) out[i] = x[i] * Real(0.5) * (Real(1) + std::erf(x[i] * inv_sqrt2));
   });
-  return make_result(std::move(out), {a}, "gelu", [=](Node& self) {
+  return make_result(std::move(out), {a}, "gelu", [inv_sqrt2, inv_sqrt_2pi](Node& self) {
     if (!self.input_needs_grad(0)) return;
     Tensor& gx = self.input_grad(0);
     const Tensor& xv = self.input_value(0);

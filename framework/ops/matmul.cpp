@@ -158,7 +158,7 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
     throw ShapeError("linear: bias " + bias.value().shape_str() + " does not match weight " +
                      weight.value().shape_str() + ": expected (" + std::to_string(out_features) + ",)");
 
-  const int64_t rows = x.numel() / in_features;  // x viewed as (N, in)
+  const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));  // x viewed as (N, in)
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
   Tensor out(out_shape);

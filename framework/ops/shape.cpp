@@ -111,13 +111,14 @@ std::vector<Var> split(const Var& a, int axis, const std::vector<int64_t>& sizes
   const int ax = normalize_axis(axis, a.dim(), "split", a.shape());
   const int64_t n = a.shape()[static_cast<size_t>(ax)];
   int64_t total = 0;
+  bool negative = false;
   std::string listed;
   for (int64_t s : sizes) {
     listed += (listed.empty() ? "" : ", ") + std::to_string(s);
-    if (s < 0) total = -1 - n;  // forces the error below
-    if (total >= 0) total += s;
+    negative = negative || s < 0;
+    total += s;
   }
-  if (total != n)
+  if (negative || total != n)
     throw ValueError("split: sizes [" + listed + "] must be non-negative and sum to " + std::to_string(n) +
                      ", the size of axis " + std::to_string(axis) + " of " + a.value().shape_str());
   int64_t outer, inner;
