@@ -46,7 +46,7 @@ int run_train(const Args& args) {
   if (!resume_path.empty()) {
     // A resumed run is the same experiment: only how long it runs, how it
     // reports and how many threads it uses (which changes its bits) may change.
-    const std::set<std::string> may_change = {"steps", "threads", "eval-every", "log-every", "keep", "target", "on-nan"};
+    const std::set<std::string> may_change = {"steps", "threads", "eval-every", "log-every", "keep", "target", "on-nan", "probe-every"};
     for (const auto& [name, value] : vm)
       if (!value.defaulted() && experiment.description().find_nothrow(name, false) && !may_change.count(name))
         throw ValueError("--" + name + " cannot change when resuming (it is part of the run's config.ini); start a new run instead");

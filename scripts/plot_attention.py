@@ -51,7 +51,7 @@ def main():
             ax.set_title(f"{layer['name']} h{c}", fontsize=8)
     title = args.title or f"{meta['model']}: {meta['input']} -> {meta['output']} (step {meta['step']})"
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(h_pad=1.5)
     out = args.out or os.path.join(args.maps, "attention.png")
     fig.savefig(out, dpi=110)
     print(out)

@@ -227,7 +227,8 @@ def main():
             if any(a <= 0 for a in ats):
                 ax.text(x, args.cap, "unsolved" if all(a <= 0 for a in ats) else f"{sum(a <= 0 for a in ats)} unsolved",
                         ha="center", va="bottom", fontsize=6, rotation=90)
-    ax.axhline(args.cap, color="gray", ls=":", lw=1)
+    if any(a <= 0 for ats in solved.values() for a in ats):
+        ax.axhline(args.cap, color="gray", ls=":", lw=1)
     ax.set_xticks(range(len(solve_dks)))
     ax.set_xticklabels([f"$d_k$ = {d}" for d in solve_dks])
     ax.set_ylabel("steps to held-out exact match 1.0")

@@ -13,38 +13,14 @@
 #include <string>
 
 #include "framework/io/safetensors.h"
+#include "tests/cli_harness.h"
 
 namespace fs = std::filesystem;
+using attnlab::testing::run_attnlab;
+using attnlab::testing::TempDir;
+using Result = attnlab::testing::CliResult;
 
 namespace {
-
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-Result run_attnlab(const std::string& args) {
-  std::string cmd = std::string(ATTNLAB_EXE) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-// A fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name) : path(fs::temp_directory_path() / ("attnlab-test-" + name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& sub) const { return (path / sub).string(); }
-};
 
 nlohmann::json summary(const std::string& run) {
   std::ifstream in(run + "/summary.json");
@@ -57,7 +33,7 @@ const char* kTiny = " --vocab 6 --min-len 5 --max-len 5 --d-model 32 --heads 2 -
 
 }  // namespace
 
-TEST_CASE("train solves copy and reverse with a tiny encoder; an untrained model does not", "[cli][e2e]") {
+TEST_CASE("train solves copy and reverse with a tiny encoder, an untrained model does not", "[cli][e2e]") {
   TempDir dir("solve");
   for (const char* task : {"copy", "reverse"}) {
     std::string run = dir / task;

@@ -16,37 +16,14 @@
 #include <string>
 
 #include "framework/io/safetensors.h"
+#include "tests/cli_harness.h"
 
 namespace fs = std::filesystem;
+using attnlab::testing::run_attnlab;
+using attnlab::testing::TempDir;
+using Result = attnlab::testing::CliResult;
 
 namespace {
-
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-Result run_attnlab(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + " " + std::string(ATTNLAB_EXE) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name) : path(fs::temp_directory_path() / ("attnlab-instr-test-" + name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& sub) const { return (path / sub).string(); }
-};
 
 int64_t line_count(const std::string& path) {
   std::ifstream in(path);
@@ -91,7 +68,7 @@ TEST_CASE("probes change nothing: a run probed every step ends with bitwise the 
   CHECK((line_count(dir / "probed/probe_params.csv") - 1) % 12 == 0);
 }
 
-TEST_CASE("--probe-every N probes step 1 and every N-th step", "[cli][probe]") {
+TEST_CASE("train with --probe-every N probes step 1 and every N-th step", "[cli][probe]") {
   TempDir dir("every");
   Result r = run_attnlab(std::string("train --task copy") + kSmall + " --steps 20 --eval-every 20 --probe-every 10 --run " +
                          (dir / "run"));

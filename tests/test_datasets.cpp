@@ -196,7 +196,7 @@ TEST_CASE("held-out and training streams are disjoint over thousands of draws", 
   CHECK(train_inputs.size() == 120 - 40);  // and rejects nothing else: every other input occurs
 }
 
-TEST_CASE("held-out size is capped by the inputs that exist; a full set leaves nothing to train on", "[datasets]") {
+TEST_CASE("held-out size is capped by the inputs that exist, a full set leaves nothing to train on", "[datasets]") {
   const auto task = make_task(config("copy", 2, 2, 2));  // 4 inputs
   const HeldOut all = make_heldout(*task, 100, 1);
   CHECK(all.size() == 4);

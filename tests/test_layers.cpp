@@ -302,7 +302,7 @@ TEST_CASE("MultiHeadAttention parameter names, shapes and count", "[attention]")
   REQUIRE(y.shape() == Shape{2, 3, 8});
 }
 
-TEST_CASE("every head's attention weights sum to 1 over the keys; masked keys get exactly 0", "[attention]") {
+TEST_CASE("every head's attention weights sum to 1 over the keys, masked keys get exactly 0", "[attention]") {
   Rng init(4), drop(5), data(6);
   MultiHeadAttention mha(mha_options(8, 4), init, drop);
   mha.capture_weights(true);
@@ -333,7 +333,7 @@ TEST_CASE("every head's attention weights sum to 1 over the keys; masked keys ge
   }
 }
 
-TEST_CASE("cross-attention weights are (B, h, T_q, T_k); capture off keeps the last captured", "[attention]") {
+TEST_CASE("cross-attention weights are (B, h, T_q, T_k), capture off keeps the last captured", "[attention]") {
   Rng init(7), drop(8), data(9);
   MultiHeadAttentionOptions o = mha_options(6, 3);
   o.kv_dim = 4;

@@ -95,7 +95,7 @@ TEST_CASE("uniform attention over T keys has entropy log T, max weight 1/T, no s
   }
 }
 
-TEST_CASE("one-hot attention rows have entropy 0 and count as saturated; fully masked rows are skipped", "[probe]") {
+TEST_CASE("one-hot attention rows have entropy 0 and count as saturated, fully masked rows are skipped", "[probe]") {
   Tensor w({1, 2, 3, 4});
   // Head 0: rows one-hot. Head 1: row 0 one-hot, row 1 half/half, row 2 all zero (fully masked).
   w[0 * 4 + 1] = w[1 * 4 + 3] = w[2 * 4 + 0] = 1;
@@ -141,7 +141,7 @@ TEST_CASE("logit mean and variance equal a direct computation of scale * q . k o
   }
 }
 
-TEST_CASE("a MultiHeadAttention with zero query projection attends uniformly; the probe reads q, k from the graph",
+TEST_CASE("a MultiHeadAttention with zero query projection attends uniformly, the probe reads q, k from the graph",
           "[probe]") {
   Rng init(3), drop(4);
   MultiHeadAttentionOptions o;

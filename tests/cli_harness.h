@@ -1,0 +1,47 @@
+#pragma once
+// Running the attnlab executable from tests, in scratch directories.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace attnlab::testing {
+
+struct CliResult {
+  int code;         // exit code (-1 when killed by a signal)
+  std::string out;  // stdout and stderr together
+};
+
+// Runs `attnlab ARGS` (with optional `VAR=value` environment prefix) through the shell.
+inline CliResult run_attnlab(const std::string& args, const std::string& env = "") {
+  std::string cmd = env + " " + std::string(ATTNLAB_EXE) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// A fresh directory under the system temp dir, removed at scope exit. Names
+// must be unique across the suite: ctest runs test cases in parallel.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / ("attnlab-test-" + name + "-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& sub) const { return (path / sub).string(); }
+};
+
+}  // namespace attnlab::testing
