@@ -57,6 +57,7 @@ int run_attention(const Args& args) {
   }
   po::notify(vm);
   if (run_path.empty()) throw ValueError("--run DIR is required");
+  if (vm.count("step") && step < 1) throw ValueError("--step must be >= 1, got " + std::to_string(step));
   if (!vm.count("input")) throw ValueError("no input sequence given (e.g. attnlab attention --run DIR \"3 1 4\")");
   if (out_dir.empty()) out_dir = run_path + "/attention";
   omp_set_num_threads(1);
@@ -67,6 +68,10 @@ int run_attention(const Args& args) {
   const std::string& arch = model.config().arch;
   std::vector<int32_t> input = task.from_text(input_text);
   if (input.empty()) throw ValueError("the input sequence is empty");
+  for (int32_t id : input)
+    if (Vocab::is_special(id))
+      throw ValueError("the input holds the special token " + loaded.task->token_text(id) +
+                       "; write only the task's symbols (attnlab tasks shows them)");
   const int64_t needed = arch == "decoder" ? static_cast<int64_t>(input.size()) + 2 : static_cast<int64_t>(input.size());
   if (needed > model.config().max_len)
     throw ValueError("the input has " + std::to_string(input.size()) + " tokens; this model takes sequences of at most " +

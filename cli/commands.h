@@ -15,6 +15,7 @@ int run_tasks(const Args& args);
 int run_bench(const Args& args);
 int run_gradcheck(const Args& args);
 int run_attention(const Args& args);
+int run_sample(const Args& args);
 
 // Exit codes: 0 success, 1 a failure during a run (e.g. NaN loss), 2 bad
 // input (flags, values, files), 130/143 interrupted by SIGINT/SIGTERM.

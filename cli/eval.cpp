@@ -1,6 +1,7 @@
 // attnlab eval: held-out metrics of a trained run.
 #include <omp.h>
 
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
@@ -10,6 +11,37 @@
 #include "datasets/splits.h"
 
 namespace attnlab::cli {
+
+namespace {
+
+// Held-out metrics of a task read from a file: a language model's loss and
+// bits per character, or greedy exact match over the file's held-out pairs.
+int report_own_heldout(LoadedRun& loaded, const std::string& run_path, const std::vector<Example>& examples,
+                       int64_t examples_shown) {
+  const Task& task = *loaded.task;
+  std::cout << std::fixed << std::setprecision(2) << "run " << run_path << " (step " << loaded.step << "), ";
+  if (task.language_model()) {
+    LmScore lm = lm_score(*loaded.model, examples, 64);
+    std::cout << lm.tokens << " held-out characters (the end of " << task.config().file << ")\n"
+              << std::setprecision(4) << "loss               " << lm.loss << " nats per character\n"
+              << "bits per character " << lm.bits_per_token << "\n"
+              << std::setprecision(2) << "next-char accuracy " << 100 * lm.token << "%\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<int32_t>> predictions;
+  Accuracy acc = greedy_accuracy(*loaded.model, examples, 256, &predictions);
+  std::cout << examples.size() << " held-out pairs of " << task.config().file << "\n"
+            << "exact match     " << 100 * acc.exact << "%\n"
+            << "token accuracy  " << 100 * acc.token << "%\n";
+  for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(examples_shown), examples.size()); ++i) {
+    const Example& e = examples[i];
+    std::cout << "  " << task.to_text(e.input) << "  ->  " << task.to_text(predictions[i])
+              << (predictions[i] == e.output ? "   (correct)" : "   (expected " + task.to_text(e.output) + ")") << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
 
 int run_eval(const Args& args) {
   std::string run_path;
@@ -38,7 +70,9 @@ int run_eval(const Args& args) {
   if (vm.count("len") && length < 1) throw ValueError("--len must be >= 1, got " + std::to_string(length));
   if (vm.count("heldout") && count < 1) throw ValueError("--heldout must be >= 1, got " + std::to_string(count));
   if (examples_shown < 0) throw ValueError("--examples must be >= 0, got " + std::to_string(examples_shown));
-  if (threads < 1) throw ValueError("--threads must be >= 1, got " + std::to_string(threads));
+  if (threads < 1 || threads > 1024) throw ValueError("--threads must be in [1, 1024], got " + std::to_string(threads));
+  if (vm.count("step") && step < 1) throw ValueError("--step must be >= 1, got " + std::to_string(step));
+  if (count > 10000000) throw ValueError("--heldout must be <= 10000000, got " + std::to_string(count));
   omp_set_num_threads(threads);
 
   LoadedRun loaded = load_run(RunDir(run_path), step);
@@ -46,8 +80,19 @@ int run_eval(const Args& args) {
   int64_t n = count > 0 ? count : s.heldout;
   HeldOut heldout;
   std::string which;
+  if (const std::vector<Example>* own = loaded.task->own_heldout()) {
+    // pairs, text: the split fixed by the file (and seed); --heldout takes its first examples.
+    if (length > 0) throw ValueError("--len needs a generated task; task '" + s.task.name + "' reads its examples from " + s.task.file);
+    std::vector<Example> examples(own->begin(), own->begin() + (count > 0 ? std::min<int64_t>(count, own->size()) : own->size()));
+    return report_own_heldout(loaded, run_path, examples, examples_shown);
+  }
   if (length > 0) {
     auto task = make_task(with_length(s.task, length));
+    const int64_t positions = needed_positions(*task, s.model.arch);
+    if (positions > s.model.max_len)
+      throw ValueError("--len " + std::to_string(length) + " needs sequences of " + std::to_string(positions) +
+                       " positions; this model's positional table has " + std::to_string(s.model.max_len) +
+                       " (set by --positions when it was trained)");
     heldout = make_heldout(*task, n, derive_seed(s.seed, kHeldoutStream));
     which = "inputs of length " + std::to_string(length);
   } else {

@@ -1,7 +1,9 @@
 #include "cli/evaluate.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "framework/ops/loss.h"
 #include "models/batch.h"
 
 namespace attnlab::cli {
@@ -58,6 +60,33 @@ Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examp
   acc.token = tokens ? static_cast<double>(right) / static_cast<double>(tokens) : 0;
   acc.exact = acc.sequences ? static_cast<double>(exact) / static_cast<double>(acc.sequences) : 0;
   return acc;
+}
+
+LmScore lm_score(SequenceModel& model, const std::vector<Example>& windows, int64_t batch_size) {
+  InferenceGuard guard(model);
+  double loss_sum = 0, right = 0;
+  int64_t tokens = 0;
+  for (size_t begin = 0; begin < windows.size(); begin += static_cast<size_t>(batch_size)) {
+    const size_t end = std::min(windows.size(), begin + static_cast<size_t>(batch_size));
+    TokenPairs pairs;
+    for (size_t i = begin; i < end; ++i) pairs.emplace_back(windows[i].input, windows[i].output);
+    FormattedBatch batch = format_batch("lm", pairs);
+    Var logits = model.forward(batch.input);
+    int64_t n = 0;
+    for (int32_t y : batch.targets.data) n += y != kIgnoreTarget;
+    // cross_entropy is the mean over the batch's targets: weigh it by their number.
+    loss_sum += static_cast<double>(cross_entropy(logits, batch.targets).item()) * static_cast<double>(n);
+    right += teacher_forced_accuracy(logits.value(), batch.targets).token * static_cast<double>(n);
+    tokens += n;
+  }
+  LmScore score;
+  score.tokens = tokens;
+  if (tokens > 0) {
+    score.loss = loss_sum / static_cast<double>(tokens);
+    score.bits_per_token = score.loss / std::log(2.0);
+    score.token = right / static_cast<double>(tokens);
+  }
+  return score;
 }
 
 }  // namespace attnlab::cli

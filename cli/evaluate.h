@@ -25,4 +25,13 @@ Accuracy teacher_forced_accuracy(const Tensor& logits, const IntTensor& targets)
 Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examples, int64_t batch_size,
                          std::vector<std::vector<int32_t>>* predictions = nullptr);
 
+// A language model's teacher-forced score on held-out windows (format "lm").
+struct LmScore {
+  double loss = 0;            // mean cross-entropy per predicted token, nats
+  double bits_per_token = 0;  // loss / ln 2 (bits per character for the text task)
+  double token = 0;           // fraction of next tokens predicted right (argmax)
+  int64_t tokens = 0;         // tokens predicted
+};
+LmScore lm_score(SequenceModel& model, const std::vector<Example>& windows, int64_t batch_size);
+
 }  // namespace attnlab::cli

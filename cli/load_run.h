@@ -20,4 +20,9 @@ struct LoadedRun {
 // an unreadable checkpoint.
 LoadedRun load_run(const RunDir& run, int64_t step = 0);
 
+// DIR/vocab.txt: the vocabulary of a task read from a file (pairs, text),
+// written by train and used by every later command, so that text maps to the
+// same ids even if the file changes (see datasets/token_table.h).
+std::string run_vocab_path(const RunDir& run);
+
 }  // namespace attnlab::cli

@@ -36,7 +36,7 @@ void print_probabilities(SequenceModel& model, const Task& task, const std::vect
                       [p](int32_t a, int32_t b) { return p[a] > p[b]; });
     std::cout << "  position " << k++ << ":";
     for (int64_t j = 0; j < std::min<int64_t>(top, V); ++j)
-      std::cout << "  " << task.vocab().token(order[static_cast<size_t>(j)]) << " " << std::fixed << std::setprecision(3)
+      std::cout << "  " << task.token_text(order[static_cast<size_t>(j)]) << " " << std::fixed << std::setprecision(3)
                 << p[order[static_cast<size_t>(j)]];
     std::cout << "\n";
   }
@@ -68,13 +68,21 @@ int run_predict(const Args& args) {
   }
   po::notify(vm);
   if (run_path.empty()) throw ValueError("--run DIR is required");
+  if (vm.count("step") && step < 1) throw ValueError("--step must be >= 1, got " + std::to_string(step));
   if (!vm.count("input")) throw ValueError("no input sequence given (e.g. attnlab predict --run DIR \"3 1 4\")");
   if (top < 1) throw ValueError("--top must be >= 1, got " + std::to_string(top));
   omp_set_num_threads(1);
 
   LoadedRun loaded = load_run(RunDir(run_path), step);
+  if (loaded.task->language_model())
+    throw ValueError("run '" + run_path + "' is a language model (task " + loaded.settings.task.name +
+                     "); continue a prompt with: attnlab sample --run " + run_path + " --prompt TEXT");
   std::vector<int32_t> input = loaded.task->from_text(input_text);
   if (input.empty()) throw ValueError("the input sequence is empty");
+  for (int32_t id : input)
+    if (Vocab::is_special(id))
+      throw ValueError("the input holds the special token " + loaded.task->token_text(id) +
+                       "; write only the task's symbols (attnlab tasks shows them)");
   int64_t limit = loaded.model->config().max_len;
   int64_t needed = loaded.model->config().arch == "decoder" ? static_cast<int64_t>(input.size()) + 2 : static_cast<int64_t>(input.size());
   if (needed > limit)

@@ -1,4 +1,7 @@
 // attnlab train: train a model on a task, or --resume a run.
+#include <unistd.h>
+
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,17 +14,49 @@ namespace attnlab::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A lower bound of what one training step holds in memory, in bytes:
+// parameters with gradient and two optimizer moments, per layer the attention
+// weights (B, h, T, T) and feed-forward activations (B, T, d_ff) kept for
+// backward, the positional table and the held-out set. Well below the truth;
+// it only turns a certain out-of-memory crash into a message.
+double min_training_bytes(const TrainSettings& s, int64_t T) {
+  const TransformerConfig& m = s.model;
+  const double d = static_cast<double>(m.d_model), L = static_cast<double>(m.n_layers) * (m.arch == "seq2seq" ? 2 : 1);
+  const double params = static_cast<double>(m.vocab_size) * d + L * (4 * d * d + 2 * d * static_cast<double>(m.d_ff));
+  const double B = static_cast<double>(s.batch_size), t = static_cast<double>(T);
+  const double activations = L * B * t * (static_cast<double>(m.n_heads) * t + static_cast<double>(m.d_ff));
+  const double table = static_cast<double>(m.max_len) * d;
+  const double heldout = static_cast<double>(s.heldout) * t;
+  return sizeof(float) * (4 * params + activations + table + heldout);
+}
+
+// Refuses a run that cannot fit in this machine's memory, before anything is written.
+void check_memory(const TrainSettings& s) {
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  const double needed = min_training_bytes(s, needed_positions(*make_task(s.task), s.model.arch));
+  auto gib = [](double bytes) { return std::to_string(static_cast<long long>(std::ceil(bytes / (1 << 30)))); };
+  if (memory > 0 && needed > memory)
+    throw ValueError("this run needs more than " + gib(needed) + " GiB of memory, this machine has " + gib(memory) +
+                     " GiB; lower --batch-size, --d-model, --d-ff, --layers, --heads, --heldout or the sequence length");
+}
+
+}  // namespace
+
 int run_train(const Args& args) {
   TrainSettings s = default_settings();
   OptionSet experiment = all_train_options(s);
   std::string run_path, config_file, resume_path;
-  bool quiet = false, overwrite = false;
+  bool quiet = false, overwrite = false, check_only = false;
   OptionSet general("General");
   general.add("run", &run_path, "run directory to create (default runs/<task>-<model>)", false)
       .add("config", &config_file, "read options from an INI file (name = value, as the long flags); flags win", false)
       .add("resume", &resume_path, "continue the run in this directory from its latest checkpoint (--steps may be raised)", false)
       .flag("overwrite", &overwrite, "replace an existing run directory", false)
-      .flag("quiet", &quiet, "print nothing but errors", false);
+      .flag("quiet", &quiet, "print nothing but errors", false)
+      .flag("check", &check_only, "validate the options (and --config file), print the resolved config and exit; writes nothing",
+            false);
   po::options_description all;
   all.add_options()("help,h", "show this help");
   all.add(general.description()).add(experiment.description());
@@ -69,7 +104,17 @@ int run_train(const Args& args) {
     po::notify(vm);
     run_path = run_given;
   }
-  finalize(s);
+  try {
+    finalize(s);
+  } catch (const ValueError& e) {
+    if (config_file.empty() || !resume_path.empty()) throw;
+    throw ValueError(std::string(e.what()) + " (with --config " + config_file + ")");
+  }
+  check_memory(s);
+  if (check_only) {
+    std::cout << experiment.to_ini();
+    return kExitOk;
+  }
   if (run_path.empty()) run_path = "runs/" + s.task.name + "-" + s.model.arch;
 
   TrainInvocation job;
@@ -85,11 +130,14 @@ int run_train(const Args& args) {
                        "; pass --steps N with N > " + std::to_string(job.run.latest_step()) + " to continue it");
   } else {
     std::error_code ec;
+    if (fs::exists(run_path, ec) && !fs::is_directory(run_path, ec))
+      throw IoError("cannot create run directory '" + run_path + "': a file of that name exists");
     if (fs::exists(run_path, ec) && !fs::is_empty(run_path, ec)) {
       if (!overwrite)
         throw ValueError("run directory '" + run_path + "' already exists; use --resume " + run_path +
                          ", another --run, or --overwrite");
-      fs::remove_all(run_path);
+      fs::remove_all(run_path, ec);
+      if (ec) throw IoError("cannot remove run directory '" + run_path + "' (--overwrite): " + ec.message());
     }
     fs::create_directories(run_path, ec);
     if (ec) throw IoError("cannot create run directory '" + run_path + "': " + ec.message());

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "framework/error.h"
+#include "framework/nn/attention.h"
 
 namespace attnlab::cli {
 
@@ -24,11 +26,19 @@ TrainSettings default_settings() {
 
 OptionSet task_options(TaskConfig& t) {
   OptionSet o("Task");
-  o.add("task", &t.name, "copy | reverse | sort | add | duplicate (attnlab tasks lists them)")
+  o.add("task", &t.name,
+        "copy | reverse | sort | add | duplicate | induction | recall (attnlab tasks lists them) | pairs | text (from --file)")
       .add("vocab", &t.vocab, "number of task symbols (the model's V adds 4 specials)")
       .add("min-len", &t.min_len, "shortest input sequence")
       .add("max-len", &t.max_len, "longest input sequence")
-      .add("digits", &t.digits, "add: digits per operand");
+      .add("digits", &t.digits, "add: digits per operand")
+      .add("span", &t.span, "induction: symbols to continue after the cue")
+      .add("file", &t.file, "pairs: input<TAB>output lines; text: any text (character-level LM)")
+      .add("heldout-file", &t.heldout_file, "pairs: held-out input<TAB>output lines (default: --heldout-fraction of --file)")
+      .add("heldout-fraction", &t.heldout_fraction,
+           "pairs: share of the distinct inputs held out (by --seed); text: share of the file held out at its end")
+      .add("tokenize", &t.tokenize, "pairs: words (separated by spaces) | chars (every character a token)")
+      .add("seq-len", &t.seq_len, "text: characters per training window (the model's context)");
   return o;
 }
 
@@ -98,6 +108,7 @@ OptionSet all_train_options(TrainSettings& s) {
 }
 
 int64_t needed_positions(const Task& task, const std::string& arch) {
+  if (task.language_model()) return task.max_input_len();  // a window, no specials
   int64_t in = task.max_input_len(), out = task.max_output_len();
   if (arch == "decoder") return in + out + 2;  // [bos] src [sep] tgt (eos is only a target)
   if (arch == "seq2seq") return std::max(in, out + 1);
@@ -114,23 +125,109 @@ std::string str(T v) {
   out << v;
   return out.str();
 }
+void require_one_of(const char* flag, const std::string& value, const std::set<std::string>& allowed) {
+  if (allowed.count(value)) return;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  throw ValueError(std::string(flag) + " must be one of " + list + ", got '" + value + "'");
+}
+
+// The configs' own validate() stays the backstop; these checks run first so
+// that a message names the flag as the user wrote it.
+void check_model_flags(const TransformerConfig& m) {
+  require(m.d_model >= 1, "--d-model must be >= 1, got " + str(m.d_model));
+  require(m.n_heads >= 1, "--heads must be >= 1, got " + str(m.n_heads));
+  require(m.n_layers >= 1, "--layers must be >= 1, got " + str(m.n_layers));
+  require(m.d_ff >= 1, "--d-ff must be >= 1, got " + str(m.d_ff));
+  require(m.d_k >= 0, "--d-k must be >= 1 (or 0 for --d-model / --heads), got " + str(m.d_k));
+  require(m.d_v >= 0, "--d-v must be >= 1 (or 0 for --d-model / --heads), got " + str(m.d_v));
+  if ((m.d_k == 0 || m.d_v == 0) && m.d_model % m.n_heads != 0)
+    throw ValueError("--heads " + str(m.n_heads) + " does not divide --d-model " + str(m.d_model) +
+                     "; choose a divisor, or set --d-k and --d-v");
+  if (m.parameter_free_attention && (m.d_k != 0 || m.d_v != 0))
+    throw ValueError("--d-k and --d-v do not apply to --parameter-free-attention (one head over the whole width)");
+  require_one_of("--positional", m.positional, {"sinusoidal", "learned", "rope", "none"});
+  require_one_of("--norm", m.norm, {"pre", "post"});
+  require_one_of("--activation", m.activation, {"relu", "gelu"});
+  try {
+    parse_attention_scale(m.attn_scale);
+  } catch (const ValueError&) {
+    throw ValueError("--attn-scale must be sqrt, none, linear or a positive number, got '" + m.attn_scale + "'");
+  }
+  require(m.dropout >= 0 && m.dropout < 1, "--dropout must be in [0, 1), got " + str(m.dropout));
+  require(m.attn_dropout >= 0 && m.attn_dropout < 1, "--attn-dropout must be in [0, 1), got " + str(m.attn_dropout));
+  const int64_t rotated = m.parameter_free_attention ? m.d_model : m.head_dim_k();
+  if (m.positional == "rope" && rotated % 2 != 0)
+    throw ValueError("--positional rope rotates pairs of channels and needs an even query/key width per head "
+                     "(--d-k, or --d-model / --heads), got " + str(rotated));
+}
+
+// Options that would be silently ignored are refused when set away from their default.
+void check_optimization_flags(const TrainSettings& s) {
+  const OptimizerConfig& o = s.optim;
+  const TrainSettings defaults = default_settings();
+  const OptimizerConfig& d = defaults.optim;
+  require_one_of("--optimizer", o.name, {"sgd", "adam", "adamw"});
+  require(std::isfinite(o.lr) && o.lr > 0, "--lr must be > 0, got " + str(o.lr));
+  require(o.beta1 >= 0 && o.beta1 < 1, "--beta1 must be in [0, 1), got " + str(o.beta1));
+  require(o.beta2 >= 0 && o.beta2 < 1, "--beta2 must be in [0, 1), got " + str(o.beta2));
+  require(std::isfinite(o.eps) && o.eps > 0, "--eps must be > 0, got " + str(o.eps));
+  require(std::isfinite(o.weight_decay) && o.weight_decay >= 0, "--weight-decay must be >= 0, got " + str(o.weight_decay));
+  require(std::isfinite(o.momentum) && o.momentum >= 0, "--momentum must be >= 0, got " + str(o.momentum));
+  if (o.name == "sgd") {
+    require(o.beta1 == d.beta1 && o.beta2 == d.beta2 && o.eps == d.eps,
+            "--beta1, --beta2 and --eps apply to --optimizer adam and adamw, not sgd");
+    require(!o.nesterov || o.momentum > 0, "--nesterov needs --momentum > 0");
+  } else {
+    require(o.momentum == d.momentum && o.nesterov == d.nesterov,
+            "--momentum and --nesterov apply to --optimizer sgd, not " + o.name);
+  }
+  require(!o.decay_all || o.weight_decay > 0, "--decay-all has no effect with --weight-decay 0");
+
+  const ScheduleConfig& c = s.schedule;
+  require_one_of("--schedule", c.name, {"constant", "linear", "cosine", "noam"});
+  require(c.warmup >= 0, "--warmup must be >= 0, got " + str(c.warmup));
+  if (c.name == "linear" || c.name == "cosine") {
+    require(c.warmup < s.steps, "--warmup " + str(c.warmup) + " must be below --steps " + str(s.steps) +
+                                    " for --schedule " + c.name);
+    require(c.min_lr >= 0 && c.min_lr <= o.lr, "--min-lr must be in [0, --lr " + str(o.lr) + "], got " + str(c.min_lr));
+  } else {
+    require(c.min_lr == defaults.schedule.min_lr, "--min-lr applies to --schedule linear and cosine, not " + c.name);
+  }
+  if (c.name == "noam") require(c.warmup > 0, "--schedule noam needs --warmup > 0");
+}
+
 }  // namespace
 
 void finalize(TrainSettings& s) {
+  // The common mistakes in the user's words first; TaskConfig::validate has the full rules.
+  require(s.task.vocab >= 2, "--vocab must be >= 2, got " + str(s.task.vocab));
+  require(s.task.min_len >= 1, "--min-len must be >= 1, got " + str(s.task.min_len));
+  require(s.task.min_len <= s.task.max_len,
+          "--min-len " + str(s.task.min_len) + " is greater than --max-len " + str(s.task.max_len));
+  require(s.task.digits >= 1, "--digits must be >= 1, got " + str(s.task.digits));
   s.task.validate();
   auto task = make_task(s.task);
   s.model.vocab_size = task->vocab_size();
   require(s.model.arch == "encoder" || s.model.arch == "decoder" || s.model.arch == "seq2seq",
           "--model must be encoder, decoder or seq2seq, got '" + s.model.arch + "'");
-  if (s.model.arch == "encoder" && task->max_output_len() > task->min_input_len())
+  if (task->language_model() && s.model.arch != "decoder")
+    throw ValueError("task '" + s.task.name + "' is a language model: use --model decoder, not " + s.model.arch);
+  if (s.model.arch == "encoder" && !task->outputs_fit_inputs())
     throw ValueError("the encoder tagger gives one output per input position, but task '" + s.task.name +
                      "' has outputs of up to " + str(task->max_output_len()) + " tokens for inputs of " +
                      str(task->min_input_len()) + "; use --model decoder or --model seq2seq");
   int64_t needed = needed_positions(*task, s.model.arch);
   require(s.positions >= 0, "--positions must be >= 0, got " + str(s.positions));
   s.model.max_len = s.positions > 0 ? s.positions : std::max<int64_t>(64, 2 * needed);
+  const std::string source = task->longest_source();
   require(needed <= s.model.max_len, "the task needs sequences of " + str(needed) + " positions but --positions is " +
-                                         str(s.model.max_len) + " (the positional table); raise --positions");
+                                         str(s.model.max_len) + " (the positional table); raise --positions" +
+                                         (source.empty() ? "" : " (" + source + ")"));
+  // A file task's lengths follow its file, which may change: config.ini keeps
+  // the table size so that the run's checkpoints always load.
+  if (!task->saved_vocab().empty()) s.positions = s.model.max_len;
+  check_model_flags(s.model);
   s.model.validate();
   require(s.steps >= 1, "--steps must be >= 1, got " + str(s.steps));
   require(s.batch_size >= 1, "--batch-size must be >= 1, got " + str(s.batch_size));
@@ -145,6 +242,10 @@ void finalize(TrainSettings& s) {
           "--label-smoothing must be in [0, 1), got " + str(s.label_smoothing));
   require(s.on_nan == "stop" || s.on_nan == "skip", "--on-nan must be stop or skip, got '" + s.on_nan + "'");
   require(s.probe_every >= 0, "--probe-every must be >= 0 (0 = off), got " + str(s.probe_every));
+  if (!task->own_heldout() && s.heldout >= task->input_space_size())
+    throw ValueError("--heldout " + str(s.heldout) + " leaves nothing to train on: task '" + s.task.name + "' has only " +
+                     str(task->input_space_size()) + " distinct inputs; lower --heldout or widen the task");
+  check_optimization_flags(s);
   validate(s.optim);
   if (s.schedule.total_steps <= 0) s.schedule.total_steps = s.steps;
   if (s.schedule.d_model <= 0) s.schedule.d_model = s.model.d_model;

@@ -4,15 +4,19 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/evaluate.h"
+#include "cli/load_run.h"
 #include "cli/progress.h"
+#include "cli/signals.h"
 #include "datasets/splits.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/checkpoint.h"
@@ -32,7 +36,7 @@ constexpr uint64_t kInitStream = 3;
 
 const std::vector<std::string> kMetricColumns = {
     "step", "loss", "lr", "grad_norm", "train_token_acc", "train_exact", "heldout_token_acc", "heldout_exact",
-    "tokens_per_s", "elapsed_s"};
+    "tokens_per_s", "elapsed_s", "heldout_loss"};  // heldout_loss: language models (text) only
 
 std::string fixed(double v, int digits) {
   std::ostringstream out;
@@ -43,16 +47,53 @@ std::string fixed(double v, int digits) {
 }
 
 // Keeps the metric rows up to `last_step` (a resumed run redoes later steps).
+// Only complete rows count: a run killed mid-write leaves an unterminated one.
 void truncate_metrics(const std::string& path, int64_t last_step) {
-  std::ifstream in(path);
-  if (!in) return;
-  std::string line, kept;
-  bool header = true;
-  while (std::getline(in, line)) {
-    if (header || (!line.empty() && std::stoll(line.substr(0, line.find(','))) <= last_step)) kept += line + "\n";
-    header = false;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  const std::string content = read_file(path);
+  std::string kept;
+  for (size_t begin = 0, end; (end = content.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    const std::string line = content.substr(begin, end + 1 - begin);
+    char* rest = nullptr;
+    const long long step = std::strtoll(line.c_str(), &rest, 10);
+    if (begin == 0 || (rest != line.c_str() && *rest == ',' && step <= last_step)) kept += line;
   }
   write_file_atomic(path, kept);
+}
+
+// Temporary files that a killed write_file_atomic left behind (".NAME.tmp.XXXXXX").
+void remove_stale_temporaries(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string::npos) fs::remove(entry.path(), ec);
+  }
+}
+
+// Test hook for --on-nan: ATTNLAB_DEBUG_NAN_AT_STEP=N makes step N's gradient
+// of parameter ATTNLAB_DEBUG_NAN_PARAM (default: the last one) NaN, or its
+// loss when that is "loss". Read only here; not an option, not in config.ini.
+struct NanInjection {
+  int64_t step = -1;
+  std::string param;
+};
+
+NanInjection nan_injection_from_env(const Module& model) {
+  NanInjection out;
+  const char* step = std::getenv("ATTNLAB_DEBUG_NAN_AT_STEP");
+  if (!step || !*step) return out;
+  out.step = std::strtoll(step, nullptr, 10);
+  const char* param = std::getenv("ATTNLAB_DEBUG_NAN_PARAM");
+  out.param = param && *param ? param : model.named_parameters().back().first;
+  return out;
+}
+
+void inject_nan(const Module& model, const std::string& param) {
+  for (auto& [name, v] : model.named_parameters())
+    if (name == param && v.has_grad() && v.grad().numel() > 0) {
+      v.grad()[v.grad().numel() / 2] = std::numeric_limits<Real>::quiet_NaN();  // Var is a handle: the model's gradient
+    }
 }
 
 // The first parameter whose gradient holds a NaN or Inf, for the message.
@@ -80,30 +121,48 @@ std::vector<std::string> residual_stream_labels(const TransformerConfig& c) {
 int train(const TrainInvocation& job) {
   const TrainSettings& s = job.settings;
   const RunDir& run = job.run;
+  const InterruptGuard interrupts;  // SIGINT/SIGTERM: finish the step, checkpoint, exit 130/143
   omp_set_num_threads(s.threads);
 
   auto task = make_task(s.task);
-  HeldOut heldout = make_heldout(*task, s.heldout, derive_seed(s.seed, kHeldoutStream));
+  // Tasks read from files bring their own held-out split; make_heldout draws the others'.
+  const std::vector<Example>* own_heldout = task->own_heldout();
+  HeldOut heldout = make_heldout(*task, own_heldout ? 0 : s.heldout, derive_seed(s.seed, kHeldoutStream));
+  const std::vector<Example>& held_set = own_heldout ? *own_heldout : heldout.examples();
+  const std::string batch_format = task->language_model() ? "lm" : s.model.arch;
   TrainStream stream(*task, heldout, derive_seed(s.seed, kTrainStream));
   auto model = make_model(s.model, derive_seed(s.seed, kInitStream));
   auto optimizer = make_optimizer(s.optim, model->named_parameters());
   const std::vector<Var> params = model->parameters();
+  const NanInjection debug_nan = nan_injection_from_env(*model);
 
   int64_t first_step = 1;
   double elapsed_before = 0;
   int64_t solved_at = -1;
   fs::create_directories(run.checkpoint_dir());
   CsvWriter metrics = [&] {
+    const std::string vocab = task->saved_vocab();
     if (!job.resume) {
       write_file_atomic(run.config_path(), job.config_ini);
+      if (!vocab.empty()) write_file_atomic(run_vocab_path(run), vocab);
       return CsvWriter(run.metrics_path(), kMetricColumns);
     }
+    if (!vocab.empty() && read_file(run_vocab_path(run)) != vocab)
+      throw ValueError(s.task.file + " has changed since run '" + run.path() + "' started: its vocabulary is no longer " +
+                       run_vocab_path(run) + "; start a new run");
     int64_t step = run.latest_step();
     Metadata meta = load_checkpoint(run.checkpoint_stem(step), *model, optimizer.get());
-    stream.set_state(meta.at("data_stream"));
-    model->dropout_rng().set_state(meta.at("dropout_rng"));
-    elapsed_before = std::stod(meta.at("elapsed_s"));
-    solved_at = std::stoll(meta.at("solved_at"));
+    try {
+      stream.set_state(meta.at("data_stream"));
+      model->dropout_rng().set_state(meta.at("dropout_rng"));
+      elapsed_before = std::stod(meta.at("elapsed_s"));
+      solved_at = std::stoll(meta.at("solved_at"));
+    } catch (const std::exception& e) {  // a missing key, a malformed number or generator state
+      throw IoError(model_path(run.checkpoint_stem(step)) +
+                    ": the training state in its metadata is missing or malformed (" + e.what() + ")");
+    }
+    remove_stale_temporaries(run.path());
+    remove_stale_temporaries(run.checkpoint_dir());
     first_step = step + 1;
     truncate_metrics(run.metrics_path(), step);
     return CsvWriter::append(run.metrics_path(), kMetricColumns);
@@ -134,12 +193,33 @@ int train(const TrainInvocation& job) {
     meta["dropout_rng"] = model->dropout_rng().state();
     meta["elapsed_s"] = std::to_string(elapsed());
     meta["solved_at"] = std::to_string(solved_at);
-    save_checkpoint(run.checkpoint_stem(step), *model, optimizer.get(), meta);
+    std::error_code ec;
+    try {
+      save_checkpoint(run.checkpoint_stem(step), *model, optimizer.get(), meta);
+    } catch (const IoError& e) {  // a full disk, a file-size limit, a directory gone or read-only
+      if (!fs::exists(model_path(run.checkpoint_stem(step)), ec)) fs::remove(optimizer_path(run.checkpoint_stem(step)), ec);
+      auto steps = run.checkpoint_steps();
+      throw IoError(std::string(e.what()) + "; the checkpoint of step " + std::to_string(step) + " was not written" +
+                    (steps.empty() ? std::string()
+                                   : "; the checkpoint of step " + std::to_string(steps.back()) +
+                                         " is intact (continue with: attnlab train --resume " + run.path() +
+                                         " --steps " + std::to_string(s.steps) + ")"));
+    }
     auto steps = run.checkpoint_steps();
     for (size_t i = 0; i + static_cast<size_t>(s.keep) < steps.size(); ++i) {
-      fs::remove(model_path(run.checkpoint_stem(steps[i])));
-      fs::remove(optimizer_path(run.checkpoint_stem(steps[i])));
+      fs::remove(model_path(run.checkpoint_stem(steps[i])), ec);
+      fs::remove(optimizer_path(run.checkpoint_stem(steps[i])), ec);
     }
+  };
+  // After an interrupt: the step is done; checkpoint it (unless just saved) and say how to go on.
+  auto stop_interrupted = [&](int64_t step, bool saved) {
+    if (!saved) save(step);
+    progress.finish();
+    const int signal = interrupt_signal();
+    std::cerr << "attnlab train: interrupted by " << signal_name(signal) << " after step " << step
+              << "; checkpoint written. Resume with: attnlab train --resume " << run.path() << " --steps " << s.steps
+              << "\n";
+    return interrupt_exit_code(signal);
   };
 
   CrossEntropyOptions ce;
@@ -152,13 +232,22 @@ int train(const TrainInvocation& job) {
   auto interval_start = std::chrono::steady_clock::now();
   double tokens_per_s = 0;
   Accuracy held{0, 0, 0};
+  LmScore lm;  // language models: the held-out loss (held.token is its next-token accuracy)
   bool held_valid = false;
+  auto evaluate_heldout = [&] {
+    if (task->language_model()) {
+      lm = lm_score(*model, held_set, 64);
+      held = Accuracy{lm.token, 0, static_cast<int64_t>(held_set.size())};
+    } else {
+      held = greedy_accuracy(*model, held_set, 256);
+    }
+  };
   int64_t last_step = first_step - 1;
   ProgressStats stats;
 
   for (int64_t step = first_step; step <= s.steps; ++step) {
     std::vector<Example> examples = stream.next_batch(s.batch_size);
-    FormattedBatch batch = format_batch(s.model.arch, to_pairs(examples));
+    FormattedBatch batch = format_batch(batch_format, to_pairs(examples));
     model->zero_grad();
     const bool probing = probe && (step == 1 || step % s.probe_every == 0);
     if (probing) {
@@ -173,8 +262,9 @@ int train(const TrainInvocation& job) {
     }
     backward(loss);
     if (probing) probe->after_backward();
+    if (step == debug_nan.step) inject_nan(*model, debug_nan.param);
     double norm = s.clip > 0 ? clip_grad_norm(params, s.clip) : grad_norm(params);
-    double loss_value = loss.item();
+    double loss_value = step == debug_nan.step && debug_nan.param == "loss" ? std::nan("") : loss.item();
     if (!std::isfinite(loss_value) || !std::isfinite(norm)) {
       std::string where = first_nonfinite_grad(*model);
       std::string what = "non-finite " + std::string(std::isfinite(loss_value) ? "gradient" : "loss") + " at step " +
@@ -184,13 +274,17 @@ int train(const TrainInvocation& job) {
         progress.message("warning: " + what + "; step skipped (--on-nan skip)");
         if (probe) probe->abandon();
         model->zero_grad();
+        last_step = step;
+        const bool save_now = step % s.eval_every == 0 || step == s.steps;  // the state after the skipped step
+        if (save_now) save(step);
+        if (interrupt_signal()) return stop_interrupted(step, save_now);
         continue;
       }
       progress.finish();
-      std::cerr << "attnlab train: " << what << "; stopped (--on-nan stop). The last checkpoint is kept";
+      std::cerr << "attnlab train: " << what << "; stopped (--on-nan stop). ";
       auto steps = run.checkpoint_steps();
-      if (!steps.empty()) std::cerr << " (step " << steps.back() << ")";
-      std::cerr << ".\n";
+      if (steps.empty()) std::cerr << "No checkpoint had been written yet.\n";
+      else std::cerr << "The last checkpoint (step " << steps.back() << ") is kept.\n";
       return kExitFailure;
     }
     optimizer->set_lr(scheduled_lr(s.schedule, s.optim.lr, step));
@@ -208,7 +302,7 @@ int train(const TrainInvocation& job) {
 
     bool eval_now = step % s.eval_every == 0 || step == s.steps;
     if (eval_now) {
-      held = greedy_accuracy(*model, heldout.examples(), 256);
+      evaluate_heldout();
       held_valid = true;
       if (s.target > 0 && held.exact >= s.target && solved_at < 0) solved_at = step;
     }
@@ -221,7 +315,8 @@ int train(const TrainInvocation& job) {
                                       CsvWriter::format_number(sum_tok / n), CsvWriter::format_number(sum_exact / n),
                                       eval_now ? CsvWriter::format_number(held.token) : "",
                                       eval_now ? CsvWriter::format_number(held.exact) : "",
-                                      CsvWriter::format_number(std::round(tokens_per_s)), fixed(elapsed(), 3)};
+                                      CsvWriter::format_number(std::round(tokens_per_s)), fixed(elapsed(), 3),
+                                      eval_now && task->language_model() ? CsvWriter::format_number(lm.loss) : ""};
       metrics.row(row);
       stats.loss = sum_loss / n;
       stats.token_acc = sum_tok / n;
@@ -240,16 +335,17 @@ int train(const TrainInvocation& job) {
     progress.update(stats);
     if (eval_now) save(step);
     if (eval_now && solved_at == step) break;
+    if (interrupt_signal()) return stop_interrupted(step, eval_now);
   }
   progress.finish();
 
-  if (!held_valid) held = greedy_accuracy(*model, heldout.examples(), 256);
+  if (!held_valid) evaluate_heldout();
   nlohmann::json summary = {
       {"task", s.task.name},
       {"model", s.model.arch},
       {"parameters", model->parameter_count()},
       {"steps", last_step},
-      {"heldout_examples", heldout.size()},
+      {"heldout_examples", held_set.size()},
       {"heldout_token_acc", held.token},
       {"heldout_exact", held.exact},
       {"target", s.target},
@@ -257,10 +353,20 @@ int train(const TrainInvocation& job) {
       {"seconds", elapsed()},
       {"threads", s.threads},
   };
+  if (task->language_model()) {
+    summary["heldout_loss"] = lm.loss;
+    summary["heldout_bits_per_char"] = lm.bits_per_token;
+    summary["heldout_chars"] = lm.tokens;
+  }
   write_file_atomic(run.summary_path(), summary.dump(2) + "\n");
-  if (!job.quiet) {
+  if (!job.quiet && task->language_model()) {
+    std::cout << "held-out loss " << fixed(lm.loss, 4) << " nats = " << fixed(lm.bits_per_token, 3)
+              << " bits per character, next-character accuracy " << fixed(100 * lm.token, 1) << "% on " << lm.tokens
+              << " characters after " << last_step << " steps (" << fixed(elapsed(), 1) << " s)\nrun directory: " << run.path()
+              << "\n";
+  } else if (!job.quiet) {
     std::cout << "held-out exact match " << fixed(100 * held.exact, 1) << "%, token accuracy " << fixed(100 * held.token, 1)
-              << "% on " << heldout.size() << " examples after " << last_step << " steps (" << fixed(elapsed(), 1)
+              << "% on " << held_set.size() << " examples after " << last_step << " steps (" << fixed(elapsed(), 1)
               << " s)";
     if (solved_at > 0) std::cout << "; target " << fixed(100 * s.target, 1) << "% reached at step " << solved_at;
     std::cout << "\nrun directory: " << run.path() << "\n";

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "datasets/more_tasks.h"
 #include "datasets/sequence_task.h"
 #include "framework/error.h"
 
@@ -24,7 +25,12 @@ const Entry kTasks[] = {
     {"sort", make_sort_task},
     {"add", make_add_task},
     {"duplicate", make_duplicate_task},
+    {"induction", make_induction_task},
+    {"recall", make_recall_task},
+    {"pairs", make_pairs_task},
+    {"text", make_text_task},
 };
+constexpr size_t kSuiteSize = 5;  // copy .. duplicate: the algorithmic suite
 
 std::string joined_names() {
   std::string s;
@@ -61,6 +67,21 @@ void TaskConfig::validate() const {
   if (digits < 1 || digits > kMaxDigits)
     throw ValueError("task digits = " + std::to_string(digits) + " is invalid; expected 1.." +
                      std::to_string(kMaxDigits));
+  if (span < 1 || span > kMaxLen)
+    throw ValueError("task span = " + std::to_string(span) + " is invalid; expected 1.." + std::to_string(kMaxLen));
+  if (seq_len < 1 || seq_len > kMaxLen)
+    throw ValueError("task seq_len = " + std::to_string(seq_len) + " is invalid; expected 1.." +
+                     std::to_string(kMaxLen));
+  if (tokenize != "words" && tokenize != "chars")
+    throw ValueError("task tokenize = '" + tokenize + "' is invalid; expected words or chars");
+  if (name == "pairs" || name == "text") {
+    if (file.empty()) throw ValueError("task " + name + " reads its examples from a file: give --file PATH");
+    const bool text = name == "text";
+    // text needs a held-out tail to report bits per character; pairs may take a --heldout-file instead.
+    if (!(heldout_fraction >= 0 && heldout_fraction < 1) || (text && heldout_fraction == 0))
+      throw ValueError("task heldout_fraction = " + std::to_string(heldout_fraction) + " is invalid; expected " +
+                       (text ? "0 < f < 1" : "0 <= f < 1"));
+  }
 }
 
 std::unique_ptr<Task> make_task(const TaskConfig& config) {
@@ -71,6 +92,12 @@ std::unique_ptr<Task> make_task(const TaskConfig& config) {
 }
 
 std::vector<std::string> task_names() {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < kSuiteSize; ++i) names.emplace_back(kTasks[i].name);
+  return names;
+}
+
+std::vector<std::string> all_task_names() {
   std::vector<std::string> names;
   for (const auto& e : kTasks) names.emplace_back(e.name);
   return names;

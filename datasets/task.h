@@ -18,6 +18,15 @@
 // allowed (a and b are uniform in [0, 10^digits)) and the input length is
 // always 2*digits+1; it ignores `vocab`, `min_len` and `max_len`: its
 // vocabulary is always the 10 digits and '+' (V = 15).
+//
+// Probes of attention (datasets/induction.cpp, recall.cpp):
+//   induction  input: L distinct random symbols, then one of them again (the
+//              cue); output: the `span` symbols that followed the cue.
+//   recall     input: n key-value pairs then a query key; output: its value.
+// Tasks read from files (datasets/pairs.cpp, text.cpp), see docs/data.md:
+//   pairs      input<TAB>output lines of `file`; words or characters.
+//   text       a character-level language model over `file`: random windows
+//              of seq_len characters, each position predicting the next.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,10 +44,19 @@ struct TaskConfig {
   int64_t min_len = 16, max_len = 16;  // input length range (copy/reverse/sort/duplicate)
   int64_t digits = 3;                  // add: digits per operand
   uint64_t seed = 0;                   // data seed; see derive_seed in splits.h
+  int64_t span = 3;                    // induction: symbols to continue after the cue
+  std::string file;                    // pairs, text: the training file
+  std::string heldout_file;            // pairs: held-out pairs (default: a fraction of `file`)
+  double heldout_fraction = 0.1;       // pairs: of the distinct inputs; text: the tail of the file
+  std::string tokenize = "words";      // pairs: words | chars
+  int64_t seq_len = 64;                // text: characters per training window
+  std::string vocab_path;              // pairs, text: a run's saved vocab.txt (set when loading a run)
 
   // ValueError naming the field and its value: unknown task (listing the valid
   // names), vocab outside [2, 1000000], min_len < 1, min_len > max_len,
-  // max_len > 1000000, digits outside [1, 1000].
+  // max_len > 1000000, digits outside [1, 1000]; span or seq_len outside
+  // [1, 1000000], pairs/text without a file, heldout_fraction outside [0, 1)
+  // (text: (0, 1)), tokenize other than words/chars.
   void validate() const;
 };
 
@@ -56,8 +74,9 @@ class Task {
   // One line: what the task asks, its symbols, lengths and V.
   virtual std::string describe() const = 0;
 
-  // Draws an input from `rng` and pairs it with its correct output.
-  Example sample(Rng& rng) const;
+  // Draws an input from `rng` and pairs it with its correct output (text:
+  // a window and the same window shifted by one).
+  virtual Example sample(Rng& rng) const;
   virtual std::vector<int32_t> sample_input(Rng& rng) const = 0;
   // The correct output for any well-formed input (of any length, which is what
   // length-generalisation evaluation and `predict` need); ValueError naming the
@@ -75,9 +94,29 @@ class Task {
   const Vocab& vocab() const { return vocab_; }
   const TaskConfig& config() const { return config_; }
 
-  std::string to_text(const std::vector<int32_t>& ids) const { return vocab_.to_text(ids); }
+  virtual std::string to_text(const std::vector<int32_t>& ids) const { return vocab_.to_text(ids); }
   // ValueError naming any unknown symbol.
-  std::vector<int32_t> from_text(const std::string& text) const { return vocab_.from_text(text); }
+  virtual std::vector<int32_t> from_text(const std::string& text) const { return vocab_.from_text(text); }
+  // The written form of one id (use this, not vocab().token: tasks read from
+  // files keep their words in a TokenTable and vocab() only has their count).
+  virtual std::string token_text(int32_t id) const { return vocab_.token(id); }
+
+  // Tasks read from files fix their held-out examples when built (disjoint
+  // from every input sample() draws); generated tasks return null and the
+  // held-out set is drawn by make_heldout.
+  virtual const std::vector<Example>* own_heldout() const { return nullptr; }
+  // A language model (text): examples are windows trained with
+  // format_batch("lm", ...) and scored by loss, not by greedy exact match.
+  virtual bool language_model() const { return false; }
+  // Whether every output is at most as long as its input (an encoder tagger
+  // can learn the task).
+  virtual bool outputs_fit_inputs() const { return max_output_len() <= min_input_len(); }
+  // The vocabulary a run must keep to map text the same way later (vocab.txt);
+  // empty for generated tasks, whose vocabulary follows from the config.
+  virtual std::string saved_vocab() const { return {}; }
+  // Where the longest input and output come from ("FILE line N"), to name
+  // them when they do not fit the model; empty for generated tasks.
+  virtual std::string longest_source() const { return {}; }
 
  protected:
   TaskConfig config_;
@@ -86,8 +125,11 @@ class Task {
 
 // Validates the config, then builds the named task.
 std::unique_ptr<Task> make_task(const TaskConfig& config);
-// The valid task names, in a fixed order: copy, reverse, sort, add, duplicate.
+// The algorithmic suite, in a fixed order: copy, reverse, sort, add, duplicate.
 std::vector<std::string> task_names();
+// Every task make_task builds: the suite, then induction and recall (generated
+// probes of attention), then pairs and text (read from files).
+std::vector<std::string> all_task_names();
 
 // (input, output) pairs, the form models/batch.h's format_batch takes.
 std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> to_pairs(const std::vector<Example>& examples);

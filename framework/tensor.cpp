@@ -36,6 +36,13 @@ Tensor Tensor::from(Shape shape, std::vector<Real> values) {
   return t;
 }
 
+Tensor Tensor::uninitialized(Shape shape) {
+  Tensor t;
+  t.data_.resize(static_cast<size_t>(shape_numel(shape)));  // default-initialised: no fill
+  t.shape_ = std::move(shape);
+  return t;
+}
+
 int64_t Tensor::size(int axis) const {
   int d = dim();
   int a = axis < 0 ? axis + d : axis;

@@ -6,34 +6,43 @@
 #include <initializer_list>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/error.h"
+#include "framework/memory_pool.h"
 #include "framework/real.h"
 
 namespace attnlab {
 
 using Shape = std::vector<int64_t>;
 
-// 64-byte aligned storage. Eigen's vectorised loops peel to an aligned
-// address, so the order of a reduction depends on where a buffer starts;
-// aligning every buffer the same way makes results independent of the
-// allocator and thus bitwise reproducible (and lets AVX-512 loads align).
+// Tensor storage: 64-byte aligned blocks from the buffer cache
+// (memory_pool.h). Aligning every buffer the same way also makes results
+// bitwise reproducible: Eigen's vectorised loops peel to an aligned address,
+// so the order of a reduction depends on where a buffer starts. Elements are
+// default-initialised (not zeroed) unless a value is given, so an op that
+// writes every element of its output pays for no memset.
 template <class T>
-struct AlignedAllocator {
+struct TensorAllocator {
   using value_type = T;
-  static constexpr std::size_t kAlignment = 64;
-  AlignedAllocator() = default;
+  TensorAllocator() = default;
   template <class U>
-  AlignedAllocator(const AlignedAllocator<U>&) {}
-  T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kAlignment)));
+  TensorAllocator(const TensorAllocator<U>&) {}
+  T* allocate(std::size_t n) { return static_cast<T*>(memory::allocate(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { memory::release(p, n * sizeof(T)); }
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
   }
-  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t(kAlignment)); }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
   template <class U>
-  bool operator==(const AlignedAllocator<U>&) const { return true; }
+  bool operator==(const TensorAllocator<U>&) const { return true; }
   template <class U>
-  bool operator!=(const AlignedAllocator<U>&) const { return false; }
+  bool operator!=(const TensorAllocator<U>&) const { return false; }
 };
 
 using RowMatrix = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -50,6 +59,8 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(Shape shape, Real fill = 0);  // throws ShapeError on a negative size
   static Tensor from(Shape shape, std::vector<Real> values);  // values.size() must match
+  // Storage with unspecified values, for outputs that are written in full.
+  static Tensor uninitialized(Shape shape);
 
   const Shape& shape() const { return shape_; }
   int dim() const { return static_cast<int>(shape_.size()); }
@@ -83,7 +94,7 @@ class Tensor {
 
  private:
   Shape shape_;
-  std::vector<Real, AlignedAllocator<Real>> data_;
+  std::vector<Real, TensorAllocator<Real>> data_;
 };
 
 // Integer tensors: token ids, targets. Same layout rules as Tensor.

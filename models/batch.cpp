@@ -47,8 +47,8 @@ void pad_sequences(const std::vector<std::vector<int32_t>>& seqs, IntTensor& ids
 }
 
 FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs) {
-  if (arch != "encoder" && arch != "decoder" && arch != "seq2seq")
-    throw ValueError("format_batch: arch must be 'encoder', 'decoder' or 'seq2seq', got '" + arch + "'");
+  if (arch != "encoder" && arch != "decoder" && arch != "seq2seq" && arch != "lm")
+    throw ValueError("format_batch: arch must be 'encoder', 'decoder', 'seq2seq' or 'lm', got '" + arch + "'");
   if (pairs.empty()) throw ValueError("format_batch: the batch is empty");
   for (size_t i = 0; i < pairs.size(); ++i) {
     check_tokens(pairs[i].first, i, "input");
@@ -69,6 +69,17 @@ FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs) {
     }
     pad_sequences(inputs, batch.input.src, batch.input.src_pad);
     batch.targets = pad_targets(targets, batch.input.src.shape[1]);
+  } else if (arch == "lm") {
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const auto& [window, next] = pairs[i];
+      if (window.size() != next.size())
+        throw ValueError("format_batch (lm): pair " + std::to_string(i) + " has " + std::to_string(window.size()) +
+                         " input and " + std::to_string(next.size()) + " target tokens; expected the same number");
+      inputs.push_back(window);
+      targets.push_back(next);
+    }
+    pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
+    batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
   } else if (arch == "decoder") {
     for (const auto& [src, tgt] : pairs) {
       // tokens = [bos] src [sep] tgt [eos]; input = tokens[:-1], target = tokens[1:].

@@ -25,6 +25,9 @@ constexpr int32_t kIgnoreTarget = -100;
 //          targets = tokens[1:] with the prompt positions ignored (the loss
 //          covers tgt and eos only).
 // seq2seq: src = input; tgt_in = [bos] tgt; targets = tgt [eos].
+// lm:      (decoder-only language model) tgt_in = input, targets = output,
+//          no specials: input is a window of text, output the same window
+//          shifted by one; they must have the same length (ValueError).
 // All sequences are right-padded to the longest in the batch. An empty batch,
 // an unknown arch or a negative token id throws ValueError.
 FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs);

@@ -8,7 +8,9 @@ set -euo pipefail
 packages=(g++ cmake make libeigen3-dev libboost-program-options-dev catch2 nlohmann-json3-dev
           python3 python3-numpy python3-matplotlib)
 # PyTorch is large and only the reference scripts use it: skip it with ATTNLAB_NO_TORCH=1.
-if [ "${ATTNLAB_NO_TORCH:-0}" != 1 ]; then packages+=(python3-torch); fi
+# libopenblas0-pthread: without it Debian's torch falls back to the reference BLAS (~2 GFLOP/s),
+# which would make the PyTorch side of scripts/bench_vs_torch.sh a straw man.
+if [ "${ATTNLAB_NO_TORCH:-0}" != 1 ]; then packages+=(python3-torch libopenblas0-pthread); fi
 
 missing=()
 for p in "${packages[@]}"; do

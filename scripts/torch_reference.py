@@ -12,6 +12,11 @@ tests/test_parity.cpp reads these fixtures; it needs no PyTorch. Rerun with
 
     python3 scripts/torch_reference.py --out tests/data
 
+The same model is also the PyTorch side of the training-throughput benchmark
+(../shared/BENCHMARK.md): `--bench S|M|L --threads N` trains the encoder
+tagger on fixed random batches and prints one JSON line with the same keys
+as `attnlab bench` (scripts/bench_vs_torch.sh runs both).
+
 Weights are drawn in float32 (so attnlab loads exactly the same numbers) and
 the forward and backward run in float64, so the fixture holds the exact
 answer and the C++ test measures only attnlab's own float32 rounding.
@@ -84,6 +89,9 @@ class MultiHeadAttention(nn.Module):
         if self.rope:
             q, k = rotary(q), rotary(k)
         scores = (q @ k.transpose(-1, -2)) * self.scale  # (B, h, T_q, T_k)
+        if not causal and key_padding is None:  # nothing to mask (the benchmark): plain softmax
+            ctx = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(b, t_q, self.h * self.d_v)
+            return self.out_proj(ctx)
         mask = torch.zeros(b, 1, t_q, t_k, dtype=torch.bool)
         if causal:
             mask |= torch.ones(t_q, t_k, dtype=torch.bool).triu(1 + t_k - t_q)
@@ -206,7 +214,7 @@ class Model(nn.Module):
         arch = self.cfg["arch"]
         if arch in ("encoder", "decoder"):
             key = "src" if arch == "encoder" else "tgt_in"
-            pad = inp[key + "_pad" if arch == "encoder" else "tgt_pad"]
+            pad = inp.get(key + "_pad" if arch == "encoder" else "tgt_pad")
             h = self.embed(inp[key])
             for block in self.blocks:
                 h = block(h, pad, causal=arch == "decoder")
@@ -362,10 +370,61 @@ def self_check():
     assert err < 1e-12, f"attention differs from torch's multi_head_attention_forward by {err}"
 
 
+BENCH_SHAPES = {  # V, T, d, h, L, d_ff, B (BENCHMARK.md)
+    "S": (16, 16, 64, 4, 2, 256, 64),
+    "M": (32, 32, 128, 8, 4, 512, 64),
+    "L": (64, 64, 256, 8, 6, 1024, 32),
+}
+
+
+def bench(name, threads, steps, warmup, seed=0):
+    """Times training steps of the BENCHMARK.md encoder tagger; prints one JSON line."""
+    import resource
+    import time
+    torch.set_num_threads(threads)
+    V, T, d, h, L, d_ff, B = BENCH_SHAPES[name]
+    steps = steps or {"S": 20, "M": 10, "L": 5}[name]
+    torch.manual_seed(seed)
+    model = Model(base_config(vocab_size=V, max_len=T, d_model=d, n_heads=h, n_layers=L, d_ff=d_ff))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    gen = torch.Generator().manual_seed(seed + 1)
+    batches = []
+    for _ in range(4):
+        x = torch.randint(0, V, (B, T), generator=gen)
+        batches.append(({"src": x}, x.flip(1)))  # no padding: no mask
+    times = []
+    for step in range(warmup + steps):
+        inp, y = batches[step % len(batches)]
+        t = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(inp).reshape(-1, V), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        if step >= warmup:
+            times.append(time.perf_counter() - t)
+    times.sort()
+    median = times[len(times) // 2]
+    tokens_per_s = B * T / median
+    flops_fwd = L * (8 * d * d + 4 * d * d_ff + 4 * T * d) + 2 * d * V
+    print(json.dumps({
+        "impl": "pytorch", "torch": torch.__version__, "config": name, "threads": threads, "steps": steps,
+        "step_ms": median * 1e3, "tokens_per_s": tokens_per_s,
+        "params": sum(p.numel() for p in model.parameters()),
+        "gflops": 3 * flops_fwd * tokens_per_s / 1e9, "final_loss": loss.item(),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="tests/data", help="directory for the model_*.json fixtures")
+    ap.add_argument("--bench", choices=sorted(BENCH_SHAPES), help="time the benchmark model instead")
+    ap.add_argument("--threads", type=int, default=1, help="--bench: torch threads")
+    ap.add_argument("--steps", type=int, default=0, help="--bench: timed steps (0: 20 S, 10 M, 5 L)")
+    ap.add_argument("--warmup", type=int, default=5, help="--bench: untimed steps first")
     args = ap.parse_args()
+    if args.bench:
+        bench(args.bench, args.threads, args.steps, args.warmup)
+        return
     self_check()
     os.makedirs(args.out, exist_ok=True)
     for i, (name, cfg, ls, lengths) in enumerate(CASES):

@@ -156,7 +156,7 @@ TEST_CASE("a MultiHeadAttention with zero query projection attends uniformly, th
   Var loss = sum(mha.forward(x));
   auto inputs = recorded_attention_inputs(loss);
   REQUIRE(inputs.size() == 1);
-  CHECK(inputs[0].q->shape() == Shape{2, 2, T, 4});
+  CHECK(inputs[0].q->shape() == Shape{2, T, 2 * 4});  // (B, T, h*d_k): read in place from attention_heads
   auto stats = attention_head_stats(mha.last_weights(), inputs[0].q, inputs[0].k, mha.scale());
   for (const HeadStats& s : stats) {
     CHECK(s.entropy == Approx(std::log(static_cast<double>(T))).epsilon(1e-6));  // float32 softmax of equal logits
@@ -176,10 +176,10 @@ TEST_CASE("recorded_attention_inputs finds every attention layer of a seq2seq mo
   auto inputs = recorded_attention_inputs(loss);
   REQUIRE(inputs.size() == 6);
   const int64_t T_src = batch.input.src.shape[1], T_tgt = batch.input.tgt_in.shape[1];
-  CHECK(inputs[0].k->size(2) == T_src);  // encoder self-attention
-  CHECK(inputs[2].k->size(2) == T_tgt);  // decoder self-attention
-  CHECK(inputs[3].q->size(2) == T_tgt);  // cross-attention: target queries, source keys
-  CHECK(inputs[3].k->size(2) == T_src);
+  CHECK(inputs[0].k->size(-2) == T_src);  // encoder self-attention
+  CHECK(inputs[2].k->size(-2) == T_tgt);  // decoder self-attention
+  CHECK(inputs[3].q->size(-2) == T_tgt);  // cross-attention: target queries, source keys
+  CHECK(inputs[3].k->size(-2) == T_src);
 }
 
 TEST_CASE("the SGD update-to-weight ratio matches a hand computation", "[probe]") {

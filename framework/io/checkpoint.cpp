@@ -29,11 +29,31 @@ std::string checksum(const TensorRefs& tensors) {
   return out.str();
 }
 
+// FNV-1a 64 over every metadata key and value but its own, so that a flipped
+// byte in the header's strings (a step, a generator state) is caught too.
+constexpr const char* kMetadataChecksum = "metadata_checksum";
+std::string metadata_checksum(const Metadata& metadata) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const std::string& s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xffu) * 1099511628211ull;  // a separator no UTF-8 string contains
+  };
+  for (const auto& [key, value] : metadata)
+    if (key != kMetadataChecksum) {
+      mix(key);
+      mix(value);
+    }
+  std::ostringstream out;
+  out << std::hex << std::setw(16) << std::setfill('0') << h;
+  return out.str();
+}
+
 void write(const std::string& path, const TensorRefs& tensors, Metadata metadata, const char* kind) {
   metadata["format"] = kCheckpointFormat;
   metadata["format_version"] = std::to_string(kCheckpointVersion);
   metadata["kind"] = kind;
   metadata["checksum"] = checksum(tensors);
+  metadata[kMetadataChecksum] = metadata_checksum(metadata);
   save_safetensors(path, tensors, metadata);
 }
 
@@ -52,6 +72,11 @@ SafetensorsData read_checked(const std::string& path, const char* kind) {
   if (version != std::to_string(kCheckpointVersion))
     throw IoError(path + ": checkpoint format version " + version + ", this attnlab reads version " +
                   std::to_string(kCheckpointVersion));
+  // After format and version (which say how to read the rest), before anything else.
+  // Files written before the metadata checksum existed have none; same version, so accept them.
+  auto it = data.metadata.find(kMetadataChecksum);
+  if (it != data.metadata.end() && it->second != metadata_checksum(data.metadata))
+    throw IoError(path + ": metadata checksum mismatch: the metadata (step, config, generator states) is corrupt");
   if (meta(data.metadata, "kind", path) != kind)
     throw IoError(path + ": holds a " + data.metadata["kind"] + " checkpoint, expected " + kind);
   TensorRefs refs;

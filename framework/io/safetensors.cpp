@@ -86,7 +86,8 @@ Entry parse_entry(const std::string& source, const std::string& name, const Json
                     "] end before they begin");
   if (e.end > data_size)
     bad(source, "tensor '" + name + "': data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                    "] lie outside the data of " + std::to_string(data_size) + " bytes");
+                    "] lie outside the data of " + std::to_string(data_size) +
+                    " bytes: the file is truncated or corrupt");
   if (numel > data_size || e.end - e.begin != numel * e.item_size)
     bad(source, "tensor '" + name + "': data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
                     "] span " + std::to_string(e.end - e.begin) + " bytes, but shape " + shape_str(e.shape) + " of " +
@@ -163,7 +164,7 @@ SafetensorsData decode_safetensors(const std::string& bytes, const std::string& 
   const uint64_t n = read_u64_le(bytes);
   if (n > bytes.size() - 8)
     bad(source, "header length " + std::to_string(n) + " goes beyond the end of the file (" +
-                    std::to_string(bytes.size()) + " bytes)");
+                    std::to_string(bytes.size()) + " bytes): the file is truncated or corrupt");
   Json header;
   try {
     header = Json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));

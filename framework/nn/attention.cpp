@@ -133,6 +133,18 @@ Var MultiHeadAttention::forward(const Var& x, const Var& memory, bool causal, co
   const int64_t t_k = mem.size(1);
   if (key_padding) check_shape(key_padding->shape(), {b, t_k}, "MultiHeadAttention key_padding (B, T_k)");
 
+  AttentionMask mask;
+  mask.causal = causal;
+  mask.key_padding = key_padding;
+  Tensor* weights_out = capture_ ? &weights_ : nullptr;
+  const bool weight_dropout = training() && opt_.dropout > 0;
+  if (opt_.projections && !opt_.rope && !weight_dropout) {
+    // The fused kernel reads the heads where the projections put them.
+    Var ctx = attention_heads(q_proj->forward(x), k_proj->forward(mem), v_proj->forward(mem), opt_.n_heads, scale_,
+                              mask, weights_out);  // (B, T_q, h·d_v)
+    return out_proj->forward(ctx);                // (B, T_q, d)
+  }
+
   Var q, k, v;
   if (opt_.projections) {
     q = split_heads(q_proj->forward(x), opt_.n_heads, opt_.d_k);    // (B, h, T_q, d_k)
@@ -147,14 +159,8 @@ Var MultiHeadAttention::forward(const Var& x, const Var& memory, bool causal, co
     q = rotary(q);
     k = rotary(k);
   }
-
-  AttentionMask mask;
-  mask.causal = causal;
-  mask.key_padding = key_padding;
-  Tensor* weights_out = capture_ ? &weights_ : nullptr;
-  Var ctx = training() && opt_.dropout > 0
-                ? composed_attention(q, k, v, scale_, mask, opt_.dropout, dropout_rng_, true, weights_out)
-                : attention(q, k, v, scale_, mask, weights_out);  // (B, h, T_q, d_v)
+  Var ctx = weight_dropout ? composed_attention(q, k, v, scale_, mask, opt_.dropout, dropout_rng_, true, weights_out)
+                           : attention(q, k, v, scale_, mask, weights_out);  // (B, h, T_q, d_v)
   if (!opt_.projections) return reshape(ctx, {b, t_q, d});
   return out_proj->forward(merge_heads(ctx));  // (B, T_q, d)
 }

@@ -23,6 +23,26 @@ struct Dims {
   int64_t B, h, T_q, T_k, d_k, d_v;
 };
 
+// Where the (T, w) matrix of batch b, head hh starts, and its row stride, in
+// a head-major (B, h, T, w) tensor or a head-interleaved (B, T, h·w) one. The
+// interleaved layout is what the Q/K/V projections produce, so reading it in
+// place saves the split-heads and merge-heads copies of the layer.
+struct HeadLayout {
+  int64_t T, w, h;
+  bool interleaved;
+  int64_t offset(int64_t b, int64_t hh) const { return interleaved ? (b * T * h + hh) * w : (b * h + hh) * T * w; }
+  int64_t stride() const { return interleaved ? h * w : w; }
+};
+using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
+using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+
+ConstStridedMap head(const Real* data, const HeadLayout& l, int64_t b, int64_t hh) {
+  return ConstStridedMap(data + l.offset(b, hh), l.T, l.w, Eigen::OuterStride<>(l.stride()));
+}
+StridedMap head(Real* data, const HeadLayout& l, int64_t b, int64_t hh) {
+  return StridedMap(data + l.offset(b, hh), l.T, l.w, Eigen::OuterStride<>(l.stride()));
+}
+
 Dims check_shapes(const Var& q, const Var& k, const Var& v, const AttentionMask& mask) {
   auto shapes = [&] {
     return "q " + q.value().shape_str() + ", k " + k.value().shape_str() + ", v " + v.value().shape_str();
@@ -40,16 +60,15 @@ Dims check_shapes(const Var& q, const Var& k, const Var& v, const AttentionMask&
   return {qs[0], qs[1], qs[2], ks[2], qs[3], vs[3]};
 }
 
-}  // namespace
-
-Var attention(const Var& q, const Var& k, const Var& v, Real scale, const AttentionMask& mask,
-              Tensor* weights_out) {
-  const Dims n = check_shapes(q, k, v, mask);
+Var attention_core(const Var& q, const Var& k, const Var& v, const Dims n, bool interleaved, Real scale,
+                   const AttentionMask& mask, Tensor* weights_out) {
+  const HeadLayout lq{n.T_q, n.d_k, n.h, interleaved}, lk{n.T_k, n.d_k, n.h, interleaved},
+      lv{n.T_k, n.d_v, n.h, interleaved}, lo{n.T_q, n.d_v, n.h, interleaved};
   const int64_t pairs = n.B * n.h;
   const bool parallel = pairs > 1 && pairs * n.T_q * n.T_k * (n.d_k + n.d_v) >= kParallelMinFlops;
 
-  Tensor P({n.B, n.h, n.T_q, n.T_k});  // attention weights
-  Tensor out({n.B, n.h, n.T_q, n.d_v});
+  Tensor P = Tensor::uninitialized({n.B, n.h, n.T_q, n.T_k});  // attention weights
+  Tensor out = Tensor::uninitialized(interleaved ? Shape{n.B, n.T_q, n.h * n.d_v} : Shape{n.B, n.h, n.T_q, n.d_v});
   const Real* qd = q.value().data();
   const Real* kd = k.value().data();
   const Real* vd = v.value().data();
@@ -59,12 +78,12 @@ Var attention(const Var& q, const Var& k, const Var& v, Real scale, const Attent
 
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t bh = 0; bh < pairs; ++bh) {
-    const int64_t b = bh / n.h;
-    ConstMatMap Q(qd + bh * n.T_q * n.d_k, n.T_q, n.d_k);  // (T_q, d_k)
-    ConstMatMap K(kd + bh * n.T_k * n.d_k, n.T_k, n.d_k);  // (T_k, d_k)
-    ConstMatMap Vm(vd + bh * n.T_k * n.d_v, n.T_k, n.d_v);  // (T_k, d_v)
+    const int64_t b = bh / n.h, hh = bh % n.h;
+    ConstStridedMap Q = head(qd, lq, b, hh);                 // (T_q, d_k)
+    ConstStridedMap K = head(kd, lk, b, hh);                 // (T_k, d_k)
+    ConstStridedMap Vm = head(vd, lv, b, hh);                // (T_k, d_v)
     MatMap S(P.data() + bh * n.T_q * n.T_k, n.T_q, n.T_k);  // scores, then weights in place
-    MatMap O(out.data() + bh * n.T_q * n.d_v, n.T_q, n.d_v);
+    StridedMap O = head(out.data(), lo, b, hh);              // (T_q, d_v)
     S.noalias() = scale * Q * K.transpose();
     for (int64_t i = 0; i < n.T_q; ++i) {
       Real* row = S.data() + i * n.T_k;
@@ -86,7 +105,7 @@ Var attention(const Var& q, const Var& k, const Var& v, Real scale, const Attent
       *weights_out = std::move(P);
   }
 
-  return make_result(std::move(out), {q, k, v}, "attention", [n, scale, parallel, P = std::move(P)](Node& self) {
+  return make_result(std::move(out), {q, k, v}, interleaved ? "attention_heads" : "attention", [n, lq, lk, lv, lo, scale, parallel, P = std::move(P)](Node& self) {
     const bool need_q = self.input_needs_grad(0), need_k = self.input_needs_grad(1),
                need_v = self.input_needs_grad(2);
     const Real* qd = self.input_value(0).data();
@@ -106,25 +125,51 @@ Var attention(const Var& q, const Var& k, const Var& v, Real scale, const Attent
       Eigen::Matrix<Real, Eigen::Dynamic, 1> row_dot(n.T_q);
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < pairs; ++bh) {
+        const int64_t b = bh / n.h, hh = bh % n.h;
         ConstMatMap Pm(P.data() + bh * n.T_q * n.T_k, n.T_q, n.T_k);
-        ConstMatMap dO(dod + bh * n.T_q * n.d_v, n.T_q, n.d_v);
-        ConstMatMap Vm(vd + bh * n.T_k * n.d_v, n.T_k, n.d_v);
-        if (need_v) MatMap(dv + bh * n.T_k * n.d_v, n.T_k, n.d_v).noalias() += Pm.transpose() * dO;
+        ConstStridedMap dO = head(dod, lo, b, hh);
+        ConstStridedMap Vm = head(vd, lv, b, hh);
+        if (need_v) head(dv, lv, b, hh).noalias() += Pm.transpose() * dO;
         if (!need_q && !need_k) continue;
         dS.noalias() = dO * Vm.transpose();  // dP
         row_dot = (dS.array() * Pm.array()).rowwise().sum().matrix();
         dS = (Pm.array() * (dS.array().colwise() - row_dot.array())).matrix();
         if (need_q) {
-          ConstMatMap K(kd + bh * n.T_k * n.d_k, n.T_k, n.d_k);
-          MatMap(dq + bh * n.T_q * n.d_k, n.T_q, n.d_k).noalias() += scale * dS * K;
+          head(dq, lq, b, hh).noalias() += scale * dS * head(kd, lk, b, hh);
         }
         if (need_k) {
-          ConstMatMap Q(qd + bh * n.T_q * n.d_k, n.T_q, n.d_k);
-          MatMap(dk + bh * n.T_k * n.d_k, n.T_k, n.d_k).noalias() += scale * dS.transpose() * Q;
+          head(dk, lk, b, hh).noalias() += scale * dS.transpose() * head(qd, lq, b, hh);
         }
       }
     }
   });
+}
+
+}  // namespace
+
+Var attention(const Var& q, const Var& k, const Var& v, Real scale, const AttentionMask& mask,
+              Tensor* weights_out) {
+  return attention_core(q, k, v, check_shapes(q, k, v, mask), false, scale, mask, weights_out);
+}
+
+Var attention_heads(const Var& q, const Var& k, const Var& v, int64_t n_heads, Real scale, const AttentionMask& mask,
+                    Tensor* weights_out) {
+  auto shapes = [&] {
+    return "q " + q.value().shape_str() + ", k " + k.value().shape_str() + ", v " + v.value().shape_str();
+  };
+  if (q.dim() != 3 || k.dim() != 3 || v.dim() != 3)
+    throw ShapeError("attention_heads: q, k, v must be 3-d (B, T, h*d), got " + shapes());
+  const Shape &qs = q.shape(), &ks = k.shape(), &vs = v.shape();
+  if (n_heads < 1 || qs[2] % n_heads || vs[2] % n_heads)
+    throw ShapeError("attention_heads: " + std::to_string(n_heads) + " heads do not divide the widths of " + shapes());
+  if (qs[0] != ks[0] || qs[0] != vs[0]) throw ShapeError("attention_heads: batch dims differ: " + shapes());
+  if (qs[2] != ks[2]) throw ShapeError("attention_heads: q and k must have the same width, got " + shapes());
+  if (ks[1] != vs[1]) throw ShapeError("attention_heads: k and v must share T_k, got " + shapes());
+  if (mask.key_padding && mask.key_padding->shape() != Shape{qs[0], ks[1]})
+    throw ShapeError("attention_heads: key_padding must have shape " + shape_str({qs[0], ks[1]}) +
+                     " (B, T_k), got " + mask.key_padding->shape_str());
+  const Dims n{qs[0], n_heads, qs[1], ks[1], qs[2] / n_heads, vs[2] / n_heads};
+  return attention_core(q, k, v, n, true, scale, mask, weights_out);
 }
 
 }  // namespace attnlab

@@ -16,4 +16,11 @@ struct AttentionMask {
 Var attention(const Var& q, const Var& k, const Var& v, Real scale, const AttentionMask& mask = {},
               Tensor* weights_out = nullptr);
 
+// The same kernel on the head-interleaved layout the projections produce:
+// q (B, T_q, h·d_k), k (B, T_k, h·d_k), v (B, T_k, h·d_v) -> (B, T_q, h·d_v),
+// head i owning columns [i·d, (i+1)·d). Equal to splitting heads, attention()
+// and merging heads, without the copies. Weights as above, (B, h, T_q, T_k).
+Var attention_heads(const Var& q, const Var& k, const Var& v, int64_t n_heads, Real scale,
+                    const AttentionMask& mask = {}, Tensor* weights_out = nullptr);
+
 }  // namespace attnlab

@@ -24,7 +24,7 @@ Var dropout(const Var& a, Real p, Rng& rng, bool training) {
     const double u = static_cast<double>(rng.next_u64() >> 11) * 0x1.0p-53;
     keep[i] = u >= threshold ? keep_scale : Real(0);
   }
-  Tensor out(x.shape());
+  Tensor out = Tensor::uninitialized(x.shape());
   detail::parallel_chunks(x.numel(), [&](int64_t lo, int64_t hi) {
     out.flat().segment(lo, hi - lo) = x.flat().segment(lo, hi - lo).cwiseProduct(keep.flat().segment(lo, hi - lo));
   });

@@ -79,7 +79,7 @@ namespace {
 // out = f(a, b) elementwise under the plan.
 template <class F>
 Tensor binary_forward(const BroadcastPlan& p, const Tensor& a, const Tensor& b, F f) {
-  Tensor out(p.out_shape);
+  Tensor out = Tensor::uninitialized(p.out_shape);
   const Real* pa = a.data();
   const Real* pb = b.data();
   Real* po = out.data();
@@ -133,7 +133,7 @@ Var binary_op(const Var& a, const Var& b, const char* name, F f, GA ga, GB gb) {
 template <class F, class D>
 Var unary_op(const Var& a, const char* name, F f, D d) {
   const Tensor& x = a.value();
-  Tensor out(x.shape());
+  Tensor out = Tensor::uninitialized(x.shape());
   parallel_chunks(x.numel(), [&](int64_t lo, int64_t hi) {
     out.flat().segment(lo, hi - lo).array() = f(x.flat().segment(lo, hi - lo).array());
   });
@@ -230,7 +230,7 @@ Var gelu(const Var& a) {
   const Real inv_sqrt2 = Real(0.70710678118654752440);
   const Real inv_sqrt_2pi = Real(0.39894228040143267794);
   const Tensor& x = a.value();
-  Tensor out(x.shape());
+  Tensor out = Tensor::uninitialized(x.shape());
   parallel_chunks(x.numel(), [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) out[i] = x[i] * Real(0.5) * (Real(1) + std::erf(x[i] * inv_sqrt2));
   });

@@ -20,7 +20,7 @@ Var embedding(const Var& weight, const IntTensor& ids) {
 
   Shape out_shape = ids.shape;
   out_shape.push_back(d);
-  Tensor out(out_shape);
+  Tensor out = Tensor::uninitialized(out_shape);
   const Real* w = weight.value().data();
   Real* y = out.data();
   const int64_t n = ids.numel();

@@ -84,7 +84,7 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
   Shape out_shape(batched.begin(), batched.end() - 2);
   out_shape.push_back(p.m);
   out_shape.push_back(p.n);
-  Tensor out(out_shape);
+  Tensor out = Tensor::uninitialized(out_shape);
   const Tensor& av = a.value();
   const Tensor& bv = b.value();
   const int64_t sa = p.a_shared ? 0 : p.ar * p.ac, sb = p.b_shared ? 0 : p.br * p.bc, so = p.m * p.n;
@@ -161,7 +161,7 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
   const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));  // x viewed as (N, in)
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
-  Tensor out(out_shape);
+  Tensor out = Tensor::uninitialized(out_shape);
   MatMap y = out.matrix(rows, out_features);
   y.noalias() = x.value().matrix(rows, in_features) * weight.value().matrix().transpose();
   if (bias.defined()) y.rowwise() += bias.value().matrix(1, out_features).row(0);

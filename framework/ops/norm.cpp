@@ -43,7 +43,7 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, Real eps) {
   check_affine(bias, d, x.shape(), "bias");
   const int64_t rows = d ? x.numel() / d : 0;
 
-  Tensor out(x.shape());
+  Tensor out = Tensor::uninitialized(x.shape());
   Tensor mean({rows}), rstd({rows});
   const Real* xd = x.value().data();
   const Real* w = weight.defined() ? weight.value().data() : nullptr;

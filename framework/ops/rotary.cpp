@@ -70,7 +70,7 @@ Var rotary(const Var& x, int64_t offset, Real base) {
   if (!(base > 0) || !std::isfinite(static_cast<double>(base)))
     throw ValueError("rotary: base must be a positive finite number, got " + std::to_string(base));
 
-  Tensor out(x.shape());
+  Tensor out = Tensor::uninitialized(x.shape());
   if (out.numel() == 0) return make_result(std::move(out), {x}, "rotary", [](Node&) {});
   RotaryTable table = make_table(t_len, d_k, offset, static_cast<double>(base));
   const int64_t rows = x.numel() / d_k;

@@ -98,7 +98,7 @@ Var transpose(const Var& a, int axis0, int axis1) {
   if (a0 > a1) std::swap(a0, a1);
   Shape out_shape = a.shape();
   std::swap(out_shape[static_cast<size_t>(a0)], out_shape[static_cast<size_t>(a1)]);
-  Tensor out(out_shape);
+  Tensor out = Tensor::uninitialized(out_shape);
   swap_axes(swap_geometry(a.shape(), a0, a1), a.value().data(), out.data(), false);
   return make_result(std::move(out), {a}, "transpose", [a0, a1](Node& self) {
     if (!self.input_needs_grad(0)) return;
@@ -161,7 +161,7 @@ Var concat(const std::vector<Var>& parts, int axis) {
   int64_t outer, inner;
   around_axis(out_shape, ax, outer, inner);
   const int64_t n = out_shape[static_cast<size_t>(ax)];
-  Tensor out(out_shape);
+  Tensor out = Tensor::uninitialized(out_shape);
   int64_t offset = 0;
   for (size_t k = 0; k < parts.size(); ++k) {
     out.matrix(outer, n * inner).middleCols(offset * inner, widths[k] * inner) =

@@ -77,7 +77,7 @@ void log_softmax_row(const Real* x, Real* y, int64_t n) {
 }
 
 Var softmax(const Var& a) {
-  Tensor out(a.shape());
+  Tensor out = Tensor::uninitialized(a.shape());
   const int64_t n = a.dim() ? a.size(-1) : 1;
   const int64_t rows = n ? a.numel() / n : 0;
   const Real* x = a.value().data();
@@ -102,7 +102,7 @@ Var softmax(const Var& a) {
 }
 
 Var log_softmax(const Var& a) {
-  Tensor out(a.shape());
+  Tensor out = Tensor::uninitialized(a.shape());
   const int64_t n = a.dim() ? a.size(-1) : 1;
   const int64_t rows = n ? a.numel() / n : 0;
   const Real* x = a.value().data();

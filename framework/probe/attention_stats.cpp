@@ -13,12 +13,25 @@ std::vector<HeadStats> attention_head_stats(const Tensor& weights, const Tensor*
                                            weights.shape_str());
   const int64_t B = weights.size(0), h = weights.size(1), T_q = weights.size(2), T_k = weights.size(3);
   const bool logits = q && k;
+  // q and k come head-major (B, h, T, d_k) from attention() or interleaved
+  // (B, T, h·d_k) from attention_heads(); read either in place.
+  const bool interleaved = logits && q->dim() == 3;
   int64_t d_k = 0;
   if (logits) {
-    d_k = q->size(-1);
-    check_shape(q->shape(), {B, h, T_q, d_k}, "attention_head_stats q (B, h, T_q, d_k)");
-    check_shape(k->shape(), {B, h, T_k, d_k}, "attention_head_stats k (B, h, T_k, d_k)");
+    d_k = interleaved ? q->size(-1) / h : q->size(-1);
+    if (interleaved) {
+      check_shape(q->shape(), {B, T_q, h * d_k}, "attention_head_stats q (B, T_q, h*d_k)");
+      check_shape(k->shape(), {B, T_k, h * d_k}, "attention_head_stats k (B, T_k, h*d_k)");
+    } else {
+      check_shape(q->shape(), {B, h, T_q, d_k}, "attention_head_stats q (B, h, T_q, d_k)");
+      check_shape(k->shape(), {B, h, T_k, d_k}, "attention_head_stats k (B, h, T_k, d_k)");
+    }
   }
+  using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+  auto head_matrix = [&](const Tensor* t, int64_t T, int64_t b, int64_t head) {
+    if (interleaved) return ConstStridedMap(t->data() + (b * T * h + head) * d_k, T, d_k, Eigen::OuterStride<>(h * d_k));
+    return ConstStridedMap(t->data() + (b * h + head) * T * d_k, T, d_k, Eigen::OuterStride<>(d_k));
+  };
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<HeadStats> out(static_cast<size_t>(h));
   RowMatrix S(T_q, T_k);
@@ -31,8 +44,7 @@ std::vector<HeadStats> attention_head_stats(const Tensor& weights, const Tensor*
       const int64_t bh = b * h + head;
       ConstMatMap W(weights.data() + bh * T_q * T_k, T_q, T_k);
       if (logits)
-        S.noalias() = scale * ConstMatMap(q->data() + bh * T_q * d_k, T_q, d_k) *
-                      ConstMatMap(k->data() + bh * T_k * d_k, T_k, d_k).transpose();
+        S.noalias() = scale * head_matrix(q, T_q, b, head) * head_matrix(k, T_k, b, head).transpose();
       for (int64_t i = 0; i < T_q; ++i) {
         double entropy = 0, max_w = 0, total = 0;
         for (int64_t j = 0; j < T_k; ++j) {
@@ -94,7 +106,7 @@ std::vector<AttentionInputs> recorded_attention_inputs(const Var& root) {
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
-    if (std::strcmp(n->op, "attention") == 0 && n->inputs.size() >= 2) found.push_back(n);
+    if ((std::strcmp(n->op, "attention") == 0 || std::strcmp(n->op, "attention_heads") == 0) && n->inputs.size() >= 2) found.push_back(n);
     for (const auto& in : n->inputs)
       if (seen.insert(in.get()).second) stack.push_back(in.get());
   }

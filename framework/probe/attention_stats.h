@@ -44,8 +44,8 @@ std::vector<std::pair<std::string, MultiHeadAttention*>> find_attention_modules(
 // in the order the ops ran. The composed path (attention dropout in training)
 // records no fused op and is not found.
 struct AttentionInputs {
-  const Tensor* q = nullptr;  // (B, h, T_q, d_k)
-  const Tensor* k = nullptr;  // (B, h, T_k, d_k)
+  const Tensor* q = nullptr;  // (B, h, T_q, d_k), or (B, T_q, h·d_k) from attention_heads
+  const Tensor* k = nullptr;  // (B, h, T_k, d_k), or (B, T_k, h·d_k)
 };
 std::vector<AttentionInputs> recorded_attention_inputs(const Var& root);
 

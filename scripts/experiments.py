@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""The experiments of issue 4's acceptance, rerunnable: trains every task/model
+pair to its held-out target with attnlab, and compares attnlab with a PyTorch
+implementation on BENCHMARK.md's S configuration (steps to 99% on reverse).
+
+    /usr/bin/python3 scripts/experiments.py                 # everything (about 1 h on a quiet core)
+    /usr/bin/python3 scripts/experiments.py --part tasks    # only the task table
+    /usr/bin/python3 scripts/experiments.py --part s --seeds 0 1 2
+    /usr/bin/python3 scripts/experiments.py --only sort-encoder --seeds 0
+
+Writes docs/experiments.csv (one row per run) and regenerates the tables of
+docs/experiments.md between its `<!-- BEGIN name -->` / `<!-- END name -->`
+markers (the prose around them is kept). Run directories go under
+runs/experiments/ (replaced on every run). Everything runs on one thread
+(attnlab --threads 1, torch.set_num_threads(1)), one run at a time.
+
+Runtime is bounded: every run has a step cap (--steps) and stops at its target;
+the caps below times the slowest per-step cost seen bound the total.
+"""
+import argparse
+import csv
+import datetime
+import json
+import os
+import re
+import resource
+import shlex
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Task suite: length 16, 16 task symbols (V = 20 with the 4 specials); add with
+# 3 + 3 digits. Every model is small (d 64, h 4, d_ff 256; L 2 per stack).
+# Hyperparameters found by hand (docs/experiments.md says how); the step cap is
+# a give-up point, well above the steps the runs need.
+SEQ = ["--vocab", "16", "--min-len", "16", "--max-len", "16", "--target", "0.99"]
+COSINE = ["--schedule", "cosine", "--warmup", "100", "--lr", "2e-3"]
+TASKS = [
+    # name, task args, model args, optimisation args, eval every, step cap
+    ("copy-encoder", ["--task", "copy"] + SEQ, ["--model", "encoder"], [], 50, 1000),
+    ("reverse-encoder", ["--task", "reverse"] + SEQ, ["--model", "encoder"], [], 50, 1000),
+    ("sort-encoder", ["--task", "sort"] + SEQ, ["--model", "encoder"], COSINE, 100, 3000),
+    ("copy-decoder", ["--task", "copy"] + SEQ, ["--model", "decoder"], [], 50, 1000),
+    ("reverse-decoder", ["--task", "reverse"] + SEQ, ["--model", "decoder"], [], 50, 1000),
+    ("sort-decoder", ["--task", "sort"] + SEQ, ["--model", "decoder"], COSINE, 100, 2000),
+    ("copy-seq2seq", ["--task", "copy"] + SEQ, ["--model", "seq2seq"], [], 50, 1000),
+    ("reverse-seq2seq", ["--task", "reverse"] + SEQ, ["--model", "seq2seq"], [], 50, 1000),
+    ("sort-seq2seq", ["--task", "sort"] + SEQ, ["--model", "seq2seq"], COSINE, 100, 2000),
+    ("add-decoder", ["--task", "add", "--digits", "3", "--target", "0.95"], ["--model", "decoder"],
+     ["--schedule", "cosine", "--warmup", "100", "--lr", "2e-3"], 100, 4000),
+]
+
+# BENCHMARK.md's S configuration with the PyTorch reference's hyperparameters.
+# --vocab 12: attnlab's V = 4 specials + 12 symbols = 16.
+S_ARGS = ["--task", "reverse", "--vocab", "12", "--min-len", "16", "--max-len", "16", "--model", "encoder",
+          "--d-model", "64", "--heads", "4", "--layers", "2", "--d-ff", "256", "--batch-size", "64",
+          "--lr", "1e-3", "--beta1", "0.9", "--beta2", "0.999", "--eps", "1e-8", "--weight-decay", "0.01",
+          "--schedule", "constant", "--clip", "0", "--norm", "pre", "--positional", "sinusoidal",
+          "--dropout", "0", "--target", "0.99", "--heldout", "500"]
+S_EVAL_EVERY, S_STEP_CAP = 25, 3000
+
+CSV_FIELDS = ["part", "experiment", "implementation", "task", "model", "seed", "parameters", "target",
+              "solved_at_step", "steps", "heldout_exact", "seconds", "cpu_seconds", "command"]
+
+
+def child_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_attnlab(exe, name, args, seed, runs_dir):
+    run_dir = os.path.join(runs_dir, f"{name}-s{seed}")
+    cmd = [exe, "train"] + args + ["--seed", str(seed), "--threads", "1", "--quiet", "true",
+                                   "--overwrite", "true", "--run", run_dir]
+    cpu0 = child_cpu()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cpu = child_cpu() - cpu0
+    if proc.returncode != 0:
+        sys.exit(f"experiments: {' '.join(map(shlex.quote, cmd))} failed ({proc.returncode}): {proc.stderr.strip()}")
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        s = json.load(f)
+    solved = s["solved_at_step"] if s["solved_at_step"] > 0 else None
+    shown = ["attnlab", "train"] + args + ["--seed", str(seed), "--threads", "1"]
+    return {"implementation": "attnlab", "task": s["task"], "model": s["model"], "seed": seed,
+            "parameters": s["parameters"], "target": s["target"], "solved_at_step": solved, "steps": s["steps"],
+            "heldout_exact": s["heldout_exact"], "seconds": round(s["seconds"], 2), "cpu_seconds": round(cpu, 2),
+            "command": " ".join(shown)}
+
+
+def run_torch(seed):
+    script = os.path.join(ROOT, "scripts", "torch_train_reverse.py")
+    cmd = [sys.executable, script, "--seeds", str(seed), "--eval-every", str(S_EVAL_EVERY),
+           "--steps", str(S_STEP_CAP), "--target", "0.99", "--heldout", "500"]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"experiments: {' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    shown = f"python3 scripts/torch_train_reverse.py --seeds {seed} --eval-every {S_EVAL_EVERY} --steps {S_STEP_CAP}"
+    return {"implementation": "pytorch", "task": "reverse", "model": "encoder", "seed": seed,
+            "parameters": r["parameters"], "target": 0.99, "solved_at_step": r["solved_at_step"],
+            "steps": r["steps"], "heldout_exact": r["heldout_exact"], "seconds": r["seconds"],
+            "cpu_seconds": r["cpu_seconds"], "command": shown}
+
+
+def fmt_steps(rows):
+    return ", ".join(str(r["solved_at_step"]) if r["solved_at_step"] else f"not by {r['steps']}" for r in rows)
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def tasks_table(rows):
+    out = ["| task | model | parameters | settings (beyond the defaults) | target | steps to target (per seed) "
+           "| seconds, wall (median) | seconds, CPU (median) | solved |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for name, task_args, model_args, opt_args, every, cap in TASKS:
+        rs = [r for r in rows if r["experiment"] == name]
+        if not rs:
+            continue
+        solved = sum(1 for r in rs if r["solved_at_step"])
+        settings = " ".join(opt_args + ["--eval-every", str(every), "--steps", str(cap)])
+        out.append(f"| {rs[0]['task']} | {rs[0]['model']} | {rs[0]['parameters']:,} | `{settings}` "
+                   f"| {float(rs[0]['target']):.0%} | {fmt_steps(rs)} | {median([r['seconds'] for r in rs]):.1f} "
+                   f"| {median([r['cpu_seconds'] for r in rs]):.1f} | {solved}/{len(rs)} |")
+    return "\n".join(out)
+
+
+def s_table(rows):
+    out = ["| implementation | parameters | weight decay on | steps to 99% (per seed) | median steps "
+           "| seconds, wall (per seed) | seconds, CPU (per seed) |",
+           "|---|---|---|---|---|---|---|"]
+    for impl in ("attnlab", "pytorch"):
+        rs = [r for r in rows if r["implementation"] == impl]
+        if not rs:
+            continue
+        steps = [r["solved_at_step"] for r in rs if r["solved_at_step"]]
+        med = f"{median(steps):g}" if len(steps) == len(rs) else "—"
+        wall = ", ".join(f"{r['seconds']:.1f}" for r in rs)
+        cpu = ", ".join(f"{r['cpu_seconds']:.1f}" for r in rs)
+        out.append(f"| {impl} | {rs[0]['parameters']:,} | weights only (no biases, LayerNorm, embeddings) "
+                   f"| {fmt_steps(rs)} | {med} | {wall} | {cpu} |")
+    return "\n".join(out)
+
+
+def replace_block(text, name, body):
+    pattern = re.compile(rf"(<!-- BEGIN {name} -->\n).*?(<!-- END {name} -->)", re.S)
+    if not pattern.search(text):
+        return text + f"\n<!-- BEGIN {name} -->\n{body}\n<!-- END {name} -->\n"
+    return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--attnlab", default=os.path.join(ROOT, "build", "attnlab"), help="the attnlab binary")
+    p.add_argument("--part", choices=["all", "tasks", "s"], default="all")
+    p.add_argument("--only", nargs="*", default=None, help="task experiments by name (e.g. sort-encoder)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--runs", default=os.path.join(ROOT, "runs", "experiments"))
+    p.add_argument("--docs", default=os.path.join(ROOT, "docs"))
+    args = p.parse_args()
+    if not os.access(args.attnlab, os.X_OK):
+        sys.exit(f"experiments: no attnlab binary at {args.attnlab}; build it (scripts/build.sh) or pass --attnlab")
+    os.makedirs(args.runs, exist_ok=True)
+
+    csv_path = os.path.join(args.docs, "experiments.csv")
+    old = []
+    if os.path.exists(csv_path):
+        with open(csv_path) as f:
+            old = list(csv.DictReader(f))
+    rows = []
+    start = time.perf_counter()
+
+    def record(part, name, r):
+        r = dict(r, part=part, experiment=name)
+        rows.append(r)
+        print(f"{part:5} {name:16} {r['implementation']:8} seed {r['seed']}: "
+              f"{'solved at step ' + str(r['solved_at_step']) if r['solved_at_step'] else 'NOT solved'} "
+              f"(held-out {float(r['heldout_exact']):.1%}, {r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s CPU)",
+              flush=True)
+
+    if args.part in ("all", "tasks"):
+        for name, task_args, model_args, opt_args, every, cap in TASKS:
+            if args.only and name not in args.only:
+                continue
+            a = task_args + model_args + opt_args + ["--eval-every", str(every), "--steps", str(cap)]
+            for seed in args.seeds:
+                record("tasks", name, run_attnlab(args.attnlab, name, a, seed, args.runs))
+    if args.part in ("all", "s"):
+        for seed in args.seeds:  # alternate the two implementations so both see the same machine load
+            record("s", "S-reverse", run_attnlab(args.attnlab, "S-reverse",
+                                                 S_ARGS + ["--eval-every", str(S_EVAL_EVERY), "--steps",
+                                                           str(S_STEP_CAP)], seed, args.runs))
+            record("s", "S-reverse", run_torch(seed))
+
+    # Keep the rows of experiments not rerun this time.
+    rerun = {(r["part"], r["experiment"], r["implementation"]) for r in rows}
+    kept = [r for r in old if (r["part"], r["experiment"], r["implementation"]) not in rerun]
+    for r in kept:
+        for k in ("seed", "parameters", "steps"):
+            r[k] = int(r[k])
+        for k in ("target", "heldout_exact", "seconds", "cpu_seconds"):
+            r[k] = float(r[k])
+        r["solved_at_step"] = int(r["solved_at_step"]) if r["solved_at_step"] else None
+    all_rows = kept + rows
+    order = {name: i for i, (name, *_rest) in enumerate(TASKS)}
+    all_rows.sort(key=lambda r: (r["part"] != "tasks", order.get(r["experiment"], 99), r["implementation"],
+                                 int(r["seed"])))
+    os.makedirs(args.docs, exist_ok=True)
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w.writeheader()
+        for r in all_rows:
+            w.writerow({k: ("" if r[k] is None else r[k]) for k in CSV_FIELDS})
+
+    md_path = os.path.join(args.docs, "experiments.md")
+    text = open(md_path).read() if os.path.exists(md_path) else "# Experiments\n"
+    stamp = datetime.date.today().isoformat()
+    text = replace_block(text, "tasks", f"_Generated by scripts/experiments.py ({stamp})._\n\n" +
+                         tasks_table([r for r in all_rows if r["part"] == "tasks"]))
+    text = replace_block(text, "s-compare", f"_Generated by scripts/experiments.py ({stamp})._\n\n" +
+                         s_table([r for r in all_rows if r["part"] == "s"]))
+    with open(md_path, "w") as f:
+        f.write(text)
+    print(f"wrote {csv_path} and {md_path} in {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

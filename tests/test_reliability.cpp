@@ -1,0 +1,488 @@
+// Reliability of training runs, end to end through the attnlab executable:
+// bad checkpoints are refused without touching the run, SIGINT/SIGTERM stop
+// cleanly and resume bitwise, SIGKILL never leaves an unloadable checkpoint,
+// NaNs stop or skip as --on-nan says, a full disk keeps the last checkpoint,
+// and every bad flag or input gets one clear line and exit code 2.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "framework/io/atomic_file.h"
+#include "framework/io/checkpoint.h"
+#include "framework/io/safetensors.h"
+#include "models/sequence_model.h"
+#include "tests/cli_harness.h"
+
+namespace fs = std::filesystem;
+using attnlab::testing::run_attnlab;
+using attnlab::testing::TempDir;
+using Result = attnlab::testing::CliResult;
+using namespace attnlab;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const char* kTiny = " --task reverse --vocab 6 --min-len 5 --max-len 5 --d-model 32 --heads 2 --layers 1 --d-ff 64"
+                    " --batch-size 32 --heldout 200 --threads 1 --quiet";
+
+std::vector<std::string> words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// Starts `attnlab ARGS` with stdout and stderr into `log`; a positive
+// `max_file_bytes` sets RLIMIT_FSIZE (a full disk, as far as the child can tell).
+pid_t spawn(const std::string& args, const std::string& log, rlim_t max_file_bytes = 0) {
+  std::vector<std::string> argv_text = words(args);
+  argv_text.insert(argv_text.begin(), ATTNLAB_EXE);
+  std::vector<char*> argv;
+  for (std::string& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {  // only async-signal-safe calls until exec
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) ::_exit(126);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    if (max_file_bytes > 0) {
+      rlimit limit{max_file_bytes, max_file_bytes};
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+    }
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// The exit code, or 128 + signal for a killed child. Kills it and fails after `timeout_s`.
+int wait_exit(pid_t pid, double timeout_s = 300) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int status = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    REQUIRE(r >= 0);
+    if (r == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL("attnlab did not exit within " << timeout_s << " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Polls `ready` every 2 ms; fails when the child exits first or after `timeout_s`.
+void wait_until(pid_t pid, const std::function<bool()>& ready, double timeout_s = 300) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!ready()) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) FAIL("attnlab exited before the awaited moment");
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      FAIL("timed out waiting for training to progress");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Complete metric rows (header excluded) written so far.
+int64_t metric_rows(const std::string& run) {
+  const std::string text = slurp(run + "/metrics.csv");
+  const int64_t lines = std::count(text.begin(), text.end(), '\n');
+  return lines > 0 ? lines - 1 : 0;
+}
+
+std::string checkpoint(const std::string& run, int64_t step, const char* suffix = ".safetensors") {
+  char name[64];
+  std::snprintf(name, sizeof name, "/checkpoints/step-%08lld%s", static_cast<long long>(step), suffix);
+  return run + name;
+}
+
+// Every file under `dir`, path -> content: "the run directory is unchanged".
+std::map<std::string, std::string> snapshot(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir))
+    if (entry.is_regular_file()) out[entry.path().string()] = slurp(entry.path().string());
+  return out;
+}
+
+bool same_tensors(const std::string& a_path, const std::string& b_path) {
+  SafetensorsData a = load_safetensors(a_path), b = load_safetensors(b_path);
+  if (a.tensors.size() != b.tensors.size()) return false;
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const Tensor &x = a.tensors[i].second, &y = b.tensors[i].second;
+    if (a.tensors[i].first != b.tensors[i].first || x.shape() != y.shape() ||
+        std::memcmp(x.data(), y.data(), sizeof(Real) * static_cast<size_t>(x.numel())) != 0)
+      return false;
+  }
+  return true;
+}
+
+bool all_finite(const std::string& path) {
+  for (const auto& [name, t] : load_safetensors(path).tensors)
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (!std::isfinite(t[i])) return false;
+  return true;
+}
+
+int64_t step_after(const std::string& text, const std::string& marker) {
+  const size_t at = text.find(marker);
+  REQUIRE(at != std::string::npos);
+  return std::stoll(text.substr(at + marker.size()));
+}
+
+int64_t lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
+
+bool has_temporaries(const std::string& dir) {
+  for (const auto& entry : fs::recursive_directory_iterator(dir))
+    if (entry.path().filename().string().find(".tmp.") != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("eval and train --resume refuse a truncated, corrupt, wrong-version or wrong-model checkpoint, "
+          "say which and why, and leave the run unchanged", "[cli][reliability]") {
+  TempDir dir("rel-refuse");
+  const std::string run = dir / "run", other = dir / "other";
+  REQUIRE(run_attnlab("train" + std::string(kTiny) + " --steps 20 --eval-every 10 --run " + run).code == 0);
+  REQUIRE(run_attnlab("train" + std::string(kTiny) + " --d-model 16 --steps 10 --eval-every 10 --run " + other).code == 0);
+  const std::string model = checkpoint(run, 20), optim = checkpoint(run, 20, ".optim.safetensors");
+  const std::string good = slurp(model), good_optim = slurp(optim);
+
+  SafetensorsData decoded = load_safetensors(model);
+  TensorRefs refs;
+  for (const auto& [name, t] : decoded.tensors) refs.emplace_back(name, &t);
+  Metadata v2 = decoded.metadata;
+  v2["format_version"] = "2";
+  std::string corrupt_data = good;
+  corrupt_data[corrupt_data.size() - 3] ^= 0x40;  // a bit of the last tensor's last value
+  std::string corrupt_meta = good;
+  const size_t step_at = corrupt_meta.find("\"step\":\"20\"");
+  REQUIRE(step_at != std::string::npos);
+  corrupt_meta[step_at + 9] = '1';  // "step":"10": a valid number, just not the one written
+
+  struct Case {
+    const char* what;
+    std::string file, bytes, reason;
+    bool eval_refuses;
+  };
+  const std::vector<Case> cases = {
+      {"truncated to half", model, good.substr(0, good.size() / 2), "the file is truncated or corrupt", true},
+      {"truncated to 5 bytes", model, good.substr(0, 5), "shorter than the 8-byte header length", true},
+      {"a flipped bit in the data", model, corrupt_data, "checksum mismatch: the tensor data is corrupt", true},
+      {"a changed metadata value", model, corrupt_meta, "metadata checksum mismatch", true},
+      {"format version 2", model, encode_safetensors(refs, v2), "checkpoint format version 2, this attnlab reads version 1", true},
+      {"another model's weights", model, slurp(checkpoint(other, 10)), "the checkpoint is of a different model", true},
+      {"a plain safetensors file", model, encode_safetensors(refs), "not an attnlab checkpoint", true},
+      {"the optimizer file for the model file", model, good_optim, "holds a optimizer checkpoint, expected model", true},
+      {"a truncated optimizer file", optim, good_optim.substr(0, good_optim.size() - 100), "truncated or corrupt", false},
+  };
+  for (const Case& c : cases) {
+    INFO("case: " << c.what);
+    write_file_atomic(c.file, c.bytes);
+    const auto before = snapshot(run);
+    Result e = run_attnlab("eval --run " + run);
+    INFO("eval: " << e.out);
+    if (c.eval_refuses) {
+      CHECK(e.code == 2);
+      CHECK_THAT(e.out, Contains(c.file) && Contains(c.reason));
+      CHECK(lines(e.out) == 1);
+    } else {
+      CHECK(e.code == 0);  // eval needs only the weights
+    }
+    Result r = run_attnlab("train --resume " + run + " --steps 30 --quiet");
+    INFO("resume: " << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Contains(c.file) && Contains(c.reason));
+    CHECK(lines(r.out) == 1);
+    CHECK(snapshot(run) == before);
+    write_file_atomic(c.file, c.file == model ? good : good_optim);
+  }
+  // Restored, the run continues: the refusals did no harm.
+  Result r = run_attnlab("train --resume " + run + " --steps 30 --quiet");
+  INFO(r.out);
+  CHECK(r.code == 0);
+}
+
+TEST_CASE("load_checkpoint refuses bad files with IoError naming the file and the problem, model and optimizer untouched",
+          "[io][reliability]") {
+  TempDir dir("rel-api");
+  TransformerConfig c;
+  c.arch = "decoder";
+  c.vocab_size = 8;
+  c.max_len = 16;
+  c.d_model = 8;
+  c.n_heads = 2;
+  c.n_layers = 1;
+  c.d_ff = 16;
+  auto saved = make_model(c, 1);
+  auto saved_opt = make_optimizer(OptimizerConfig{}, saved->named_parameters());
+  const std::string stem = dir / "ck";
+  save_checkpoint(stem, *saved, saved_opt.get(), {{"step", "3"}});
+  const std::string good = slurp(model_path(stem)), good_optim = slurp(optimizer_path(stem));
+  TransformerConfig wider = c;
+  wider.d_model = 16;
+  auto other = make_model(wider, 1);
+  save_checkpoint(dir / "other", *other, nullptr, {});
+
+  auto model = make_model(c, 2);
+  auto optimizer = make_optimizer(OptimizerConfig{}, model->named_parameters());
+  const Tensor first_before = model->named_parameters().front().second.value();
+  auto refused = [&](const std::string& file, const std::string& bytes, const std::string& reason) {
+    INFO("expecting: " << reason);
+    write_file_atomic(file, bytes);
+    REQUIRE_THROWS_AS(load_checkpoint(stem, *model, optimizer.get()), IoError);
+    REQUIRE_THROWS_WITH(load_checkpoint(stem, *model, optimizer.get()), Contains(file) && Contains(reason));
+    const Tensor& now = model->named_parameters().front().second.value();
+    REQUIRE(std::memcmp(now.data(), first_before.data(), sizeof(Real) * static_cast<size_t>(now.numel())) == 0);
+    write_file_atomic(model_path(stem), good);
+    write_file_atomic(optimizer_path(stem), good_optim);
+  };
+  std::string flipped = good;
+  flipped[flipped.size() - 1] ^= 0x01;
+  refused(model_path(stem), good.substr(0, good.size() - 1), "truncated or corrupt");
+  refused(model_path(stem), flipped, "checksum mismatch");
+  refused(model_path(stem), slurp(model_path(dir / "other")), "different model");
+  refused(model_path(stem), good_optim, "expected model");
+  refused(optimizer_path(stem), good_optim.substr(0, 40), "truncated or corrupt");
+  refused(optimizer_path(stem), good, "expected optimizer");
+  fs::remove(optimizer_path(stem));
+  REQUIRE_THROWS_WITH(load_checkpoint(stem, *model, optimizer.get()), Contains(optimizer_path(stem)));
+  write_file_atomic(optimizer_path(stem), good_optim);
+  // And the intact checkpoint loads.
+  REQUIRE(load_checkpoint(stem, *model, optimizer.get()).at("step") == "3");
+}
+
+TEST_CASE("SIGINT finishes the step, checkpoints, says how to resume and exits 130; the resumed run is bitwise "
+          "the uninterrupted one", "[cli][reliability][signals]") {
+  TempDir dir("rel-sigint");
+  const std::string flags = std::string(kTiny) + " --target 0 --dropout 0.1 --eval-every 25 --log-every 1";
+  const std::string a = dir / "a", b = dir / "b";
+  const pid_t pid = spawn("train" + flags + " --steps 100000 --run " + a, dir / "a.log");
+  wait_until(pid, [&] { return metric_rows(a) >= 30; });
+  REQUIRE(::kill(pid, SIGINT) == 0);
+  REQUIRE(wait_exit(pid) == 130);
+  const std::string log = slurp(dir / "a.log");
+  INFO(log);
+  const int64_t k = step_after(log, "interrupted by SIGINT after step ");
+  CHECK_THAT(log, Contains("Resume with: attnlab train --resume " + a + " --steps 100000"));
+  REQUIRE(fs::exists(checkpoint(a, k)));
+  REQUIRE(run_attnlab("eval --run " + a).code == 0);
+
+  const int64_t n = k + 30;
+  Result resumed = run_attnlab("train --resume " + a + " --steps " + std::to_string(n) + " --quiet");
+  INFO(resumed.out);
+  REQUIRE(resumed.code == 0);
+  Result whole = run_attnlab("train" + flags + " --steps " + std::to_string(n) + " --run " + b);
+  INFO(whole.out);
+  REQUIRE(whole.code == 0);
+  CHECK(same_tensors(checkpoint(a, n), checkpoint(b, n)));
+  CHECK(same_tensors(checkpoint(a, n, ".optim.safetensors"), checkpoint(b, n, ".optim.safetensors")));
+}
+
+TEST_CASE("SIGTERM checkpoints and exits 143", "[cli][reliability][signals]") {
+  TempDir dir("rel-sigterm");
+  const std::string run = dir / "run";
+  const pid_t pid = spawn("train" + std::string(kTiny) + " --target 0 --eval-every 1000 --log-every 1 --steps 100000 --run " + run,
+                          dir / "log");
+  wait_until(pid, [&] { return metric_rows(run) >= 5; });
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  REQUIRE(wait_exit(pid) == 143);
+  const std::string log = slurp(dir / "log");
+  INFO(log);
+  const int64_t k = step_after(log, "interrupted by SIGTERM after step ");
+  CHECK(fs::exists(checkpoint(run, k)));
+  Result e = run_attnlab("eval --run " + run);
+  INFO(e.out);
+  CHECK(e.code == 0);
+  CHECK_THAT(e.out, Contains("(step " + std::to_string(k) + ")"));
+}
+
+TEST_CASE("a second SIGINT exits at once with 130 and every checkpoint still loads", "[cli][reliability][signals]") {
+  TempDir dir("rel-double");
+  const std::string run = dir / "run";
+  // Steps long enough (about a second) that both signals land inside one step.
+  const std::string heavy = " --task reverse --vocab 16 --min-len 32 --max-len 32 --d-model 192 --heads 4 --layers 2"
+                            " --d-ff 768 --batch-size 192 --heldout 20 --threads 1 --quiet --target 0 --log-every 1";
+  REQUIRE(run_attnlab("train" + heavy + " --steps 1 --run " + run).code == 0);
+  const auto checkpoints_before = run_attnlab("eval --run " + run);
+  REQUIRE(checkpoints_before.code == 0);
+  // A first SIGINT that lands in the last moments of a step lets the run stop
+  // normally before the second arrives; a few tries make that race irrelevant.
+  bool exited_at_once = false;
+  for (int attempt = 0; attempt < 3 && !exited_at_once; ++attempt) {
+    const int64_t rows = metric_rows(run);
+    const pid_t pid = spawn("train --resume " + run + " --steps 100000 --eval-every 100000 --quiet", dir / "log");
+    wait_until(pid, [&] { return metric_rows(run) > rows; });  // inside the next step
+    REQUIRE(::kill(pid, SIGINT) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::kill(pid, SIGINT);
+    REQUIRE(wait_exit(pid) == 130);
+    const std::string log = slurp(dir / "log");
+    INFO(log);
+    exited_at_once = log.find("interrupted again; exiting at once") != std::string::npos;
+    // Either way every checkpoint on disk loads.
+    Result e = run_attnlab("eval --run " + run);
+    INFO(e.out);
+    REQUIRE(e.code == 0);
+  }
+  CHECK(exited_at_once);
+}
+
+TEST_CASE("SIGKILL at random moments never leaves the latest checkpoint unloadable", "[cli][reliability][signals]") {
+  TempDir dir("rel-sigkill");
+  const std::string run = dir / "run";
+  // A checkpoint every other step, so that many kills land inside a write.
+  const std::string flags = std::string(kTiny) + " --heldout 20 --target 0 --eval-every 2 --log-every 1 --keep 2";
+  std::mt19937_64 rng(77);  // the moments are random but repeatable
+  constexpr int kKills = 10;
+  int loadable = 0;
+  for (int i = 0; i < kKills; ++i) {
+    const pid_t pid = spawn(i == 0 ? "train" + flags + " --steps 1000000 --run " + run
+                                   : "train --resume " + run + " --steps 1000000 --quiet",
+                            dir / "log");
+    if (i == 0) wait_until(pid, [&] { return fs::exists(checkpoint(run, 2)); });
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 400000));
+    ::kill(pid, SIGKILL);
+    const int code = wait_exit(pid);
+    INFO("kill " << i << ": exit " << code << "\n" << slurp(dir / "log"));
+    REQUIRE(code == 128 + SIGKILL);
+    Result e = run_attnlab("eval --run " + run);
+    INFO(e.out);
+    CHECK(e.code == 0);
+    loadable += e.code == 0;
+  }
+  CHECK(loadable == kKills);
+  // A last resume runs to its end and clears what the kills left half-written.
+  Result latest = run_attnlab("eval --run " + run);
+  const int64_t step = step_after(latest.out, "(step ");
+  Result r = run_attnlab("train --resume " + run + " --steps " + std::to_string(step + 4) + " --quiet");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_FALSE(has_temporaries(run));
+}
+
+TEST_CASE("--on-nan stop names the step and the first parameter affected and keeps the last good checkpoint; "
+          "skip continues", "[cli][reliability][nan]") {
+  TempDir dir("rel-nan");
+  const std::string flags = std::string(kTiny) + " --target 0 --eval-every 10";
+  // A parameter from the middle of the model, so that "the first affected" is not just the first one.
+  REQUIRE(run_attnlab("train" + flags + " --steps 10 --run " + (dir / "names")).code == 0);
+  const auto names = load_safetensors(checkpoint(dir / "names", 10)).tensors;
+  const std::string param = names[names.size() / 2].first;
+  const std::string inject = "ATTNLAB_DEBUG_NAN_AT_STEP=15 ATTNLAB_DEBUG_NAN_PARAM=" + param;
+
+  SECTION("stop on a NaN gradient") {
+    const std::string run = dir / "stop";
+    Result r = run_attnlab("train" + flags + " --steps 30 --run " + run, inject);
+    INFO(r.out);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.out, Contains("non-finite gradient at step 15") && Contains("first parameter affected: " + param + ")") &&
+                          Contains("The last checkpoint (step 10) is kept"));
+    CHECK(lines(r.out) == 1);
+    CHECK_FALSE(fs::exists(checkpoint(run, 20)));
+    CHECK(all_finite(checkpoint(run, 10)));
+    Result e = run_attnlab("eval --run " + run);
+    CHECK(e.code == 0);
+    CHECK_THAT(e.out, Contains("(step 10)"));
+  }
+  SECTION("stop on a NaN loss") {
+    Result r = run_attnlab("train" + flags + " --steps 30 --run " + (dir / "loss"),
+                           "ATTNLAB_DEBUG_NAN_AT_STEP=15 ATTNLAB_DEBUG_NAN_PARAM=loss");
+    INFO(r.out);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.out, Contains("non-finite loss at step 15") && Contains("(none: the loss itself)"));
+  }
+  SECTION("without the injection the same run ends normally") {
+    Result r = run_attnlab("train" + flags + " --steps 30 --run " + (dir / "clean"));
+    CHECK(r.code == 0);
+    CHECK(r.out.empty());
+  }
+  SECTION("skip, also on the last step, which still gets its checkpoint") {
+    const std::string run = dir / "skip";
+    Result r = run_attnlab("train" + flags + " --steps 30 --on-nan skip --run " + run,
+                           "ATTNLAB_DEBUG_NAN_AT_STEP=30 ATTNLAB_DEBUG_NAN_PARAM=" + param);
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Contains("non-finite gradient at step 30") && Contains(param) && Contains("step skipped"));
+    REQUIRE(fs::exists(checkpoint(run, 30)));
+    CHECK(all_finite(checkpoint(run, 30)));
+    // The skipped step changed nothing: its weights and optimizer state are those after step 29.
+    REQUIRE(run_attnlab("train" + flags + " --steps 29 --run " + (dir / "29")).code == 0);
+    CHECK(same_tensors(checkpoint(run, 30), checkpoint(dir / "29", 29)));
+    CHECK(same_tensors(checkpoint(run, 30, ".optim.safetensors"), checkpoint(dir / "29", 29, ".optim.safetensors")));
+    Result mid = run_attnlab("train" + flags + " --steps 30 --on-nan skip --run " + (dir / "skip-mid"),
+                             "ATTNLAB_DEBUG_NAN_AT_STEP=15 ATTNLAB_DEBUG_NAN_PARAM=" + param);
+    CHECK(mid.code == 0);
+    CHECK(all_finite(checkpoint(dir / "skip-mid", 30)));
+  }
+}
+
+TEST_CASE("a full disk while checkpointing gives a clear error and keeps the previous checkpoint", "[cli][reliability]") {
+  TempDir dir("rel-disk");
+  const std::string run = dir / "run";
+  REQUIRE(run_attnlab("train" + std::string(kTiny) + " --target 0 --steps 10 --eval-every 10 --run " + run).code == 0);
+  const auto before = slurp(checkpoint(run, 10));
+  REQUIRE(before.size() > 16384);
+  // Files may grow to 16 KiB: metrics.csv fits, a checkpoint does not. SIGXFSZ is not ignored
+  // here: attnlab must ignore it itself, or it would die of it instead of reporting EFBIG.
+  const pid_t pid = spawn("train --resume " + run + " --steps 20", dir / "log", 16384);
+  const int code = wait_exit(pid);
+  const std::string log = slurp(dir / "log");
+  INFO(log);
+  CHECK(code == 2);
+  CHECK_THAT(log, Contains(std::strerror(EFBIG)) && Contains("the checkpoint of step 20 was not written") &&
+                      Contains("the checkpoint of step 10 is intact"));
+  CHECK(slurp(checkpoint(run, 10)) == before);
+  CHECK_FALSE(fs::exists(checkpoint(run, 20)));
+  CHECK_FALSE(fs::exists(checkpoint(run, 20, ".optim.safetensors")));
+  CHECK_FALSE(has_temporaries(run));
+  CHECK(run_attnlab("eval --run " + run).code == 0);
+  // With room again, the run continues.
+  Result r = run_attnlab("train --resume " + run + " --steps 20 --quiet");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(fs::exists(checkpoint(run, 20)));
+}
+
+TEST_CASE("an unwritable run directory gives a clear error", "[cli][reliability]") {
+  TempDir dir("rel-unwritable");
+  write_file_atomic(dir / "file", "not a directory\n");
+  Result under = run_attnlab("train" + std::string(kTiny) + " --steps 1 --run " + (dir / "file/run"));
+  INFO(under.out);
+  CHECK(under.code == 2);
+  CHECK_THAT(under.out, Contains("cannot create run directory '" + (dir / "file/run") + "'"));
+  Result onto = run_attnlab("train" + std::string(kTiny) + " --steps 1 --overwrite --run " + (dir / "file"));
+  INFO(onto.out);
+  CHECK(onto.code == 2);
+  CHECK_THAT(onto.out, Contains("a file of that name exists"));
+  CHECK(slurp(dir / "file") == "not a directory\n");  // --overwrite did not delete the user's file
+}
