@@ -331,7 +331,7 @@ int train(const TrainInvocation& job) {
       stats.exact_acc = acc.exact;
     }
     stats.step = step;
-    stats.heldout_exact = held_valid ? held.exact : -1;
+    stats.heldout_exact = held_valid && !task->language_model() ? held.exact : -1;  // a language model has no exact match
     progress.update(stats);
     if (eval_now) save(step);
     if (eval_now && solved_at == step) break;

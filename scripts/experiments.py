@@ -23,11 +23,12 @@ import datetime
 import json
 import os
 import re
-import resource
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -65,20 +66,24 @@ CSV_FIELDS = ["part", "experiment", "implementation", "task", "model", "seed", "
               "solved_at_step", "steps", "heldout_exact", "seconds", "cpu_seconds", "command"]
 
 
-def child_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+def run_child(cmd):
+    """(exit code, stdout, stderr, CPU seconds of the child: user + system, from wait4)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        return proc.returncode, out.read(), err.read(), usage.ru_utime + usage.ru_stime
 
 
 def run_attnlab(exe, name, args, seed, runs_dir):
     run_dir = os.path.join(runs_dir, f"{name}-s{seed}")
     cmd = [exe, "train"] + args + ["--seed", str(seed), "--threads", "1", "--quiet", "true",
                                    "--overwrite", "true", "--run", run_dir]
-    cpu0 = child_cpu()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    cpu = child_cpu() - cpu0
-    if proc.returncode != 0:
-        sys.exit(f"experiments: {' '.join(map(shlex.quote, cmd))} failed ({proc.returncode}): {proc.stderr.strip()}")
+    code, _, err, cpu = run_child(cmd)
+    if code != 0:
+        raise RuntimeError(f"{' '.join(map(shlex.quote, cmd))} failed ({code}): {err.strip()}")
     with open(os.path.join(run_dir, "summary.json")) as f:
         s = json.load(f)
     solved = s["solved_at_step"] if s["solved_at_step"] > 0 else None
@@ -91,17 +96,17 @@ def run_attnlab(exe, name, args, seed, runs_dir):
 
 def run_torch(seed):
     script = os.path.join(ROOT, "scripts", "torch_train_reverse.py")
-    cmd = [sys.executable, script, "--seeds", str(seed), "--eval-every", str(S_EVAL_EVERY),
-           "--steps", str(S_STEP_CAP), "--target", "0.99", "--heldout", "500"]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"experiments: {' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
-    r = json.loads(proc.stdout.strip().splitlines()[-1])
-    shown = f"python3 scripts/torch_train_reverse.py --seeds {seed} --eval-every {S_EVAL_EVERY} --steps {S_STEP_CAP}"
+    flags = ["--seeds", str(seed), "--eval-every", str(S_EVAL_EVERY), "--steps", str(S_STEP_CAP),
+             "--target", "0.99", "--heldout", "500", "--threads", "1"]
+    code, out, err, _ = run_child([sys.executable, script] + flags)
+    if code != 0:
+        raise RuntimeError(f"{script} {' '.join(flags)} failed ({code}): {err.strip()}")
+    r = json.loads(out.strip().splitlines()[-1])
+    # The script's own wall and CPU time cover its training loop, not Python's start and torch's import.
     return {"implementation": "pytorch", "task": "reverse", "model": "encoder", "seed": seed,
             "parameters": r["parameters"], "target": 0.99, "solved_at_step": r["solved_at_step"],
             "steps": r["steps"], "heldout_exact": r["heldout_exact"], "seconds": r["seconds"],
-            "cpu_seconds": r["cpu_seconds"], "command": shown}
+            "cpu_seconds": r["cpu_seconds"], "command": "python3 scripts/torch_train_reverse.py " + " ".join(flags)}
 
 
 def fmt_steps(rows):
@@ -160,6 +165,8 @@ def main():
     p.add_argument("--part", choices=["all", "tasks", "s"], default="all")
     p.add_argument("--only", nargs="*", default=None, help="task experiments by name (e.g. sort-encoder)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--jobs", type=int, default=1,
+                   help="runs at a time (each on one thread); >1 adds contention to the timings")
     p.add_argument("--runs", default=os.path.join(ROOT, "runs", "experiments"))
     p.add_argument("--docs", default=os.path.join(ROOT, "docs"))
     args = p.parse_args()
@@ -172,34 +179,42 @@ def main():
     if os.path.exists(csv_path):
         with open(csv_path) as f:
             old = list(csv.DictReader(f))
-    rows = []
-    start = time.perf_counter()
-
-    def record(part, name, r):
-        r = dict(r, part=part, experiment=name)
-        rows.append(r)
-        print(f"{part:5} {name:16} {r['implementation']:8} seed {r['seed']}: "
-              f"{'solved at step ' + str(r['solved_at_step']) if r['solved_at_step'] else 'NOT solved'} "
-              f"(held-out {float(r['heldout_exact']):.1%}, {r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s CPU)",
-              flush=True)
-
+    jobs = []  # (part, experiment, function, arguments), in the order of the tables
     if args.part in ("all", "tasks"):
         for name, task_args, model_args, opt_args, every, cap in TASKS:
             if args.only and name not in args.only:
                 continue
             a = task_args + model_args + opt_args + ["--eval-every", str(every), "--steps", str(cap)]
-            for seed in args.seeds:
-                record("tasks", name, run_attnlab(args.attnlab, name, a, seed, args.runs))
+            jobs += [("tasks", name, run_attnlab, (args.attnlab, name, a, seed, args.runs)) for seed in args.seeds]
     if args.part in ("all", "s"):
-        for seed in args.seeds:  # alternate the two implementations so both see the same machine load
-            record("s", "S-reverse", run_attnlab(args.attnlab, "S-reverse",
-                                                 S_ARGS + ["--eval-every", str(S_EVAL_EVERY), "--steps",
-                                                           str(S_STEP_CAP)], seed, args.runs))
-            record("s", "S-reverse", run_torch(seed))
+        s_args = S_ARGS + ["--eval-every", str(S_EVAL_EVERY), "--steps", str(S_STEP_CAP)]
+        for seed in args.seeds:  # interleaved, so that both implementations see the same machine load
+            jobs.append(("s", "S-reverse", run_attnlab, (args.attnlab, "S-reverse", s_args, seed, args.runs)))
+            jobs.append(("s", "S-reverse", run_torch, (seed,)))
 
-    # Keep the rows of experiments not rerun this time.
-    rerun = {(r["part"], r["experiment"], r["implementation"]) for r in rows}
-    kept = [r for r in old if (r["part"], r["experiment"], r["implementation"]) not in rerun]
+    start = time.perf_counter()
+
+    def execute(job):
+        part, name, fn, fn_args = job
+        r = dict(fn(*fn_args), part=part, experiment=name)
+        print(f"{part:5} {name:16} {r['implementation']:8} seed {r['seed']}: "
+              f"{'solved at step ' + str(r['solved_at_step']) if r['solved_at_step'] else 'NOT solved'} "
+              f"(held-out {float(r['heldout_exact']):.1%}, {r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s CPU)",
+              flush=True)
+        return r
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        try:
+            rows = list(pool.map(execute, jobs))
+        except RuntimeError as e:
+            sys.exit(f"experiments: {e}")
+
+    # Keep the rows (experiment, implementation, seed) not rerun this time.
+    def key(r):
+        return r["part"], r["experiment"], r["implementation"], str(r["seed"])
+
+    rerun = {key(r) for r in rows}
+    kept = [r for r in old if key(r) not in rerun]
     for r in kept:
         for k in ("seed", "parameters", "steps"):
             r[k] = int(r[k])

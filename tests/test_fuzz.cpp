@@ -108,7 +108,10 @@ std::string file_bytes(const std::string& path) {
 }
 
 // Plain writes: write_file_atomic's fsync would make thousands of inputs slow.
+// A new file each time, since ext4 flushes a file truncated and rewritten on close.
 void put_bytes(const std::string& path, const std::string& bytes) {
+  std::error_code ec;
+  fs::remove(path, ec);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   REQUIRE(out.good());

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Training throughput of attnlab against the PyTorch reference on the same
+# cores, in one run: for each config (S, M, L) and thread count (1, 2) the two
+# are run alternately, ROUNDS times each, and the best tokens/s of each is
+# compared. Prints a Markdown table; the raw JSON lines go to $OUT (default
+# bench-results.jsonl). Usage: scripts/bench_vs_torch.sh [configs] [threads]
+#   e.g. scripts/bench_vs_torch.sh "S M L" "1 2"
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+configs="${1:-S M L}"
+threads_list="${2:-1 2}"
+rounds="${ROUNDS:-2}"
+out="${OUT:-bench-results.jsonl}"
+attnlab="${ATTNLAB_BUILD_DIR:-$root/build}/attnlab"
+[ -x "$attnlab" ] || { echo "bench_vs_torch: build attnlab first (scripts/build.sh)" >&2; exit 1; }
+: > "$out"
+for c in $configs; do
+  for t in $threads_list; do
+    for r in $(seq "$rounds"); do
+      "$attnlab" bench --config "$c" --threads "$t" | tee -a "$out"
+      /usr/bin/python3 "$root/scripts/torch_reference.py" --bench "$c" --threads "$t" | tee -a "$out"
+    done
+  done
+done
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+best = {}
+for r in rows:
+    key = (r["config"], r["threads"], r["impl"])
+    if key not in best or r["tokens_per_s"] > best[key]["tokens_per_s"]:
+        best[key] = r
+print()
+print("| config | threads | attnlab tok/s | PyTorch tok/s | ratio | attnlab MFU | attnlab RSS MiB | PyTorch RSS MiB |")
+print("|---|---|---|---|---|---|---|---|")
+for (c, t, impl), a in sorted(best.items()):
+    if impl != "attnlab" or (c, t, "pytorch") not in best:
+        continue
+    p = best[(c, t, "pytorch")]
+    mfu = f"{a['mfu']:.0%}" if "mfu" in a else "-"
+    print(f"| {c} | {t} | {a['tokens_per_s']:,.0f} | {p['tokens_per_s']:,.0f} | {a['tokens_per_s'] / p['tokens_per_s']:.2f}x "
+          f"| {mfu} | {a['peak_rss_mib']:.0f} | {p['peak_rss_mib']:.0f} |")
+PY
