@@ -21,7 +21,7 @@ namespace {
 
 std::vector<std::string> token_texts(const Task& task, const IntTensor& ids) {
   std::vector<std::string> out;
-  for (int32_t id : ids.data) out.push_back(task.vocab().token(id));
+  for (int32_t id : ids.data) out.push_back(task.token_text(id));
   return out;
 }
 

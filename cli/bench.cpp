@@ -99,7 +99,7 @@ int run_bench(const Args& args) {
   for (const BenchShape& s : kShapes)
     if (config_name == s.name) shape = &s;
   if (!shape) throw ValueError("--config must be S, M or L, got '" + config_name + "'");
-  if (threads < 1) throw ValueError("--threads must be >= 1, got " + std::to_string(threads));
+  if (threads < 1 || threads > 1024) throw ValueError("--threads must be in [1, 1024], got " + std::to_string(threads));
   if (steps < 0 || warmup < 0) throw ValueError("--steps and --warmup must be >= 0");
   if (steps == 0) steps = shape->name[0] == 'S' ? 20 : shape->name[0] == 'M' ? 10 : 5;
   omp_set_num_threads(threads);

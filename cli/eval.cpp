@@ -83,6 +83,7 @@ int run_eval(const Args& args) {
   if (const std::vector<Example>* own = loaded.task->own_heldout()) {
     // pairs, text: the split fixed by the file (and seed); --heldout takes its first examples.
     if (length > 0) throw ValueError("--len needs a generated task; task '" + s.task.name + "' reads its examples from " + s.task.file);
+    if (own->empty()) throw IoError("run '" + run_path + "' has no held-out examples to evaluate: " + loaded.task->describe());
     std::vector<Example> examples(own->begin(), own->begin() + (count > 0 ? std::min<int64_t>(count, own->size()) : own->size()));
     return report_own_heldout(loaded, run_path, examples, examples_shown);
   }

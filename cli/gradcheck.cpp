@@ -128,7 +128,7 @@ int run_gradcheck(const Args& args) {
   }
   po::notify(vm);
   if (samples < 1) throw ValueError("--samples must be >= 1, got " + std::to_string(samples));
-  if (batch_size < 1) throw ValueError("--batch-size must be >= 1, got " + std::to_string(batch_size));
+  if (batch_size < 1 || batch_size > 4096) throw ValueError("--batch-size must be in [1, 4096], got " + std::to_string(batch_size));
   if (!(eps > 0) || !(tol > 0) || !(atol_frac >= 0))
     throw ValueError("--eps and --tol must be > 0 and --atol-frac >= 0");
   s.seed = seed;

@@ -3,6 +3,7 @@
 // the command line and from an INI file (the command line wins), and the
 // resolved values can be written back as an INI file that repeats the run.
 #include <boost/program_options.hpp>
+#include <charconv>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -55,6 +56,12 @@ class OptionSet {
     return out.str();
   }
   static std::string to_text(const bool& v) { return v ? "true" : "false"; }
+  // The shortest text that reads back as the same value ("0.1", not 0.10000000000000001).
+  static std::string to_text(const double& v) {
+    char buf[64];
+    auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+    return std::string(buf, end);
+  }
   static std::string long_name(const char* name) {
     std::string s(name);
     return s.substr(0, s.find(','));

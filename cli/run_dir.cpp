@@ -62,6 +62,10 @@ TrainSettings load_run_settings(const RunDir& run) {
   } catch (const po::error& e) {
     throw IoError(run.config_path() + ": " + e.what());
   }
+  // A run with a saved vocabulary (file tasks) builds its task from it, not
+  // from its data file, which may have changed or gone since.
+  const std::string vocab = run.path() + "/vocab.txt";
+  if (fs::exists(vocab, ec)) s.task.vocab_path = vocab;
   finalize(s);
   return s;
 }

@@ -1,4 +1,5 @@
 // attnlab tasks: the task suite with an example of each.
+#include <algorithm>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -25,10 +26,19 @@ int run_tasks(const Args& args) {
     return kExitOk;
   }
   po::notify(vm);
+  std::cout << "tasks read from files: pairs (--file a TSV of input<TAB>output lines) and text\n"
+               "(--file a text, character-level language model); see docs/data.md\n\n";
   std::cout << "special tokens: <pad> 0, <bos> 1, <eos> 2, <sep> 3; task symbols start at id 4\n\n";
-  for (const std::string& name : task_names()) {
-    config.name = name;
-    auto task = make_task(config);
+  for (const std::string& name : all_task_names()) {
+    if (name == "pairs" || name == "text") continue;  // they read a file: see --help of train
+    TaskConfig shown = config;
+    shown.name = name;
+    if (name == "recall") {  // pairs of distinct keys: half the symbols are keys
+      shown.vocab = std::max<int64_t>(config.vocab, 16);
+      shown.min_len = std::min<int64_t>(config.min_len, 4);
+      shown.max_len = std::min<int64_t>(config.max_len, 4);
+    }
+    auto task = make_task(shown);
     Rng rng(7);
     std::cout << task->describe() << "\n";
     for (int i = 0; i < 2; ++i) std::cout << "    " << example_text(*task, task->sample(rng)) << "\n";

@@ -271,7 +271,8 @@ int train(const TrainInvocation& job) {
                          std::to_string(step) + " (loss " + std::to_string(loss_value) + ", first parameter affected: " +
                          where + ")";
       if (s.on_nan == "skip") {
-        progress.message("warning: " + what + "; step skipped (--on-nan skip)");
+        progress.finish();  // a warning, printed even with --quiet: a skipped step is lost data
+        std::cerr << "attnlab train: warning: " << what << "; step skipped (--on-nan skip)\n";
         if (probe) probe->abandon();
         model->zero_grad();
         last_step = step;

@@ -137,10 +137,8 @@ class PairsTask : public Task {
   std::string to_text(const std::vector<int32_t>& ids) const override { return table_.decode(ids); }
   std::vector<int32_t> from_text(const std::string& text) const override { return table_.encode(text); }
   std::string token_text(int32_t id) const override { return table_.token(id); }
-  const std::vector<Example>* own_heldout() const override {
-    require_data();
-    return &heldout_;
-  }
+  // Empty (never null) when the file is gone: callers may ask whether the task is a file task.
+  const std::vector<Example>* own_heldout() const override { return &heldout_; }
   bool outputs_fit_inputs() const override { return fit_; }
   std::string saved_vocab() const override { return table_.serialize(); }
   std::string longest_source() const override {

@@ -1,10 +1,18 @@
 // recall (associative recall): the input is n key-value pairs (n in
 // [min_len, max_len]) followed by one of the keys again, the query; the output
-// is that key's value. Keys are the first half of the symbols (0..K-1 with
-// K = vocab / 2), distinct within an input; values are the other half, drawn
-// independently (they may repeat). A model must find the query's earlier
-// occurrence and copy the token after it.
-//   vocab 10: "3 7 0 5 4 9 0" -> "5"
+// is the query key and then its value. Keys are the first half of the symbols
+// (0..K-1 with K = vocab / 2), distinct within an input; values are the other
+// half, drawn independently (they may repeat). A model must find the query's
+// earlier occurrence and copy the token after it.
+//   vocab 10: "3 7 0 5 4 9 0" -> "0 5"
+//
+// Why the key is repeated: a decoder predicts the first output token at
+// [sep], which only knows the query through the token before it; answering
+// there takes a previous-token hop on both the query and the key side, which
+// a 2-layer decoder did not find in 8000 steps (held-out exact match stayed
+// at chance level, about 30%). With the key echoed, the value is predicted at
+// the query token itself, as in multi-query associative recall (Arora et al.,
+// Zoology, 2023): one induction step, learnt like the induction task.
 #include <algorithm>
 
 #include "datasets/more_tasks.h"
@@ -26,7 +34,7 @@ class RecallTask : public Task {
 
   std::string name() const override { return "recall"; }
   std::string describe() const override {
-    return "recall: n key-value pairs then a query key, output its value; keys 0.." + std::to_string(keys_ - 1) +
+    return "recall: n key-value pairs then a query key, output the key and its value; keys 0.." + std::to_string(keys_ - 1) +
            " (distinct), values " + std::to_string(keys_) + ".." + std::to_string(config_.vocab - 1) + ", n = " +
            std::to_string(config_.min_len) + ".." + std::to_string(config_.max_len) + ", V = " + std::to_string(vocab_size());
   }
@@ -60,12 +68,12 @@ class RecallTask : public Task {
     }
     const auto at = std::find(keys.begin(), keys.end(), input.back());
     if (at == keys.end()) throw ValueError("recall: the query " + safe_token(input.back()) + " is not one of the keys");
-    return {input[2 * static_cast<size_t>(at - keys.begin()) + 1]};
+    return {input.back(), input[2 * static_cast<size_t>(at - keys.begin()) + 1]};
   }
 
   int64_t min_input_len() const override { return 2 * config_.min_len + 1; }
   int64_t max_input_len() const override { return 2 * config_.max_len + 1; }
-  int64_t max_output_len() const override { return 1; }
+  int64_t max_output_len() const override { return 2; }
   int64_t input_space_size() const override {  // sum over n of K!/(K-n)! x values^n x n queries
     int64_t total = 0;
     for (int64_t n = config_.min_len; n <= config_.max_len; ++n) {

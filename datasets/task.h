@@ -22,7 +22,8 @@
 // Probes of attention (datasets/induction.cpp, recall.cpp):
 //   induction  input: L distinct random symbols, then one of them again (the
 //              cue); output: the `span` symbols that followed the cue.
-//   recall     input: n key-value pairs then a query key; output: its value.
+//   recall     input: n key-value pairs then a query key; output: the key
+//              again and its value.
 // Tasks read from files (datasets/pairs.cpp, text.cpp), see docs/data.md:
 //   pairs      input<TAB>output lines of `file`; words or characters.
 //   text       a character-level language model over `file`: random windows

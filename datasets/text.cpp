@@ -78,10 +78,8 @@ class TextTask : public Task {
   std::string to_text(const std::vector<int32_t>& ids) const override { return table_.decode(ids); }
   std::vector<int32_t> from_text(const std::string& text) const override { return table_.encode(text); }
   std::string token_text(int32_t id) const override { return table_.token(id); }
-  const std::vector<Example>* own_heldout() const override {
-    require_data();
-    return &heldout_;
-  }
+  // Empty (never null) when the file is gone: callers may ask whether the task is a file task.
+  const std::vector<Example>* own_heldout() const override { return &heldout_; }
   bool language_model() const override { return true; }
   std::string saved_vocab() const override { return table_.serialize(); }
   std::string longest_source() const override { return "--seq-len " + std::to_string(config_.seq_len); }

@@ -3,10 +3,11 @@
 pair to its held-out target with attnlab, and compares attnlab with a PyTorch
 implementation on BENCHMARK.md's S configuration (steps to 99% on reverse).
 
-    /usr/bin/python3 scripts/experiments.py                 # everything (about 1 h on a quiet core)
+    /usr/bin/python3 scripts/experiments.py                 # everything (about 15 min on a quiet core)
     /usr/bin/python3 scripts/experiments.py --part tasks    # only the task table
-    /usr/bin/python3 scripts/experiments.py --part s --seeds 0 1 2
+    /usr/bin/python3 scripts/experiments.py --part s --s-seeds 0 1 2
     /usr/bin/python3 scripts/experiments.py --only sort-encoder --seeds 0
+    /usr/bin/python3 scripts/experiments.py --tables-only    # the tables from docs/experiments.csv
 
 Writes docs/experiments.csv (one row per run) and regenerates the tables of
 docs/experiments.md between its `<!-- BEGIN name -->` / `<!-- END name -->`
@@ -49,8 +50,8 @@ TASKS = [
     ("copy-seq2seq", ["--task", "copy"] + SEQ, ["--model", "seq2seq"], [], 50, 1000),
     ("reverse-seq2seq", ["--task", "reverse"] + SEQ, ["--model", "seq2seq"], [], 50, 1000),
     ("sort-seq2seq", ["--task", "sort"] + SEQ, ["--model", "seq2seq"], COSINE, 100, 2000),
-    ("add-decoder", ["--task", "add", "--digits", "3", "--target", "0.95"], ["--model", "decoder"],
-     ["--schedule", "cosine", "--warmup", "100", "--lr", "2e-3"], 100, 4000),
+    ("add-decoder", ["--task", "add", "--digits", "3", "--target", "0.95"], ["--model", "decoder", "--layers", "3"],
+     COSINE, 100, 4000),
 ]
 
 # BENCHMARK.md's S configuration with the PyTorch reference's hyperparameters.
@@ -60,7 +61,7 @@ S_ARGS = ["--task", "reverse", "--vocab", "12", "--min-len", "16", "--max-len", 
           "--lr", "1e-3", "--beta1", "0.9", "--beta2", "0.999", "--eps", "1e-8", "--weight-decay", "0.01",
           "--schedule", "constant", "--clip", "0", "--norm", "pre", "--positional", "sinusoidal",
           "--dropout", "0", "--target", "0.99", "--heldout", "500"]
-S_EVAL_EVERY, S_STEP_CAP = 25, 3000
+S_EVAL_EVERY, S_STEP_CAP = 10, 3000
 
 CSV_FIELDS = ["part", "experiment", "implementation", "task", "model", "seed", "parameters", "target",
               "solved_at_step", "steps", "heldout_exact", "seconds", "cpu_seconds", "command"]
@@ -128,7 +129,7 @@ def tasks_table(rows):
         if not rs:
             continue
         solved = sum(1 for r in rs if r["solved_at_step"])
-        settings = " ".join(opt_args + ["--eval-every", str(every), "--steps", str(cap)])
+        settings = " ".join(model_args[2:] + opt_args + ["--eval-every", str(every), "--steps", str(cap)])
         out.append(f"| {rs[0]['task']} | {rs[0]['model']} | {rs[0]['parameters']:,} | `{settings}` "
                    f"| {float(rs[0]['target']):.0%} | {fmt_steps(rs)} | {median([r['seconds'] for r in rs]):.1f} "
                    f"| {median([r['cpu_seconds'] for r in rs]):.1f} | {solved}/{len(rs)} |")
@@ -136,7 +137,7 @@ def tasks_table(rows):
 
 
 def s_table(rows):
-    out = ["| implementation | parameters | weight decay on | steps to 99% (per seed) | median steps "
+    out = ["| implementation | parameters | weight decay on | steps to 99% (per seed) | median / mean / range "
            "| seconds, wall (per seed) | seconds, CPU (per seed) |",
            "|---|---|---|---|---|---|---|"]
     for impl in ("attnlab", "pytorch"):
@@ -144,15 +145,19 @@ def s_table(rows):
         if not rs:
             continue
         steps = [r["solved_at_step"] for r in rs if r["solved_at_step"]]
-        med = f"{median(steps):g}" if len(steps) == len(rs) else "—"
+        if len(steps) == len(rs):
+            summary = f"{median(steps):g} / {sum(steps) / len(steps):.1f} / {min(steps)}–{max(steps)}"
+        else:
+            summary = f"{len(rs) - len(steps)} of {len(rs)} not solved"
         wall = ", ".join(f"{r['seconds']:.1f}" for r in rs)
         cpu = ", ".join(f"{r['cpu_seconds']:.1f}" for r in rs)
         out.append(f"| {impl} | {rs[0]['parameters']:,} | weights only (no biases, LayerNorm, embeddings) "
-                   f"| {fmt_steps(rs)} | {med} | {wall} | {cpu} |")
+                   f"| {fmt_steps(rs)} | {summary} | {wall} | {cpu} |")
     return "\n".join(out)
 
 
 def replace_block(text, name, body):
+    """The text between <!-- BEGIN name --> and <!-- END name --> becomes body (appended if absent)."""
     pattern = re.compile(rf"(<!-- BEGIN {name} -->\n).*?(<!-- END {name} -->)", re.S)
     if not pattern.search(text):
         return text + f"\n<!-- BEGIN {name} -->\n{body}\n<!-- END {name} -->\n"
@@ -164,13 +169,15 @@ def main():
     p.add_argument("--attnlab", default=os.path.join(ROOT, "build", "attnlab"), help="the attnlab binary")
     p.add_argument("--part", choices=["all", "tasks", "s"], default="all")
     p.add_argument("--only", nargs="*", default=None, help="task experiments by name (e.g. sort-encoder)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the task runs")
+    p.add_argument("--s-seeds", type=int, nargs="+", default=list(range(10)), help="seeds of the S comparison")
     p.add_argument("--jobs", type=int, default=1,
                    help="runs at a time (each on one thread); >1 adds contention to the timings")
+    p.add_argument("--tables-only", action="store_true", help="rewrite the tables from docs/experiments.csv; run nothing")
     p.add_argument("--runs", default=os.path.join(ROOT, "runs", "experiments"))
     p.add_argument("--docs", default=os.path.join(ROOT, "docs"))
     args = p.parse_args()
-    if not os.access(args.attnlab, os.X_OK):
+    if not args.tables_only and not os.access(args.attnlab, os.X_OK):
         sys.exit(f"experiments: no attnlab binary at {args.attnlab}; build it (scripts/build.sh) or pass --attnlab")
     os.makedirs(args.runs, exist_ok=True)
 
@@ -180,15 +187,17 @@ def main():
         with open(csv_path) as f:
             old = list(csv.DictReader(f))
     jobs = []  # (part, experiment, function, arguments), in the order of the tables
-    if args.part in ("all", "tasks"):
+    if args.tables_only:
+        pass
+    elif args.part in ("all", "tasks"):
         for name, task_args, model_args, opt_args, every, cap in TASKS:
             if args.only and name not in args.only:
                 continue
             a = task_args + model_args + opt_args + ["--eval-every", str(every), "--steps", str(cap)]
             jobs += [("tasks", name, run_attnlab, (args.attnlab, name, a, seed, args.runs)) for seed in args.seeds]
-    if args.part in ("all", "s"):
+    if args.part in ("all", "s") and not args.tables_only:
         s_args = S_ARGS + ["--eval-every", str(S_EVAL_EVERY), "--steps", str(S_STEP_CAP)]
-        for seed in args.seeds:  # interleaved, so that both implementations see the same machine load
+        for seed in args.s_seeds:  # interleaved, so that both implementations see the same machine load
             jobs.append(("s", "S-reverse", run_attnlab, (args.attnlab, "S-reverse", s_args, seed, args.runs)))
             jobs.append(("s", "S-reverse", run_torch, (seed,)))
 

@@ -40,6 +40,7 @@ reached), "steps", "heldout_exact", "seconds" (wall), "cpu_seconds",
 import argparse
 import json
 import math
+import sys
 import time
 
 import torch
@@ -185,6 +186,8 @@ def run(args, seed):
         opt.step()
         if step % args.eval_every == 0 or step == args.steps:
             exact = exact_match(model, heldout)
+            if args.verbose:
+                print(f"seed {seed} step {step}: loss {loss.item():.4f}, held-out exact {exact:.3f}", file=sys.stderr)
             if exact >= args.target:
                 solved = step
                 break
@@ -218,6 +221,7 @@ def main():
     p.add_argument("--heldout", type=int, default=500)
     p.add_argument("--target", type=float, default=0.99)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--verbose", action="store_true", help="print loss and held-out exact match at every evaluation (stderr)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     for seed in args.seeds:

@@ -41,7 +41,7 @@ std::string reverse_pairs() {
 
 }  // namespace
 
-TEST_CASE("pairs: train, eval and predict a decoder; later commands map words with the saved vocabulary", "[cli][data]") {
+TEST_CASE("pairs: train, eval and predict a decoder, later commands map words with the saved vocabulary", "[cli][data]") {
   TempDir dir("data-pairs");
   const std::string file = write(dir / "rev.tsv", reverse_pairs());
   const std::string run = dir / "run";
@@ -114,6 +114,9 @@ TEST_CASE("text: a character model trains, reports bits per character and sample
   INFO(e.out);
   REQUIRE(e.code == 0);
   CHECK(e.out.find("bits per character") != std::string::npos);
+  Result encoder = run_attnlab("train --task text --file " + file + " --model encoder --run " + (dir / "enc"));
+  CHECK(encoder.code == 2);
+  CHECK(encoder.out.find("--model decoder") != std::string::npos);
 
   const std::string sample = "sample --run " + run + " --prompt \"the \" --tokens 40 --temperature 0.8 --top-k 5";
   Result a = run_attnlab(sample + " --seed 1"), b = run_attnlab(sample + " --seed 1"), c = run_attnlab(sample + " --seed 2");
@@ -124,15 +127,21 @@ TEST_CASE("text: a character model trains, reports bits per character and sample
   CHECK(a.out.rfind("the ", 0) == 0);
   CHECK(a.out.size() == 4 + 40 + 1);  // the prompt, 40 generated characters (ASCII: one byte each), a newline
 
+  // The run keeps its vocabulary: sampling works without the text file; evaluating says what is missing.
+  fs::remove(file);
+  Result orphan = run_attnlab(sample + " --seed 1");
+  CHECK(orphan.code == 0);
+  CHECK(orphan.out == a.out);
+  Result gone = run_attnlab("eval --run " + run);
+  CHECK(gone.code == 2);
+  CHECK(gone.out.find("cannot read '" + file + "'") != std::string::npos);
+
   Result unknown = run_attnlab("sample --run " + run + " --prompt \"the dog\"");
   CHECK(unknown.code == 2);
   CHECK(unknown.out.find("unknown token 'd'") != std::string::npos);
   Result predict = run_attnlab("predict --run " + run + " \"the\"");
   CHECK(predict.code == 2);
   CHECK(predict.out.find("attnlab sample") != std::string::npos);
-  Result encoder = run_attnlab("train --task text --file " + file + " --model encoder --run " + (dir / "enc"));
-  CHECK(encoder.code == 2);
-  CHECK(encoder.out.find("--model decoder") != std::string::npos);
 }
 
 TEST_CASE("induction and recall train end to end with a decoder", "[cli][data]") {

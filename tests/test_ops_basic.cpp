@@ -270,7 +270,7 @@ TEST_CASE("sum and mean reduce along an axis with and without keepdim", "[ops][r
   REQUIRE(sum(x).shape() == Shape{});
 }
 
-TEST_CASE("embedding gathers rows and rejects an id outside [0, V) by name", "[ops][embedding]") {
+TEST_CASE("embedding gathers rows and rejects an id outside 0..V-1 by name", "[ops][embedding]") {
   Var w(iota({5, 2}), true);
   IntTensor ids({2, 2});
   ids.data = {4, 0, 4, 1};
@@ -332,7 +332,7 @@ TEST_CASE("dropout keeps about 1-p of a large tensor, scaled by 1/(1-p)", "[ops]
   for (int64_t i = 0; i < n; i += 997) REQUIRE(x.grad()[i] == Approx(y.value()[i] / 2));
 }
 
-TEST_CASE("dropout is the identity in eval mode and at p = 0, and rejects p outside [0, 1)", "[ops][dropout]") {
+TEST_CASE("dropout is the identity in eval mode and at p = 0, and rejects p outside 0 <= p < 1", "[ops][dropout]") {
   Var x(iota({3, 4}), true);
   Rng rng(1);
   REQUIRE(dropout(x, 0.5f, rng, false).node() == x.node());

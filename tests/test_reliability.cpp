@@ -39,8 +39,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const char* kTiny = " --task reverse --vocab 6 --min-len 5 --max-len 5 --d-model 32 --heads 2 --layers 1 --d-ff 64"
-                    " --batch-size 32 --heldout 200 --threads 1 --quiet";
+const char* kTinyTask = " --task reverse --vocab 6 --min-len 5 --max-len 5 --heads 2 --layers 1 --d-ff 64"
+                        " --batch-size 32 --threads 1 --quiet";
+const std::string kTiny = std::string(kTinyTask) + " --d-model 32 --heldout 200";
 
 std::vector<std::string> words(const std::string& text) {
   std::istringstream in(text);
@@ -172,8 +173,8 @@ TEST_CASE("eval and train --resume refuse a truncated, corrupt, wrong-version or
           "say which and why, and leave the run unchanged", "[cli][reliability]") {
   TempDir dir("rel-refuse");
   const std::string run = dir / "run", other = dir / "other";
-  REQUIRE(run_attnlab("train" + std::string(kTiny) + " --steps 20 --eval-every 10 --run " + run).code == 0);
-  REQUIRE(run_attnlab("train" + std::string(kTiny) + " --d-model 16 --steps 10 --eval-every 10 --run " + other).code == 0);
+  REQUIRE(run_attnlab("train" + kTiny + " --steps 20 --eval-every 10 --run " + run).code == 0);
+  REQUIRE(run_attnlab("train" + std::string(kTinyTask) + " --d-model 16 --heldout 200 --steps 10 --eval-every 10 --run " + other).code == 0);
   const std::string model = checkpoint(run, 20), optim = checkpoint(run, 20, ".optim.safetensors");
   const std::string good = slurp(model), good_optim = slurp(optim);
 
@@ -202,7 +203,7 @@ TEST_CASE("eval and train --resume refuse a truncated, corrupt, wrong-version or
       {"format version 2", model, encode_safetensors(refs, v2), "checkpoint format version 2, this attnlab reads version 1", true},
       {"another model's weights", model, slurp(checkpoint(other, 10)), "the checkpoint is of a different model", true},
       {"a plain safetensors file", model, encode_safetensors(refs), "not an attnlab checkpoint", true},
-      {"the optimizer file for the model file", model, good_optim, "holds a optimizer checkpoint, expected model", true},
+      {"the optimizer file for the model file", model, good_optim, "holds an optimizer checkpoint, expected a model checkpoint", true},
       {"a truncated optimizer file", optim, good_optim.substr(0, good_optim.size() - 100), "truncated or corrupt", false},
   };
   for (const Case& c : cases) {
@@ -271,9 +272,9 @@ TEST_CASE("load_checkpoint refuses bad files with IoError naming the file and th
   refused(model_path(stem), good.substr(0, good.size() - 1), "truncated or corrupt");
   refused(model_path(stem), flipped, "checksum mismatch");
   refused(model_path(stem), slurp(model_path(dir / "other")), "different model");
-  refused(model_path(stem), good_optim, "expected model");
+  refused(model_path(stem), good_optim, "expected a model checkpoint");
   refused(optimizer_path(stem), good_optim.substr(0, 40), "truncated or corrupt");
-  refused(optimizer_path(stem), good, "expected optimizer");
+  refused(optimizer_path(stem), good, "expected an optimizer checkpoint");
   fs::remove(optimizer_path(stem));
   REQUIRE_THROWS_WITH(load_checkpoint(stem, *model, optimizer.get()), Contains(optimizer_path(stem)));
   write_file_atomic(optimizer_path(stem), good_optim);
@@ -281,10 +282,10 @@ TEST_CASE("load_checkpoint refuses bad files with IoError naming the file and th
   REQUIRE(load_checkpoint(stem, *model, optimizer.get()).at("step") == "3");
 }
 
-TEST_CASE("SIGINT finishes the step, checkpoints, says how to resume and exits 130; the resumed run is bitwise "
+TEST_CASE("SIGINT finishes the step, checkpoints, says how to resume and exits 130, the resumed run is bitwise "
           "the uninterrupted one", "[cli][reliability][signals]") {
   TempDir dir("rel-sigint");
-  const std::string flags = std::string(kTiny) + " --target 0 --dropout 0.1 --eval-every 25 --log-every 1";
+  const std::string flags = kTiny + " --target 0 --dropout 0.1 --eval-every 25 --log-every 1";
   const std::string a = dir / "a", b = dir / "b";
   const pid_t pid = spawn("train" + flags + " --steps 100000 --run " + a, dir / "a.log");
   wait_until(pid, [&] { return metric_rows(a) >= 30; });
@@ -311,7 +312,7 @@ TEST_CASE("SIGINT finishes the step, checkpoints, says how to resume and exits 1
 TEST_CASE("SIGTERM checkpoints and exits 143", "[cli][reliability][signals]") {
   TempDir dir("rel-sigterm");
   const std::string run = dir / "run";
-  const pid_t pid = spawn("train" + std::string(kTiny) + " --target 0 --eval-every 1000 --log-every 1 --steps 100000 --run " + run,
+  const pid_t pid = spawn("train" + kTiny + " --target 0 --eval-every 1000 --log-every 1 --steps 100000 --run " + run,
                           dir / "log");
   wait_until(pid, [&] { return metric_rows(run) >= 5; });
   REQUIRE(::kill(pid, SIGTERM) == 0);
@@ -361,7 +362,7 @@ TEST_CASE("SIGKILL at random moments never leaves the latest checkpoint unloadab
   TempDir dir("rel-sigkill");
   const std::string run = dir / "run";
   // A checkpoint every other step, so that many kills land inside a write.
-  const std::string flags = std::string(kTiny) + " --heldout 20 --target 0 --eval-every 2 --log-every 1 --keep 2";
+  const std::string flags = std::string(kTinyTask) + " --d-model 32 --heldout 20 --target 0 --eval-every 2 --log-every 1 --keep 2";
   std::mt19937_64 rng(77);  // the moments are random but repeatable
   constexpr int kKills = 10;
   int loadable = 0;
@@ -390,10 +391,10 @@ TEST_CASE("SIGKILL at random moments never leaves the latest checkpoint unloadab
   CHECK_FALSE(has_temporaries(run));
 }
 
-TEST_CASE("--on-nan stop names the step and the first parameter affected and keeps the last good checkpoint; "
+TEST_CASE("train --on-nan stop names the step and the first parameter affected and keeps the last good checkpoint, "
           "skip continues", "[cli][reliability][nan]") {
   TempDir dir("rel-nan");
-  const std::string flags = std::string(kTiny) + " --target 0 --eval-every 10";
+  const std::string flags = kTiny + " --target 0 --eval-every 10";
   // A parameter from the middle of the model, so that "the first affected" is not just the first one.
   REQUIRE(run_attnlab("train" + flags + " --steps 10 --run " + (dir / "names")).code == 0);
   const auto names = load_safetensors(checkpoint(dir / "names", 10)).tensors;
@@ -449,7 +450,7 @@ TEST_CASE("--on-nan stop names the step and the first parameter affected and kee
 TEST_CASE("a full disk while checkpointing gives a clear error and keeps the previous checkpoint", "[cli][reliability]") {
   TempDir dir("rel-disk");
   const std::string run = dir / "run";
-  REQUIRE(run_attnlab("train" + std::string(kTiny) + " --target 0 --steps 10 --eval-every 10 --run " + run).code == 0);
+  REQUIRE(run_attnlab("train" + kTiny + " --target 0 --steps 10 --eval-every 10 --run " + run).code == 0);
   const auto before = slurp(checkpoint(run, 10));
   REQUIRE(before.size() > 16384);
   // Files may grow to 16 KiB: metrics.csv fits, a checkpoint does not. SIGXFSZ is not ignored
@@ -476,13 +477,76 @@ TEST_CASE("a full disk while checkpointing gives a clear error and keeps the pre
 TEST_CASE("an unwritable run directory gives a clear error", "[cli][reliability]") {
   TempDir dir("rel-unwritable");
   write_file_atomic(dir / "file", "not a directory\n");
-  Result under = run_attnlab("train" + std::string(kTiny) + " --steps 1 --run " + (dir / "file/run"));
+  Result under = run_attnlab("train" + kTiny + " --steps 1 --run " + (dir / "file/run"));
   INFO(under.out);
   CHECK(under.code == 2);
   CHECK_THAT(under.out, Contains("cannot create run directory '" + (dir / "file/run") + "'"));
-  Result onto = run_attnlab("train" + std::string(kTiny) + " --steps 1 --overwrite --run " + (dir / "file"));
+  Result onto = run_attnlab("train" + kTiny + " --steps 1 --overwrite --run " + (dir / "file"));
   INFO(onto.out);
   CHECK(onto.code == 2);
   CHECK_THAT(onto.out, Contains("a file of that name exists"));
   CHECK(slurp(dir / "file") == "not a directory\n");  // --overwrite did not delete the user's file
+}
+
+TEST_CASE("every bad flag, config key and predict input gets one line naming it, exit code 2 and no run directory",
+          "[cli][reliability][errors]") {
+  TempDir dir("rel-errors");
+  const std::string run = dir / "run", never = dir / "never";
+  REQUIRE(run_attnlab("train" + kTiny + " --steps 10 --eval-every 10 --run " + run).code == 0);
+  auto ini = [&](const std::string& name, const std::string& text) {
+    write_file_atomic(dir / name, text);
+    return dir / name;
+  };
+  std::string seventy;
+  for (int i = 0; i < 70; ++i) seventy += "1 ";
+  // docs/errors.md lists these with their full messages.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train --heads 3 --d-model 64", "--heads 3 does not divide --d-model 64"},
+      {"train --d-model 0", "--d-model must be >= 1, got 0"},
+      {"train --vocab 1", "--vocab must be >= 2, got 1"},
+      {"train --min-len 9 --max-len 3", "--min-len 9 is greater than --max-len 3"},
+      {"train --dropout nan", "--dropout must be in [0, 1), got nan"},
+      {"train --lr 0", "--lr must be > 0, got 0"},
+      {"train --optimizer rmsprop", "--optimizer must be one of adam, adamw, sgd, got 'rmsprop'"},
+      {"train --optimizer adam --momentum 0.9", "--momentum and --nesterov apply to --optimizer sgd, not adam"},
+      {"train --optimizer sgd --beta1 0.5", "--beta1, --beta2 and --eps apply to --optimizer adam and adamw, not sgd"},
+      {"train --optimizer sgd --nesterov", "--nesterov needs --momentum > 0"},
+      {"train --schedule linear --warmup 500 --steps 100", "--warmup 500 must be below --steps 100"},
+      {"train --schedule constant --min-lr 1e-5", "--min-lr applies to --schedule linear and cosine, not constant"},
+      {"train --positional rope --d-model 30 --heads 2", "--positional rope rotates pairs of channels"},
+      {"train --attn-scale banana", "--attn-scale must be sqrt, none, linear or a positive number, got 'banana'"},
+      {"train --d-k 8 --parameter-free-attention", "--d-k and --d-v do not apply to --parameter-free-attention"},
+      {"train --weight-decay 0 --decay-all", "--decay-all has no effect with --weight-decay 0"},
+      {"train --on-nan ignore", "--on-nan must be stop or skip, got 'ignore'"},
+      {"train --vocab 2 --min-len 2 --max-len 2 --heldout 4", "--heldout 4 leaves nothing to train on"},
+      {"train --batch-size 100000000 --d-model 512", "GiB of memory, this machine has"},
+      {"train --steps 1.5", "the argument ('1.5') for option '--steps' is invalid"},
+      {"train --config " + ini("unknown.ini", "colour = red\n"), "unknown.ini: unrecognised option 'colour'"},
+      {"train --config " + ini("type.ini", "d-model = big\n"), "type.ini: the argument ('big') for option 'd-model' is invalid"},
+      {"train --config " + ini("range.ini", "d-model = -4\n"), "--d-model must be >= 1, got -4 (with --config"},
+      {"train --config " + ini("syntax.ini", "d-model\n"), "syntax.ini: the options configuration file contains an invalid line"},
+      {"train --config " + ini("twice.ini", "steps = 5\nsteps = 6\n"), "option 'steps' cannot be specified more than once"},
+      {"train --config " + ini("contra.ini", "optimizer = sgd\nbeta1 = 0.5\n"), "apply to --optimizer adam and adamw, not sgd"},
+      {"train --config " + (dir / "missing.ini"), "cannot read config file"},
+      {"train --resume " + run + " --steps 5", "is already at step 10; pass --steps N with N > 10"},
+      {"train --resume " + run + " --steps 20 --d-model 64", "--d-model cannot change when resuming"},
+      {"eval --run " + run + " --len 500", "--len 500 needs sequences of 500 positions; this model's positional table has 64"},
+      {"eval --run " + run + " --step 7", "has no checkpoint of step 7"},
+      {"eval --run " + run + " --step -1", "--step must be >= 1, got -1"},
+      {"predict --run " + run + " \"1 2 x\"", "unknown symbol 'x' (known: 0..5"},
+      {"predict --run " + run + " \"1 2 7\"", "unknown symbol '7'"},
+      {"predict --run " + run + " \"<bos> 1 2\"", "the input holds the special token <bos>"},
+      {"predict --run " + run + " \"\"", "the input sequence is empty"},
+      {"predict --run " + run + " \"" + seventy + "\"", "the input has 70 tokens; this model takes sequences of at most 64 positions"},
+      {"bench --config XL", "--config must be S, M or L"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const bool trains = args.rfind("train ", 0) == 0 && args.find("--resume") == std::string::npos;
+    Result r = run_attnlab(args + (trains ? " --run " + never : std::string()));
+    INFO(args << " -> " << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Contains(expected));
+    CHECK(lines(r.out) == 1);
+    CHECK_FALSE(fs::exists(never));
+  }
 }

@@ -78,7 +78,8 @@ SafetensorsData read_checked(const std::string& path, const char* kind) {
   if (it != data.metadata.end() && it->second != metadata_checksum(data.metadata))
     throw IoError(path + ": metadata checksum mismatch: the metadata (step, config, generator states) is corrupt");
   if (meta(data.metadata, "kind", path) != kind)
-    throw IoError(path + ": holds a " + data.metadata["kind"] + " checkpoint, expected " + kind);
+    throw IoError(path + ": holds " + (data.metadata["kind"] == "optimizer" ? "an " : "a ") + data.metadata["kind"] +
+                  " checkpoint, expected " + (std::string(kind) == "optimizer" ? "an " : "a ") + kind + " checkpoint");
   TensorRefs refs;
   for (const auto& [name, t] : data.tensors) refs.emplace_back(name, &t);
   if (checksum(refs) != meta(data.metadata, "checksum", path))
