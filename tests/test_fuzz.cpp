@@ -139,7 +139,8 @@ bool same(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i].shape() != b[i].shape() ||
-        std::memcmp(a[i].data(), b[i].data(), sizeof(Real) * static_cast<size_t>(a[i].numel())) != 0)
+        (a[i].numel() > 0 &&
+         std::memcmp(a[i].data(), b[i].data(), sizeof(Real) * static_cast<size_t>(a[i].numel())) != 0))
       return false;
   return true;
 }
