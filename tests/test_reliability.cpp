@@ -330,9 +330,9 @@ TEST_CASE("SIGTERM checkpoints and exits 143", "[cli][reliability][signals]") {
 TEST_CASE("a second SIGINT exits at once with 130 and every checkpoint still loads", "[cli][reliability][signals]") {
   TempDir dir("rel-double");
   const std::string run = dir / "run";
-  // Steps long enough (about a second) that both signals land inside one step.
-  const std::string heavy = " --task reverse --vocab 16 --min-len 32 --max-len 32 --d-model 192 --heads 4 --layers 2"
-                            " --d-ff 768 --batch-size 192 --heldout 20 --threads 1 --quiet --target 0 --log-every 1";
+  // Steps long enough (a few tenths of a second) that both signals land inside one step.
+  const std::string heavy = " --task reverse --vocab 16 --min-len 32 --max-len 32 --d-model 128 --heads 4 --layers 2"
+                            " --d-ff 512 --batch-size 128 --heldout 20 --threads 1 --quiet --target 0 --log-every 1";
   REQUIRE(run_attnlab("train" + heavy + " --steps 1 --run " + run).code == 0);
   const auto checkpoints_before = run_attnlab("eval --run " + run);
   REQUIRE(checkpoints_before.code == 0);
@@ -342,7 +342,8 @@ TEST_CASE("a second SIGINT exits at once with 130 and every checkpoint still loa
   for (int attempt = 0; attempt < 3 && !exited_at_once; ++attempt) {
     const int64_t rows = metric_rows(run);
     const pid_t pid = spawn("train --resume " + run + " --steps 100000 --eval-every 100000 --quiet", dir / "log");
-    wait_until(pid, [&] { return metric_rows(run) > rows; });  // inside the next step
+    wait_until(pid, [&] { return metric_rows(run) > rows; });  // a step ended (its row is written last)
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // well inside the next one
     REQUIRE(::kill(pid, SIGINT) == 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     ::kill(pid, SIGINT);
