@@ -25,10 +25,36 @@ import argparse
 import json
 import math
 import os
+import sys
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+def pin_blas_threads(argv):
+    """Fixes the BLAS thread count for --bench before torch loads the BLAS.
+
+    Debian's torch calls the BLAS through the generic libblas.so.3 (OpenBLAS
+    here), and torch.set_num_threads does not reach it: unpinned, OpenBLAS
+    starts one thread per core, so a "1-thread" PyTorch run used both cores.
+    OpenBLAS reads OPENBLAS_NUM_THREADS once, when it is loaded, so this must
+    run before `import torch`. --blas-threads defaults to --threads.
+    """
+    def value(flag):
+        for i, a in enumerate(argv):
+            if a == flag and i + 1 < len(argv):
+                return argv[i + 1]
+            if a.startswith(flag + "="):
+                return a.split("=", 1)[1]
+        return None
+    if "--bench" not in argv and not any(a.startswith("--bench=") for a in argv):
+        return
+    blas = value("--blas-threads") or value("--threads") or "1"
+    os.environ["OPENBLAS_NUM_THREADS"] = blas
+    os.environ["OMP_NUM_THREADS"] = value("--threads") or "1"
+
+
+pin_blas_threads(sys.argv[1:])
+import torch  # noqa: E402  (after pin_blas_threads, on purpose)
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 PAD, BOS, EOS, SEP = 0, 1, 2, 3  # datasets/vocab.h; task symbols start at 4
 IGNORE = -100
@@ -377,8 +403,13 @@ BENCH_SHAPES = {  # V, T, d, h, L, d_ff, B (BENCHMARK.md)
 }
 
 
-def bench(name, threads, steps, warmup, seed=0):
-    """Times training steps of the BENCHMARK.md encoder tagger; prints one JSON line."""
+def bench(name, threads, blas_threads, steps, warmup, seed=0):
+    """Times training steps of the BENCHMARK.md encoder tagger; prints one JSON line.
+
+    threads: torch's own (intra-op) threads; blas_threads: OpenBLAS's, pinned
+    by pin_blas_threads. "threads" in the JSON line is the cores the run may
+    use, the larger of the two, so that it compares with attnlab's --threads.
+    """
     import resource
     import time
     torch.set_num_threads(threads)
@@ -407,7 +438,8 @@ def bench(name, threads, steps, warmup, seed=0):
     tokens_per_s = B * T / median
     flops_fwd = L * (8 * d * d + 4 * d * d_ff + 4 * T * d) + 2 * d * V
     print(json.dumps({
-        "impl": "pytorch", "torch": torch.__version__, "config": name, "threads": threads, "steps": steps,
+        "impl": "pytorch", "torch": torch.__version__, "config": name, "threads": max(threads, blas_threads),
+        "torch_threads": threads, "blas_threads": blas_threads, "steps": steps,
         "step_ms": median * 1e3, "tokens_per_s": tokens_per_s,
         "params": sum(p.numel() for p in model.parameters()),
         "gflops": 3 * flops_fwd * tokens_per_s / 1e9, "final_loss": loss.item(),
@@ -419,11 +451,15 @@ def main():
     ap.add_argument("--out", default="tests/data", help="directory for the model_*.json fixtures")
     ap.add_argument("--bench", choices=sorted(BENCH_SHAPES), help="time the benchmark model instead")
     ap.add_argument("--threads", type=int, default=1, help="--bench: torch threads")
+    ap.add_argument("--blas-threads", type=int, default=0, help="--bench: OpenBLAS threads (0: as --threads)")
     ap.add_argument("--steps", type=int, default=0, help="--bench: timed steps (0: 20 S, 10 M, 5 L)")
     ap.add_argument("--warmup", type=int, default=5, help="--bench: untimed steps first")
     args = ap.parse_args()
     if args.bench:
-        bench(args.bench, args.threads, args.steps, args.warmup)
+        blas_threads = args.blas_threads or args.threads
+        if os.environ.get("OPENBLAS_NUM_THREADS") != str(blas_threads):
+            sys.exit("torch_reference: OPENBLAS_NUM_THREADS was not pinned before torch loaded")
+        bench(args.bench, args.threads, blas_threads, args.steps, args.warmup)
         return
     self_check()
     os.makedirs(args.out, exist_ok=True)
