@@ -20,8 +20,7 @@ FeedForward::FeedForward(int64_t d, int64_t d_ff, Activation act, Real dropout_p
 }
 
 Var FeedForward::forward(const Var& x) const {
-  Var h = fc1->forward(x);  // (..., d_ff)
-  h = act_ == Activation::relu ? relu(h) : gelu(h);
+  Var h = act_ == Activation::relu ? fc1->forward_relu(x) : gelu(fc1->forward(x));  // (..., d_ff)
   return fc2->forward(dropout->forward(h));
 }
 

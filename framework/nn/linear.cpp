@@ -24,12 +24,21 @@ Linear::Linear(int64_t in, int64_t out, Rng& init, bool bias) : in_(in), out_(ou
   if (bias) this->bias = register_parameter("bias", uniform_tensor({out}, init, bound));
 }
 
-Var Linear::forward(const Var& x) const {
+void Linear::check_input(const Var& x) const {
   if (x.dim() < 1 || x.size(-1) != in_)
     throw ShapeError("Linear(in = " + std::to_string(in_) + ", out = " + std::to_string(out_) +
                      "): expected input of shape (..., " + std::to_string(in_) + "), got " +
                      x.value().shape_str());
+}
+
+Var Linear::forward(const Var& x) const {
+  check_input(x);
   return linear(x, weight, bias);
+}
+
+Var Linear::forward_relu(const Var& x) const {
+  check_input(x);
+  return linear_relu(x, weight, bias);
 }
 
 }  // namespace attnlab

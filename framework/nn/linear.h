@@ -15,6 +15,8 @@ class Linear : public Module {
 
   // x (..., in) -> (..., out). A last dim other than `in` throws ShapeError.
   Var forward(const Var& x) const;
+  // relu(forward(x)) through the fused linear_relu op (one pass for bias and ReLU).
+  Var forward_relu(const Var& x) const;
 
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
@@ -23,6 +25,7 @@ class Linear : public Module {
   Var bias;    // (out); undefined when constructed without bias
 
  private:
+  void check_input(const Var& x) const;  // ShapeError unless x is (..., in)
   int64_t in_, out_;
 };
 

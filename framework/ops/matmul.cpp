@@ -6,6 +6,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 #include "framework/ops/broadcast.h"
 
 namespace attnlab {
@@ -146,44 +148,106 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
   });
 }
 
-Var linear(const Var& x, const Var& weight, const Var& bias) {
+namespace {
+
+// Checks linear's operands; returns N, the rows of x viewed as (N, in).
+int64_t check_linear(const char* op, const Var& x, const Var& weight, const Var& bias) {
+  const std::string name(op);
   if (weight.dim() != 2)
-    throw ShapeError("linear: weight must be (out, in), got " + weight.value().shape_str());
+    throw ShapeError(name + ": weight must be (out, in), got " + weight.value().shape_str());
   const int64_t out_features = weight.size(0), in_features = weight.size(1);
   if (x.dim() < 1 || x.size(-1) != in_features)
-    throw ShapeError("linear: input " + x.value().shape_str() + " and weight " + weight.value().shape_str() +
+    throw ShapeError(name + ": input " + x.value().shape_str() + " and weight " + weight.value().shape_str() +
                      ": input features " + (x.dim() < 1 ? std::string("(none)") : std::to_string(x.size(-1))) +
                      " and " + std::to_string(in_features) + " differ");
   if (bias.defined() && bias.shape() != Shape{out_features})
-    throw ShapeError("linear: bias " + bias.value().shape_str() + " does not match weight " +
+    throw ShapeError(name + ": bias " + bias.value().shape_str() + " does not match weight " +
                      weight.value().shape_str() + ": expected (" + std::to_string(out_features) + ",)");
+  return shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
+}
 
-  const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));  // x viewed as (N, in)
+// y = x Wᵀ + b, then max(y, 0) when relu is set, in the same pass over y.
+Tensor linear_forward(const Var& x, const Var& weight, const Var& bias, int64_t rows, bool relu) {
+  const int64_t out_features = weight.size(0), in_features = weight.size(1);
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
   Tensor out = Tensor::uninitialized(out_shape);
   MatMap y = out.matrix(rows, out_features);
   y.noalias() = x.value().matrix(rows, in_features) * weight.value().matrix().transpose();
-  if (bias.defined()) y.rowwise() += bias.value().matrix(1, out_features).row(0);
-
-  std::vector<Var> inputs{x, weight};
-  if (bias.defined()) inputs.push_back(bias);
-  return make_result(std::move(out), std::move(inputs), "linear", [rows, in_features, out_features](Node& self) {
-    const Tensor& grad = self.grad;
-    ConstMatMap g = grad.matrix(rows, out_features);  // (N, out)
-    const Tensor& w = self.input_value(1);                 // (out, in)
-    if (self.input_needs_grad(0)) self.input_grad(0).matrix(rows, in_features).noalias() += g * w.matrix();
-    if (self.input_needs_grad(1))
-      self.input_grad(1).matrix().noalias() += g.transpose() * self.input_value(0).matrix(rows, in_features);
-    if (self.inputs.size() > 2 && self.input_needs_grad(2)) {
-      // Column sums, row after row: a fixed order, vectorised across columns.
-      Real* db = self.input_grad(2).data();
-      for (int64_t r = 0; r < rows; ++r) {
-        const Real* gr = grad.data() + r * out_features;
-        for (int64_t j = 0; j < out_features; ++j) db[j] += gr[j];
+  if (!bias.defined() && !relu) return out;
+  const Real* b = bias.defined() ? bias.value().data() : nullptr;
+  Real* yp = out.data();
+  detail::parallel_chunks(rows * out_features, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi;) {  // one row (or the part of it in this chunk) per pass
+      const int64_t j0 = i % out_features, n = std::min(out_features - j0, hi - i);
+      Real* yr = yp + i;
+      if (b) {
+        for (int64_t k = 0; k < n; ++k) yr[k] += b[j0 + k];
       }
+      if (relu) {  // std::max(v, 0) keeps a NaN, as torch.relu does
+        for (int64_t k = 0; k < n; ++k) yr[k] = std::max(yr[k], Real(0));
+      }
+      i += n;
     }
   });
+  return out;
+}
+
+// The backward of linear for an upstream gradient g (N, out): dx += g W,
+// dW += gᵀ x, db += column sums of g (row after row: a fixed order).
+void linear_backward(Node& self, const Real* g_data, int64_t rows, int64_t in_features, int64_t out_features) {
+  ConstMatMap g(g_data, rows, out_features);
+  const Tensor& w = self.input_value(1);  // (out, in)
+  if (self.input_needs_grad(0)) self.input_grad(0).matrix(rows, in_features).noalias() += g * w.matrix();
+  if (self.input_needs_grad(1))
+    self.input_grad(1).matrix().noalias() += g.transpose() * self.input_value(0).matrix(rows, in_features);
+  if (self.inputs.size() > 2 && self.input_needs_grad(2)) {
+    Real* db = self.input_grad(2).data();
+    for (int64_t r = 0; r < rows; ++r) {
+      const Real* gr = g_data + r * out_features;
+      for (int64_t j = 0; j < out_features; ++j) db[j] += gr[j];
+    }
+  }
+}
+
+std::vector<Var> linear_inputs(const Var& x, const Var& weight, const Var& bias) {
+  std::vector<Var> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  return inputs;
+}
+
+}  // namespace
+
+Var linear(const Var& x, const Var& weight, const Var& bias) {
+  const int64_t rows = check_linear("linear", x, weight, bias);
+  const int64_t out_features = weight.size(0), in_features = weight.size(1);
+  Tensor out = linear_forward(x, weight, bias, rows, /*relu=*/false);
+  return make_result(std::move(out), linear_inputs(x, weight, bias), "linear",
+                     [rows, in_features, out_features](Node& self) {
+                       linear_backward(self, self.grad.data(), rows, in_features, out_features);
+                     });
+}
+
+Var linear_relu(const Var& x, const Var& weight, const Var& bias) {
+  const int64_t rows = check_linear("linear_relu", x, weight, bias);
+  const int64_t out_features = weight.size(0), in_features = weight.size(1);
+  Tensor out = linear_forward(x, weight, bias, rows, /*relu=*/true);
+  return make_result(std::move(out), linear_inputs(x, weight, bias), "linear_relu",
+                     [rows, in_features, out_features](Node& self) {
+                       // Through the ReLU: g where the output is positive (the
+                       // pre-activation was > 0; the derivative at 0 is 0, as torch).
+                       Tensor masked = Tensor::uninitialized({rows, out_features});
+                       const Real* g = self.grad.data();
+                       const Real* y = self.value.data();
+                       Real* m = masked.data();
+                       detail::parallel_chunks(rows * out_features, [&](int64_t lo, int64_t hi) {
+                         // A select, not a branch: signs are random, a branch mispredicts half the time.
+                         const int64_t n = hi - lo;
+                         VecMap(m + lo, n).array() =
+                             (ConstVecMap(y + lo, n).array() > Real(0)).select(ConstVecMap(g + lo, n).array(), Real(0));
+                       });
+                       linear_backward(self, m, rows, in_features, out_features);
+                     });
 }
 
 }  // namespace attnlab

@@ -14,4 +14,9 @@ Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = fals
 // optional bias (out) -> (..., out) = x Wᵀ + b. Pass an undefined Var for no bias.
 Var linear(const Var& x, const Var& weight, const Var& bias);
 
+// relu(linear(x, weight, bias)) as one op: the bias and the ReLU are applied
+// in one pass over the output, and no separate pre-activation tensor or
+// gradient is kept (the backward masks by output > 0).
+Var linear_relu(const Var& x, const Var& weight, const Var& bias);
+
 }  // namespace attnlab

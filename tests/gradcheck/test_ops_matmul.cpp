@@ -109,3 +109,52 @@ TEST_CASE("linear equals matmul with a transposed weight plus a broadcast bias",
     for (int64_t i = 0; i < fused[t].numel(); ++i) REQUIRE(std::abs(fused[t][i] - composed[t][i]) < 1e-12);
   }
 }
+
+TEST_CASE("linear_relu gradient matches finite differences with and without bias", "[gradcheck][linear]") {
+  // Random inputs put no pre-activation within the step h = 1e-6 of the kink
+  // at 0 (the smallest |pre| for these seeds is far above it), so finite
+  // differences see a differentiable function.
+  Rng rng(27);
+  for (const Shape& xs : std::vector<Shape>{{5, 4}, {2, 3, 4}, {4}, {1, 2, 6}}) {
+    INFO("linear_relu x " << shape_str(xs) << " -> 3");
+    Var x = param(xs, rng), w = param({3, xs.back()}, rng), b = param({3}, rng);
+    ATTNLAB_REQUIRE_GRADCHECK(
+        gradcheck([](const std::vector<Var>& v) { return linear_relu(v[0], v[1], v[2]); }, {x, w, b}));
+    ATTNLAB_REQUIRE_GRADCHECK(
+        gradcheck([](const std::vector<Var>& v) { return linear_relu(v[0], v[1], Var()); }, {x, w}));
+  }
+}
+
+TEST_CASE("linear_relu equals relu of linear in value and gradients, including at exact zeros", "[gradcheck][linear]") {
+  // Fused vs composed. The weight's first row is zero and so is the bias's
+  // first entry: that output column is exactly 0, where both sides must take
+  // the derivative as 0 (torch's convention). The rest has mixed signs.
+  Rng rng(28);
+  Tensor xv = random_tensor({2, 3, 4}, rng), wv = random_tensor({5, 4}, rng), bv = random_tensor({5}, rng);
+  for (int64_t k = 0; k < 4; ++k) wv[k] = 0;
+  bv[0] = 0;
+  Tensor proj = random_tensor({2, 3, 5}, rng);
+  auto run = [&](bool fused) {
+    Var x(xv, true), w(wv, true), b(bv, true);
+    Var y = fused ? linear_relu(x, w, b) : relu(linear(x, w, b));
+    backward(sum(mul(y, Var(proj))));
+    return std::vector<Tensor>{y.value(), x.grad(), w.grad(), b.grad()};
+  };
+  std::vector<Tensor> fused = run(true), composed = run(false);
+  int64_t zeros = 0, positives = 0;
+  for (int64_t i = 0; i < fused[0].numel(); ++i) (fused[0][i] > 0 ? positives : zeros) += 1;
+  REQUIRE(zeros > 6);  // the zero column (6 rows) and some negative pre-activations
+  REQUIRE(positives > 0);
+  for (size_t t = 0; t < fused.size(); ++t) {
+    INFO("tensor " << t << " (0 = value, then grads of x, w, b)");
+    REQUIRE(fused[t].shape() == composed[t].shape());
+    // 1e-12: both sides compute the same sums in float64, only the order may differ.
+    for (int64_t i = 0; i < fused[t].numel(); ++i) REQUIRE(std::abs(fused[t][i] - composed[t][i]) < 1e-12);
+  }
+}
+
+TEST_CASE("linear_relu rejects mismatched shapes naming the op and both shapes", "[linear]") {
+  Var x(Tensor({2, 3}), true), w(Tensor({4, 5}), true), b(Tensor({4}), true);
+  REQUIRE_THROWS_WITH(linear_relu(x, w, b), Catch::Contains("linear_relu") && Catch::Contains("(2, 3)") &&
+                                                Catch::Contains("(4, 5)"));
+}
