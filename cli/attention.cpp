@@ -6,7 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
+#include "cli/command_line.h"
 #include "cli/load_run.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/csv.h"
@@ -35,8 +35,8 @@ bool ends_with(const std::string& s, const std::string& p) {
 int run_attention(const Args& args) {
   std::string run_path, input_text, out_dir;
   int64_t step = 0;
-  po::options_description opts("Options");
-  opts.add_options()("help,h", "show this help")
+  po::options_description opts = options_with_help("Options");
+  opts.add_options()
       ("run", po::value(&run_path), "the run directory (required)")
       ("input", po::value(&input_text), "the input sequence, as the task writes it (also the positional argument)")
       ("out", po::value(&out_dir), "output directory (default: RUN/attention); replaced files are overwritten")
@@ -44,20 +44,16 @@ int run_attention(const Args& args) {
   po::positional_options_description positional;
   positional.add("input", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).positional(positional).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: attnlab attention --run DIR [--out DIR] \"INPUT\"\n\n"
-                 "Runs the trained model on one input, teacher-forced on its own greedy answer (so decoders\n"
-                 "attend over the sequence they generate), and writes each attention layer's weights, one\n"
-                 "CSV matrix per head (rows: queries, columns: keys; each row sums to 1), named\n"
-                 "<layer>.h<head>.csv, plus attention.json naming the layers, their files and tokens.\n"
-                 "Plot them with scripts/plot_attention.py OUT_DIR.\n\n"
-              << opts << "\nexample:\n  attnlab attention --run runs/rev \"3 1 4 1 5 9 2 6\"\n";
+  if (!parse_command_line(args, opts, vm,
+                          "usage: attnlab attention --run DIR [--out DIR] \"INPUT\"\n\n"
+                          "Runs the trained model on one input, teacher-forced on its own greedy answer (so decoders\n"
+                          "attend over the sequence they generate), and writes each attention layer's weights, one\n"
+                          "CSV matrix per head (rows: queries, columns: keys; each row sums to 1), named\n"
+                          "<layer>.h<head>.csv, plus attention.json naming the layers, their files and tokens.\n"
+                          "Plot them with scripts/plot_attention.py OUT_DIR.\n\n",
+                          "\nexample:\n  attnlab attention --run runs/rev \"3 1 4 1 5 9 2 6\"\n", &positional))
     return kExitOk;
-  }
-  po::notify(vm);
-  if (run_path.empty()) throw ValueError("--run DIR is required");
-  if (vm.count("step") && step < 1) throw ValueError("--step must be >= 1, got " + std::to_string(step));
+  check_run_and_step(vm, run_path, step);
   if (!vm.count("input")) throw ValueError("no input sequence given (e.g. attnlab attention --run DIR \"3 1 4\")");
   if (out_dir.empty()) out_dir = run_path + "/attention";
   omp_set_num_threads(1);
@@ -66,16 +62,7 @@ int run_attention(const Args& args) {
   SequenceModel& model = *loaded.model;
   const Task& task = *loaded.task;
   const std::string& arch = model.config().arch;
-  std::vector<int32_t> input = task.from_text(input_text);
-  if (input.empty()) throw ValueError("the input sequence is empty");
-  for (int32_t id : input)
-    if (Vocab::is_special(id))
-      throw ValueError("the input holds the special token " + loaded.task->token_text(id) +
-                       "; write only the task's symbols (attnlab tasks shows them)");
-  const int64_t needed = arch == "decoder" ? static_cast<int64_t>(input.size()) + 2 : static_cast<int64_t>(input.size());
-  if (needed > model.config().max_len)
-    throw ValueError("the input has " + std::to_string(input.size()) + " tokens; this model takes sequences of at most " +
-                     std::to_string(model.config().max_len) + " positions");
+  std::vector<int32_t> input = parse_input(loaded, input_text);
   std::vector<int32_t> output = model.greedy({input}, model.config().max_len)[0];
   std::vector<int32_t> target = output;
   if (arch == "encoder") target.resize(input.size(), input[0]);  // one output per input position

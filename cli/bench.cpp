@@ -17,7 +17,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
+#include "cli/command_line.h"
 #include "cli/option_set.h"
 #include "framework/ops/loss.h"
 #include "framework/optim/optim.h"
@@ -80,21 +80,16 @@ int run_bench(const Args& args) {
       .add("warmup", &warmup, "untimed steps first")
       .add("seed", &seed, "seed of weights and data")
       .flag("no-peak", &no_peak, "skip measuring the matrix-product peak (no MFU)");
-  po::options_description all;
-  all.add_options()("help,h", "show this help");
+  po::options_description all = options_with_help();
   all.add(opts.description());
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: attnlab bench --config S|M|L [--threads N] [--steps K]\n\n"
-                 "Times training steps (forward, backward, AdamW) of the encoder tagger of BENCHMARK.md on\n"
-                 "fixed random batches and prints one JSON line: median step_ms, tokens_per_s, params,\n"
-                 "achieved GFLOP/s, MFU against a matrix-product peak measured here with the same\n"
-                 "threads, and peak RSS.\n\n"
-              << all;
+  if (!parse_command_line(args, all, vm,
+                          "usage: attnlab bench --config S|M|L [--threads N] [--steps K]\n\n"
+                          "Times training steps (forward, backward, AdamW) of the encoder tagger of BENCHMARK.md on\n"
+                          "fixed random batches and prints one JSON line: median step_ms, tokens_per_s, params,\n"
+                          "achieved GFLOP/s, MFU against a matrix-product peak measured here with the same\n"
+                          "threads, and peak RSS.\n\n"))
     return kExitOk;
-  }
-  po::notify(vm);
   const BenchShape* shape = nullptr;
   for (const BenchShape& s : kShapes)
     if (config_name == s.name) shape = &s;

@@ -5,7 +5,7 @@
 #include <iomanip>
 #include <iostream>
 
-#include "cli/commands.h"
+#include "cli/command_line.h"
 #include "cli/evaluate.h"
 #include "cli/load_run.h"
 #include "datasets/splits.h"
@@ -47,8 +47,8 @@ int run_eval(const Args& args) {
   std::string run_path;
   int64_t length = 0, count = 0, examples_shown = 0, step = 0;
   int threads = 1;
-  po::options_description opts("Options");
-  opts.add_options()("help,h", "show this help")
+  po::options_description opts = options_with_help("Options");
+  opts.add_options()
       ("run", po::value(&run_path), "the run directory (required)")
       ("len", po::value(&length), "evaluate on inputs of exactly this length (length generalisation; add: digits per operand)")
       ("heldout", po::value(&count), "number of held-out examples (default: as trained)")
@@ -56,22 +56,18 @@ int run_eval(const Args& args) {
       ("examples", po::value(&examples_shown)->default_value(0), "print this many examples with the model's answers")
       ("threads", po::value(&threads)->default_value(1), "OpenMP threads");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: attnlab eval --run DIR [options]\n\n"
-                 "Greedy-decodes held-out examples with the run's latest checkpoint and prints token accuracy\n"
-                 "and exact match. With --len N the examples have inputs of length N, which may lie outside\n"
-                 "the training lengths (they must fit the model's positional table).\n\n"
-              << opts << "\nexamples:\n  attnlab eval --run runs/rev --examples 5\n  attnlab eval --run runs/rev --len 12\n";
+  if (!parse_command_line(args, opts, vm,
+                          "usage: attnlab eval --run DIR [options]\n\n"
+                          "Greedy-decodes held-out examples with the run's latest checkpoint and prints token accuracy\n"
+                          "and exact match. With --len N the examples have inputs of length N, which may lie outside\n"
+                          "the training lengths (they must fit the model's positional table).\n\n",
+                          "\nexamples:\n  attnlab eval --run runs/rev --examples 5\n  attnlab eval --run runs/rev --len 12\n"))
     return kExitOk;
-  }
-  po::notify(vm);
-  if (run_path.empty()) throw ValueError("--run DIR is required");
+  check_run_and_step(vm, run_path, step);
   if (vm.count("len") && length < 1) throw ValueError("--len must be >= 1, got " + std::to_string(length));
   if (vm.count("heldout") && count < 1) throw ValueError("--heldout must be >= 1, got " + std::to_string(count));
   if (examples_shown < 0) throw ValueError("--examples must be >= 0, got " + std::to_string(examples_shown));
   if (threads < 1 || threads > 1024) throw ValueError("--threads must be in [1, 1024], got " + std::to_string(threads));
-  if (vm.count("step") && step < 1) throw ValueError("--step must be >= 1, got " + std::to_string(step));
   if (count > 10000000) throw ValueError("--heldout must be <= 10000000, got " + std::to_string(count));
   omp_set_num_threads(threads);
 

@@ -39,7 +39,7 @@
 #include <iomanip>
 #include <iostream>
 
-#include "cli/commands.h"
+#include "cli/command_line.h"
 #include "cli/train_settings.h"
 #include "datasets/splits.h"
 #include "framework/ops/loss.h"
@@ -109,24 +109,20 @@ int run_gradcheck(const Args& args) {
       .add("tol", &tol, "fail when any relative error exceeds this")
       .add("atol-frac", &atol_frac, "floor of the relative error's denominator, as a fraction of the largest gradient")
       .add("seed", &seed, "seed of the model, the batch and the sampled elements");
-  po::options_description all;
-  all.add_options()("help,h", "show this help");
+  po::options_description all = options_with_help();
   all.add(check.description()).add(task_options(s.task).description()).add(model_options(s).description());
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: attnlab gradcheck [model and task options of train] [options]\n\n"
-                 "Checks every parameter tensor's analytic gradient of the training loss against central\n"
-                 "finite differences on one random batch (float32 engine: the loss is recomputed in double\n"
-                 "from the logits, eps is large, a random subset of elements is checked, ReLU kinks are\n"
-                 "stepped around, and errors within float32 noise are not counted). Prints the\n"
-                 "max relative error per tensor; exits 1 if any exceeds --tol. Dropout is off (eval mode);\n"
-                 "the activation defaults to gelu here (ReLU kinks defeat float32 finite differences).\n\n"
-              << all << "\nexamples:\n  attnlab gradcheck --model seq2seq --layers 1 --d-model 32\n"
-                        "  attnlab gradcheck --model decoder --positional rope --samples 64\n";
+  if (!parse_command_line(args, all, vm,
+                          "usage: attnlab gradcheck [model and task options of train] [options]\n\n"
+                          "Checks every parameter tensor's analytic gradient of the training loss against central\n"
+                          "finite differences on one random batch (float32 engine: the loss is recomputed in double\n"
+                          "from the logits, eps is large, a random subset of elements is checked, ReLU kinks are\n"
+                          "stepped around, and errors within float32 noise are not counted). Prints the\n"
+                          "max relative error per tensor; exits 1 if any exceeds --tol. Dropout is off (eval mode);\n"
+                          "the activation defaults to gelu here (ReLU kinks defeat float32 finite differences).\n\n",
+                          "\nexamples:\n  attnlab gradcheck --model seq2seq --layers 1 --d-model 32\n"
+                          "  attnlab gradcheck --model decoder --positional rope --samples 64\n"))
     return kExitOk;
-  }
-  po::notify(vm);
   if (samples < 1) throw ValueError("--samples must be >= 1, got " + std::to_string(samples));
   if (batch_size < 1 || batch_size > 4096) throw ValueError("--batch-size must be in [1, 4096], got " + std::to_string(batch_size));
   if (!(eps > 0) || !(tol > 0) || !(atol_frac >= 0))

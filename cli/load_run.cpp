@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "datasets/vocab.h"
+#include "framework/error.h"
 #include "framework/io/checkpoint.h"
 
 namespace attnlab::cli {
@@ -23,6 +25,22 @@ LoadedRun load_run(const RunDir& run, int64_t step) {
   load_checkpoint(run.checkpoint_stem(step), *out.model, nullptr);
   out.step = step;
   return out;
+}
+
+std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text) {
+  std::vector<int32_t> input = run.task->from_text(text);
+  if (input.empty()) throw ValueError("the input sequence is empty");
+  for (int32_t id : input)
+    if (Vocab::is_special(id))
+      throw ValueError("the input holds the special token " + run.task->token_text(id) +
+                       "; write only the task's symbols (attnlab tasks shows them)");
+  const TransformerConfig& config = run.model->config();
+  const int64_t size = static_cast<int64_t>(input.size());
+  const int64_t needed = config.arch == "decoder" ? size + 2 : size;  // [bos] input [sep]
+  if (needed > config.max_len)
+    throw ValueError("the input has " + std::to_string(input.size()) + " tokens; this model takes sequences of at most " +
+                     std::to_string(config.max_len) + " positions");
+  return input;
 }
 
 }  // namespace attnlab::cli

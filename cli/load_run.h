@@ -1,6 +1,8 @@
 #pragma once
 // Loading a trained run for eval, predict and the instruments.
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/run_dir.h"
 #include "datasets/task.h"
@@ -24,5 +26,10 @@ LoadedRun load_run(const RunDir& run, int64_t step = 0);
 // written by train and used by every later command, so that text maps to the
 // same ids even if the file changes (see datasets/token_table.h).
 std::string run_vocab_path(const RunDir& run);
+
+// An input sequence for the run's model, written as its task writes it
+// (predict, attention). ValueError for an empty input, a special token, or an
+// input longer than the model's positional table.
+std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text);
 
 }  // namespace attnlab::cli

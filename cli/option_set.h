@@ -4,14 +4,54 @@
 // resolved values can be written back as an INI file that repeats the run.
 #include <boost/program_options.hpp>
 #include <charconv>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace attnlab::cli {
 
 namespace po = boost::program_options;
+
+// Boost reads "-1" into a uint64_t option as 2^64 - 1 (lexical_cast wraps
+// around), so a negative seed would silently become another seed. Such
+// options are parsed through this type instead: only digits are accepted.
+struct UnsignedArg {
+  uint64_t value = 0;
+};
+
+// The error for a value that is not a whole number in [0, 2^64 - 1]; Boost
+// fills in the option's name as written.
+class NotUnsignedError : public po::error_with_option_name {
+ public:
+  explicit NotUnsignedError(const std::string& value)
+      : po::error_with_option_name("%canonical_option% must be a whole number in [0, " +
+                                   std::to_string(std::numeric_limits<uint64_t>::max()) + "], got '%value%'") {
+    set_substitute("value", value);
+  }
+};
+
+// Found by argument-dependent lookup from Boost's typed_value<UnsignedArg>.
+inline void validate(boost::any& out, const std::vector<std::string>& tokens, UnsignedArg*, int) {
+  po::validators::check_first_occurrence(out);
+  const std::string& text = po::validators::get_single_string(tokens);
+  const char* begin = text.data() + (!text.empty() && text[0] == '+');
+  const char* end = text.data() + text.size();
+  UnsignedArg arg;
+  auto [stop, error] = std::from_chars(begin, end, arg.value);  // no sign: "-1" stops at once
+  if (begin == end || error != std::errc() || stop != end)
+    throw NotUnsignedError(text);
+  out = arg;
+}
+
+// po::value for a uint64_t field that refuses negative numbers (see
+// UnsignedArg); po::notify assigns the field, as with po::value(field).
+inline po::typed_value<UnsignedArg>* unsigned_value(uint64_t* field) {
+  return po::value<UnsignedArg>()->notifier([field](const UnsignedArg& a) { *field = a.value; });
+}
 
 class OptionSet {
  public:
@@ -22,7 +62,10 @@ class OptionSet {
   // run, --quiet, ...) describe one invocation, not the experiment.
   template <class T>
   OptionSet& add(const char* name, T* field, const char* help, bool saved = true) {
-    desc_.add_options()(name, po::value<T>(field)->default_value(*field, to_text(*field)), help);
+    if constexpr (std::is_same_v<T, uint64_t>)
+      desc_.add_options()(name, unsigned_value(field)->default_value(UnsignedArg{*field}, to_text(*field)), help);
+    else
+      desc_.add_options()(name, po::value<T>(field)->default_value(*field, to_text(*field)), help);
     if (saved) printers_.push_back({long_name(name), [field] { return to_text(*field); }});
     return *this;
   }

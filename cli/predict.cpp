@@ -6,7 +6,7 @@
 #include <iomanip>
 #include <iostream>
 
-#include "cli/commands.h"
+#include "cli/command_line.h"
 #include "cli/load_run.h"
 #include "framework/ops/softmax.h"
 #include "models/batch.h"
@@ -48,8 +48,8 @@ int run_predict(const Args& args) {
   std::string run_path, input_text;
   bool logits = false;
   int64_t top = 3, step = 0;
-  po::options_description opts("Options");
-  opts.add_options()("help,h", "show this help")
+  po::options_description opts = options_with_help("Options");
+  opts.add_options()
       ("run", po::value(&run_path), "the run directory (required)")
       ("input", po::value(&input_text), "the input sequence, as the task writes it (also the positional argument)")
       ("logits", po::bool_switch(&logits), "print each output position's most likely tokens and their probabilities")
@@ -58,17 +58,13 @@ int run_predict(const Args& args) {
   po::positional_options_description positional;
   positional.add("input", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).positional(positional).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: attnlab predict --run DIR [--logits] \"INPUT\"\n\n"
-                 "Prints the trained model's greedy answer for one input, and the correct answer.\n"
-                 "Symbols are written as in `attnlab tasks` (e.g. \"3 1 4 1 5\"; add: \"123+456\").\n\n"
-              << opts << "\nexample:\n  attnlab predict --run runs/rev \"3 1 4 1 5 9 2 6\"\n";
+  if (!parse_command_line(args, opts, vm,
+                          "usage: attnlab predict --run DIR [--logits] \"INPUT\"\n\n"
+                          "Prints the trained model's greedy answer for one input, and the correct answer.\n"
+                          "Symbols are written as in `attnlab tasks` (e.g. \"3 1 4 1 5\"; add: \"123+456\").\n\n",
+                          "\nexample:\n  attnlab predict --run runs/rev \"3 1 4 1 5 9 2 6\"\n", &positional))
     return kExitOk;
-  }
-  po::notify(vm);
-  if (run_path.empty()) throw ValueError("--run DIR is required");
-  if (vm.count("step") && step < 1) throw ValueError("--step must be >= 1, got " + std::to_string(step));
+  check_run_and_step(vm, run_path, step);
   if (!vm.count("input")) throw ValueError("no input sequence given (e.g. attnlab predict --run DIR \"3 1 4\")");
   if (top < 1) throw ValueError("--top must be >= 1, got " + std::to_string(top));
   omp_set_num_threads(1);
@@ -77,19 +73,8 @@ int run_predict(const Args& args) {
   if (loaded.task->language_model())
     throw ValueError("run '" + run_path + "' is a language model (task " + loaded.settings.task.name +
                      "); continue a prompt with: attnlab sample --run " + run_path + " --prompt TEXT");
-  std::vector<int32_t> input = loaded.task->from_text(input_text);
-  if (input.empty()) throw ValueError("the input sequence is empty");
-  for (int32_t id : input)
-    if (Vocab::is_special(id))
-      throw ValueError("the input holds the special token " + loaded.task->token_text(id) +
-                       "; write only the task's symbols (attnlab tasks shows them)");
-  int64_t limit = loaded.model->config().max_len;
-  int64_t needed = loaded.model->config().arch == "decoder" ? static_cast<int64_t>(input.size()) + 2 : static_cast<int64_t>(input.size());
-  if (needed > limit)
-    throw ValueError("the input has " + std::to_string(input.size()) + " tokens; this model takes sequences of at most " +
-                     std::to_string(limit) + " positions");
-  int64_t max_new = limit;
-  auto output = loaded.model->greedy({input}, max_new)[0];
+  std::vector<int32_t> input = parse_input(loaded, input_text);
+  auto output = loaded.model->greedy({input}, loaded.model->config().max_len)[0];
   if (loaded.model->config().arch == "encoder") {
     auto expected_len = loaded.task->solve(input).size();
     if (output.size() > expected_len) output.resize(expected_len);

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <limits>
 
-#include "cli/commands.h"
+#include "cli/command_line.h"
 #include "cli/load_run.h"
 #include "datasets/vocab.h"
 #include "framework/random.h"
@@ -45,28 +45,25 @@ int run_sample(const Args& args) {
   int64_t tokens = 200, top_k = 0, step = 0;
   double temperature = 1.0;
   uint64_t seed = 0;
-  po::options_description opts("Options");
-  opts.add_options()("help,h", "show this help")
+  po::options_description opts = options_with_help("Options");
+  opts.add_options()
       ("run", po::value(&run_path), "the run directory of a language model (--task text) (required)")
       ("prompt", po::value(&prompt), "the text to continue (default: a newline, when the text has one)")
       ("tokens", po::value(&tokens)->default_value(200), "characters to generate")
       ("temperature", po::value(&temperature)->default_value(1.0), "softmax temperature; 0 = always the most likely")
       ("top-k", po::value(&top_k)->default_value(0), "draw among the k most likely only; 0 = all")
-      ("seed", po::value(&seed)->default_value(0), "seed of the draws (the same seed gives the same text)")
+      ("seed", unsigned_value(&seed)->default_value(UnsignedArg{0}, "0"), "seed of the draws (the same seed gives the same text)")
       ("step", po::value(&step), "the checkpoint to use (default: the latest)");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: attnlab sample --run DIR [--prompt TEXT] [options]\n\n"
-                 "Continues the prompt with text drawn from a trained character-level language model,\n"
-                 "one character at a time from the model's next-character distribution, and prints\n"
-                 "the prompt followed by the generated text.\n\n"
-              << opts
-              << "\nexample:\n  attnlab sample --run runs/text --prompt \"The \" --tokens 300 --temperature 0.8 --top-k 10\n";
+  if (!parse_command_line(args, opts, vm,
+                          "usage: attnlab sample --run DIR [--prompt TEXT] [options]\n\n"
+                          "Continues the prompt with text drawn from a trained character-level language model,\n"
+                          "one character at a time from the model's next-character distribution, and prints\n"
+                          "the prompt followed by the generated text.\n\n",
+                          "\nexample:\n  attnlab sample --run runs/text --prompt \"The \" --tokens 300 --temperature 0.8 "
+                          "--top-k 10\n"))
     return kExitOk;
-  }
-  po::notify(vm);
-  if (run_path.empty()) throw ValueError("--run DIR is required");
+  check_run_and_step(vm, run_path, step);
   if (tokens < 0) throw ValueError("--tokens must be >= 0, got " + std::to_string(tokens));
   if (!(temperature >= 0) || !std::isfinite(temperature))
     throw ValueError("--temperature must be >= 0, got " + std::to_string(temperature));

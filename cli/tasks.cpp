@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <iostream>
 
-#include "cli/commands.h"
+#include "cli/command_line.h"
 #include "cli/option_set.h"
 #include "datasets/task.h"
 #include "framework/random.h"
@@ -16,16 +16,11 @@ int run_tasks(const Args& args) {
   OptionSet opts("Options");
   opts.add("vocab", &config.vocab, "task symbols").add("min-len", &config.min_len, "shortest input")
       .add("max-len", &config.max_len, "longest input").add("digits", &config.digits, "add: digits per operand");
-  po::options_description all;
-  all.add_options()("help,h", "show this help");
+  po::options_description all = options_with_help();
   all.add(opts.description());
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: attnlab tasks [options]\n\nLists the tasks, each with two random examples.\n\n" << all;
+  if (!parse_command_line(args, all, vm, "usage: attnlab tasks [options]\n\nLists the tasks, each with two random examples.\n\n"))
     return kExitOk;
-  }
-  po::notify(vm);
   std::cout << "tasks read from files: pairs (--file a TSV of input<TAB>output lines) and text\n"
                "(--file a text, character-level language model); see docs/data.md\n\n";
   std::cout << "special tokens: <pad> 0, <bos> 1, <eos> 2, <sep> 3; task symbols start at id 4\n\n";

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <set>
 
-#include "cli/commands.h"
+#include "cli/command_line.h"
 #include "cli/trainer.h"
 
 namespace attnlab::cli {
@@ -57,26 +57,22 @@ int run_train(const Args& args) {
       .flag("quiet", &quiet, "print nothing but errors", false)
       .flag("check", &check_only, "validate the options (and --config file), print the resolved config and exit; writes nothing",
             false);
-  po::options_description all;
-  all.add_options()("help,h", "show this help");
+  po::options_description all = options_with_help();
   all.add(general.description()).add(experiment.description());
 
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: attnlab train [options]\n\n"
-                 "Trains a transformer on a generated sequence task, evaluates it on held-out examples\n"
-                 "(greedy decoding, exact match) every --eval-every steps, checkpoints, and stops at\n"
-                 "--steps or once held-out exact match reaches --target. Writes a run directory:\n"
-                 "config.ini, metrics.csv, checkpoints/ (safetensors), summary.json.\n\n"
-              << all << "\nexamples:\n"
-              << "  attnlab train --task reverse --run runs/rev\n"
-                 "  attnlab train --task add --model decoder --layers 2 --steps 3000 --run runs/add\n"
-                 "  attnlab train --config runs/rev/config.ini --seed 1 --run runs/rev-seed1\n"
-                 "  attnlab train --resume runs/rev --steps 4000\n";
+  po::variables_map vm;  // command-line values win: they are stored first
+  if (!parse_command_line(args, all, vm,
+                          "usage: attnlab train [options]\n\n"
+                          "Trains a transformer on a generated sequence task, evaluates it on held-out examples\n"
+                          "(greedy decoding, exact match) every --eval-every steps, checkpoints, and stops at\n"
+                          "--steps or once held-out exact match reaches --target. Writes a run directory:\n"
+                          "config.ini, metrics.csv, checkpoints/ (safetensors), summary.json.\n\n",
+                          "\nexamples:\n"
+                          "  attnlab train --task reverse --run runs/rev\n"
+                          "  attnlab train --task add --model decoder --layers 2 --steps 3000 --run runs/add\n"
+                          "  attnlab train --config runs/rev/config.ini --seed 1 --run runs/rev-seed1\n"
+                          "  attnlab train --resume runs/rev --steps 4000\n"))
     return kExitOk;
-  }
-  po::notify(vm);  // command-line values win: they are stored first
   if (!resume_path.empty() && !config_file.empty()) throw ValueError("--resume reads the run's own config.ini; drop --config");
   if (!resume_path.empty()) {
     // A resumed run is the same experiment: only how long it runs, how it

@@ -93,7 +93,7 @@ OptionSet training_options(TrainSettings& s) {
       .add("target", &s.target, "stop once held-out exact match reaches this fraction; 0 = run every step")
       .add("log-every", &s.log_every, "metrics row (and plain progress line) every this many steps")
       .add("keep", &s.keep, "checkpoints kept in the run directory")
-      .add("on-nan", &s.on_nan, "a non-finite loss or gradient: stop (keep the last checkpoint) | skip (the step)")
+      .add("on-nan", &s.on_nan, "a non-finite loss or gradient: stop (keep the last checkpoint) | skip (the step); a non-finite weight always stops")
       .add("seed", &s.seed, "seed of initialisation, data and dropout")
       .add("threads", &s.threads, "OpenMP threads (results are bitwise reproducible for a fixed seed and thread count)")
       .add("probe-every", &s.probe_every,
@@ -125,6 +125,13 @@ std::string str(T v) {
   out << v;
   return out.str();
 }
+// The two bounds most flags have, each with one message.
+void require_at_least(const char* flag, int64_t value, int64_t min) {
+  require(value >= min, std::string(flag) + " must be >= " + str(min) + ", got " + str(value));
+}
+void require_fraction(const char* flag, double value) {  // a probability-like value in [0, 1)
+  require(value >= 0 && value < 1, std::string(flag) + " must be in [0, 1), got " + str(value));
+}
 void require_one_of(const char* flag, const std::string& value, const std::set<std::string>& allowed) {
   if (allowed.count(value)) return;
   std::string list;
@@ -135,10 +142,10 @@ void require_one_of(const char* flag, const std::string& value, const std::set<s
 // The configs' own validate() stays the backstop; these checks run first so
 // that a message names the flag as the user wrote it.
 void check_model_flags(const TransformerConfig& m) {
-  require(m.d_model >= 1, "--d-model must be >= 1, got " + str(m.d_model));
-  require(m.n_heads >= 1, "--heads must be >= 1, got " + str(m.n_heads));
-  require(m.n_layers >= 1, "--layers must be >= 1, got " + str(m.n_layers));
-  require(m.d_ff >= 1, "--d-ff must be >= 1, got " + str(m.d_ff));
+  require_at_least("--d-model", m.d_model, 1);
+  require_at_least("--heads", m.n_heads, 1);
+  require_at_least("--layers", m.n_layers, 1);
+  require_at_least("--d-ff", m.d_ff, 1);
   require(m.d_k >= 0, "--d-k must be >= 1 (or 0 for --d-model / --heads), got " + str(m.d_k));
   require(m.d_v >= 0, "--d-v must be >= 1 (or 0 for --d-model / --heads), got " + str(m.d_v));
   if ((m.d_k == 0 || m.d_v == 0) && m.d_model % m.n_heads != 0)
@@ -154,8 +161,8 @@ void check_model_flags(const TransformerConfig& m) {
   } catch (const ValueError&) {
     throw ValueError("--attn-scale must be sqrt, none, linear or a positive number, got '" + m.attn_scale + "'");
   }
-  require(m.dropout >= 0 && m.dropout < 1, "--dropout must be in [0, 1), got " + str(m.dropout));
-  require(m.attn_dropout >= 0 && m.attn_dropout < 1, "--attn-dropout must be in [0, 1), got " + str(m.attn_dropout));
+  require_fraction("--dropout", m.dropout);
+  require_fraction("--attn-dropout", m.attn_dropout);
   const int64_t rotated = m.parameter_free_attention ? m.d_model : m.head_dim_k();
   if (m.positional == "rope" && rotated % 2 != 0)
     throw ValueError("--positional rope rotates pairs of channels and needs an even query/key width per head "
@@ -169,8 +176,8 @@ void check_optimization_flags(const TrainSettings& s) {
   const OptimizerConfig& d = defaults.optim;
   require_one_of("--optimizer", o.name, {"sgd", "adam", "adamw"});
   require(std::isfinite(o.lr) && o.lr > 0, "--lr must be > 0, got " + str(o.lr));
-  require(o.beta1 >= 0 && o.beta1 < 1, "--beta1 must be in [0, 1), got " + str(o.beta1));
-  require(o.beta2 >= 0 && o.beta2 < 1, "--beta2 must be in [0, 1), got " + str(o.beta2));
+  require_fraction("--beta1", o.beta1);
+  require_fraction("--beta2", o.beta2);
   require(std::isfinite(o.eps) && o.eps > 0, "--eps must be > 0, got " + str(o.eps));
   require(std::isfinite(o.weight_decay) && o.weight_decay >= 0, "--weight-decay must be >= 0, got " + str(o.weight_decay));
   require(std::isfinite(o.momentum) && o.momentum >= 0, "--momentum must be >= 0, got " + str(o.momentum));
@@ -186,7 +193,7 @@ void check_optimization_flags(const TrainSettings& s) {
 
   const ScheduleConfig& c = s.schedule;
   require_one_of("--schedule", c.name, {"constant", "linear", "cosine", "noam"});
-  require(c.warmup >= 0, "--warmup must be >= 0, got " + str(c.warmup));
+  require_at_least("--warmup", c.warmup, 0);
   if (c.name == "linear" || c.name == "cosine") {
     require(c.warmup < s.steps, "--warmup " + str(c.warmup) + " must be below --steps " + str(s.steps) +
                                     " for --schedule " + c.name);
@@ -201,11 +208,11 @@ void check_optimization_flags(const TrainSettings& s) {
 
 void finalize(TrainSettings& s) {
   // The common mistakes in the user's words first; TaskConfig::validate has the full rules.
-  require(s.task.vocab >= 2, "--vocab must be >= 2, got " + str(s.task.vocab));
-  require(s.task.min_len >= 1, "--min-len must be >= 1, got " + str(s.task.min_len));
+  require_at_least("--vocab", s.task.vocab, 2);
+  require_at_least("--min-len", s.task.min_len, 1);
   require(s.task.min_len <= s.task.max_len,
           "--min-len " + str(s.task.min_len) + " is greater than --max-len " + str(s.task.max_len));
-  require(s.task.digits >= 1, "--digits must be >= 1, got " + str(s.task.digits));
+  require_at_least("--digits", s.task.digits, 1);
   s.task.validate();
   auto task = make_task(s.task);
   s.model.vocab_size = task->vocab_size();
@@ -218,7 +225,7 @@ void finalize(TrainSettings& s) {
                      "' has outputs of up to " + str(task->max_output_len()) + " tokens for inputs of " +
                      str(task->min_input_len()) + "; use --model decoder or --model seq2seq");
   int64_t needed = needed_positions(*task, s.model.arch);
-  require(s.positions >= 0, "--positions must be >= 0, got " + str(s.positions));
+  require_at_least("--positions", s.positions, 0);
   s.model.max_len = s.positions > 0 ? s.positions : std::max<int64_t>(64, 2 * needed);
   const std::string source = task->longest_source();
   require(needed <= s.model.max_len, "the task needs sequences of " + str(needed) + " positions but --positions is " +
@@ -229,17 +236,16 @@ void finalize(TrainSettings& s) {
   if (!task->saved_vocab().empty()) s.positions = s.model.max_len;
   check_model_flags(s.model);
   s.model.validate();
-  require(s.steps >= 1, "--steps must be >= 1, got " + str(s.steps));
-  require(s.batch_size >= 1, "--batch-size must be >= 1, got " + str(s.batch_size));
-  require(s.eval_every >= 1, "--eval-every must be >= 1, got " + str(s.eval_every));
-  require(s.heldout >= 1, "--heldout must be >= 1, got " + str(s.heldout));
-  require(s.log_every >= 1, "--log-every must be >= 1, got " + str(s.log_every));
-  require(s.keep >= 1, "--keep must be >= 1, got " + str(s.keep));
+  require_at_least("--steps", s.steps, 1);
+  require_at_least("--batch-size", s.batch_size, 1);
+  require_at_least("--eval-every", s.eval_every, 1);
+  require_at_least("--heldout", s.heldout, 1);
+  require_at_least("--log-every", s.log_every, 1);
+  require_at_least("--keep", s.keep, 1);
   require(s.threads >= 1 && s.threads <= 1024, "--threads must be in [1, 1024], got " + str(s.threads));
   require(std::isfinite(s.clip) && s.clip >= 0, "--clip must be >= 0, got " + str(s.clip));
   require(std::isfinite(s.target) && s.target >= 0 && s.target <= 1, "--target must be in [0, 1], got " + str(s.target));
-  require(s.label_smoothing >= 0 && s.label_smoothing < 1,
-          "--label-smoothing must be in [0, 1), got " + str(s.label_smoothing));
+  require_fraction("--label-smoothing", s.label_smoothing);
   require(s.on_nan == "stop" || s.on_nan == "skip", "--on-nan must be stop or skip, got '" + s.on_nan + "'");
   require(s.probe_every >= 0, "--probe-every must be >= 0 (0 = off), got " + str(s.probe_every));
   if (!task->own_heldout() && s.heldout >= task->input_space_size())

@@ -73,10 +73,14 @@ void remove_stale_temporaries(const std::string& dir) {
 
 // Test hook for --on-nan: ATTNLAB_DEBUG_NAN_AT_STEP=N makes step N's gradient
 // of parameter ATTNLAB_DEBUG_NAN_PARAM (default: the last one) NaN, or its
-// loss when that is "loss". Read only here; not an option, not in config.ini.
+// loss when that is "loss". With ATTNLAB_DEBUG_NAN_WEIGHT set (non-empty), the
+// gradient stays finite and the parameter's value is made +Inf after step N's
+// update instead, as an overflowing update would. Read only here; not an
+// option, not in config.ini.
 struct NanInjection {
   int64_t step = -1;
   std::string param;
+  bool weight = false;
 };
 
 NanInjection nan_injection_from_env(const Module& model) {
@@ -86,6 +90,8 @@ NanInjection nan_injection_from_env(const Module& model) {
   out.step = std::strtoll(step, nullptr, 10);
   const char* param = std::getenv("ATTNLAB_DEBUG_NAN_PARAM");
   out.param = param && *param ? param : model.named_parameters().back().first;
+  const char* weight = std::getenv("ATTNLAB_DEBUG_NAN_WEIGHT");
+  out.weight = weight && *weight;
   return out;
 }
 
@@ -96,6 +102,11 @@ void inject_nan(const Module& model, const std::string& param) {
     }
 }
 
+void inject_inf_weight(const Module& model, const std::string& param) {
+  for (auto& [name, v] : model.named_parameters())
+    if (name == param && v.numel() > 0) v.value()[v.numel() / 2] = std::numeric_limits<Real>::infinity();
+}
+
 // The first parameter whose gradient holds a NaN or Inf, for the message.
 std::string first_nonfinite_grad(const Module& model) {
   for (const auto& [name, v] : model.named_parameters()) {
@@ -104,6 +115,13 @@ std::string first_nonfinite_grad(const Module& model) {
       if (!std::isfinite(v.grad()[i])) return name;
   }
   return "(none: the loss itself)";
+}
+
+// The first parameter whose value holds a NaN or Inf; empty when all are finite.
+std::string first_nonfinite_parameter(const Module& model) {
+  for (const auto& [name, v] : model.named_parameters())
+    if (!v.value().flat().allFinite()) return name;
+  return "";
 }
 
 // Names of the residual-stream points the models append (see SequenceModel::observe_residual_stream).
@@ -211,9 +229,38 @@ int train(const TrainInvocation& job) {
       fs::remove(optimizer_path(run.checkpoint_stem(steps[i])), ec);
     }
   };
+  // Stops on a NaN or Inf: nothing more is written; the last checkpoint stays the run's state.
+  auto stop_nonfinite = [&](const std::string& what, const std::string& why) {
+    progress.finish();
+    std::cerr << "attnlab train: " << what << "; stopped (" << why << "). ";
+    auto steps = run.checkpoint_steps();
+    if (steps.empty()) std::cerr << "No checkpoint had been written yet.\n";
+    else std::cerr << "The last checkpoint (step " << steps.back() << ") is kept.\n";
+    return kExitFailure;
+  };
+  // An update can overflow a weight to Inf (or make it NaN) although the loss
+  // and gradients were finite. Such weights must never reach a checkpoint, and
+  // the run stops as for a NaN loss. Whether all weights are finite costs a
+  // pass over every parameter, so it is asked only where it matters: before
+  // every checkpoint is written and at every log row (so a run stops within
+  // --log-every steps), not every step. (A NaN weight that any later forward
+  // reads makes that step's loss non-finite, which the per-step check sees.)
+  // --on-nan skip cannot skip an update that is already applied, so both
+  // policies stop here. Returns the exit code, or -1 when all weights are finite.
+  auto check_weights = [&](int64_t step) {
+    const std::string name = first_nonfinite_parameter(*model);
+    if (name.empty()) return -1;
+    return stop_nonfinite("non-finite parameter value after step " + std::to_string(step) +
+                              " (first parameter affected: " + name + ")",
+                          s.on_nan == "skip" ? "--on-nan skip cannot skip an update already applied" : "--on-nan stop");
+  };
+
   // After an interrupt: the step is done; checkpoint it (unless just saved) and say how to go on.
   auto stop_interrupted = [&](int64_t step, bool saved) {
-    if (!saved) save(step);
+    if (!saved) {
+      if (int code = check_weights(step); code >= 0) return code;
+      save(step);
+    }
     progress.finish();
     const int signal = interrupt_signal();
     std::cerr << "attnlab train: interrupted by " << signal_name(signal) << " after step " << step
@@ -226,10 +273,18 @@ int train(const TrainInvocation& job) {
   ce.ignore_index = kIgnoreTarget;
   ce.label_smoothing = static_cast<Real>(s.label_smoothing);
 
-  // Train metrics are averaged over each logging interval.
+  // Train metrics are averaged over each logging interval. tokens_per_s is
+  // training throughput: the time spent evaluating and writing checkpoints
+  // inside the interval (interval_excluded_s) is not counted.
   double sum_loss = 0, sum_tok = 0, sum_exact = 0, sum_norm = 0;
   int64_t interval_steps = 0, interval_tokens = 0;
   auto interval_start = std::chrono::steady_clock::now();
+  double interval_excluded_s = 0;
+  auto excluded = [&](auto&& work) {  // runs work(), its time left out of tokens_per_s
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    interval_excluded_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   double tokens_per_s = 0;
   Accuracy held{0, 0, 0};
   LmScore lm;  // language models: the held-out loss (held.token is its next-token accuracy)
@@ -262,9 +317,9 @@ int train(const TrainInvocation& job) {
     }
     backward(loss);
     if (probing) probe->after_backward();
-    if (step == debug_nan.step) inject_nan(*model, debug_nan.param);
+    if (step == debug_nan.step && !debug_nan.weight) inject_nan(*model, debug_nan.param);
     double norm = s.clip > 0 ? clip_grad_norm(params, s.clip) : grad_norm(params);
-    double loss_value = step == debug_nan.step && debug_nan.param == "loss" ? std::nan("") : loss.item();
+    double loss_value = step == debug_nan.step && !debug_nan.weight && debug_nan.param == "loss" ? std::nan("") : loss.item();
     if (!std::isfinite(loss_value) || !std::isfinite(norm)) {
       std::string where = first_nonfinite_grad(*model);
       std::string what = "non-finite " + std::string(std::isfinite(loss_value) ? "gradient" : "loss") + " at step " +
@@ -277,19 +332,17 @@ int train(const TrainInvocation& job) {
         model->zero_grad();
         last_step = step;
         const bool save_now = step % s.eval_every == 0 || step == s.steps;  // the state after the skipped step
-        if (save_now) save(step);
+        if (save_now || step % s.log_every == 0)
+          if (int code = check_weights(step); code >= 0) return code;
+        if (save_now) excluded([&] { save(step); });
         if (interrupt_signal()) return stop_interrupted(step, save_now);
         continue;
       }
-      progress.finish();
-      std::cerr << "attnlab train: " << what << "; stopped (--on-nan stop). ";
-      auto steps = run.checkpoint_steps();
-      if (steps.empty()) std::cerr << "No checkpoint had been written yet.\n";
-      else std::cerr << "The last checkpoint (step " << steps.back() << ") is kept.\n";
-      return kExitFailure;
+      return stop_nonfinite(what, "--on-nan stop");
     }
     optimizer->set_lr(scheduled_lr(s.schedule, s.optim.lr, step));
     optimizer->step();
+    if (step == debug_nan.step && debug_nan.weight) inject_inf_weight(*model, debug_nan.param);
     if (probing) probe->after_step(step);
     last_step = step;
 
@@ -302,13 +355,17 @@ int train(const TrainInvocation& job) {
     interval_tokens += batch.targets.numel() + batch.input.src.numel() * (s.model.arch == "seq2seq");
 
     bool eval_now = step % s.eval_every == 0 || step == s.steps;
+    const bool log_now = step % s.log_every == 0 || eval_now;
+    if (log_now)
+      if (int code = check_weights(step); code >= 0) return code;
     if (eval_now) {
-      evaluate_heldout();
+      excluded(evaluate_heldout);
       held_valid = true;
       if (s.target > 0 && held.exact >= s.target && solved_at < 0) solved_at = step;
     }
-    if (step % s.log_every == 0 || eval_now) {
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - interval_start).count();
+    if (log_now) {
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - interval_start).count() - interval_excluded_s;
       tokens_per_s = seconds > 0 ? static_cast<double>(interval_tokens) / seconds : 0;
       double n = static_cast<double>(interval_steps);
       std::vector<std::string> row = {std::to_string(step), CsvWriter::format_number(sum_loss / n),
@@ -326,6 +383,7 @@ int train(const TrainInvocation& job) {
       sum_loss = sum_tok = sum_exact = sum_norm = 0;
       interval_steps = interval_tokens = 0;
       interval_start = std::chrono::steady_clock::now();
+      interval_excluded_s = 0;
     } else if (interval_steps == 1) {
       stats.loss = loss_value;
       stats.token_acc = acc.token;
@@ -334,7 +392,7 @@ int train(const TrainInvocation& job) {
     stats.step = step;
     stats.heldout_exact = held_valid && !task->language_model() ? held.exact : -1;  // a language model has no exact match
     progress.update(stats);
-    if (eval_now) save(step);
+    if (eval_now) excluded([&] { save(step); });
     if (eval_now && solved_at == step) break;
     if (interrupt_signal()) return stop_interrupted(step, eval_now);
   }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "framework/nn/attention.h"
@@ -136,52 +137,49 @@ TEST_CASE("attention_layers lists every attention in forward order", "[models]")
 
 // ---- causality ----------------------------------------------------------------------
 
+namespace {
+
+// Sets in.tgt_in to `base`, then changes each target token t+1 in turn (to 10,
+// or 11 where it is 10): the logits at positions <= t must stay bitwise the
+// same, while position t+1 itself must see its new token. Returns the logits
+// of `base`.
+Var check_target_causality(SequenceModel& model, ModelInput in, const std::vector<int32_t>& base) {
+  const int64_t T = static_cast<int64_t>(base.size());
+  in.tgt_in = ids({1, T}, base);
+  Var ref = model.forward(in);
+  for (int64_t t = 0; t + 1 < T; ++t) {
+    std::vector<int32_t> changed = base;
+    changed[static_cast<size_t>(t + 1)] = changed[static_cast<size_t>(t + 1)] == 10 ? 11 : 10;
+    in.tgt_in = ids({1, T}, changed);
+    Var out = model.forward(in);
+    for (int64_t p = 0; p <= t; ++p) {
+      INFO("changed position " << t + 1 << ", checked position " << p);
+      CHECK(logit_row(out, 0, p) == logit_row(ref, 0, p));
+    }
+    CHECK(logit_row(out, 0, t + 1) != logit_row(ref, 0, t + 1));
+  }
+  return ref;
+}
+
+}  // namespace
+
 TEST_CASE("decoder LM: changing the token at t+1 leaves every logit at positions <= t bitwise unchanged",
           "[models][causality]") {
   TransformerConfig c = small("decoder");
   c.positional = "rope";
   auto model = make_model(c, 3);
-  const std::vector<int32_t> base = {1, 5, 7, 4, 9, 3, 6, 8};
-  const int64_t T = static_cast<int64_t>(base.size());
-  ModelInput in;
-  in.tgt_in = ids({1, T}, base);
-  Var ref = model->forward(in);
-  for (int64_t t = 0; t + 1 < T; ++t) {
-    std::vector<int32_t> changed = base;
-    changed[static_cast<size_t>(t + 1)] = changed[static_cast<size_t>(t + 1)] == 10 ? 11 : 10;
-    in.tgt_in = ids({1, T}, changed);
-    Var out = model->forward(in);
-    for (int64_t p = 0; p <= t; ++p) {
-      INFO("changed position " << t + 1 << ", checked position " << p);
-      CHECK(logit_row(out, 0, p) == logit_row(ref, 0, p));
-    }
-    // ... while the changed position itself does see its new token.
-    CHECK(logit_row(out, 0, t + 1) != logit_row(ref, 0, t + 1));
-  }
+  check_target_causality(*model, ModelInput{}, {1, 5, 7, 4, 9, 3, 6, 8});
 }
 
 TEST_CASE("encoder-decoder: changing target token t+1 leaves decoder logits at positions <= t bitwise unchanged",
           "[models][causality]") {
   auto model = make_model(small("seq2seq"), 4);
   const std::vector<int32_t> base = {1, 6, 4, 8, 5, 7};
-  const int64_t T = static_cast<int64_t>(base.size());
   ModelInput in;
   in.src = ids({1, 4}, {5, 6, 7, 8});
-  in.tgt_in = ids({1, T}, base);
-  Var ref = model->forward(in);
-  for (int64_t t = 0; t + 1 < T; ++t) {
-    std::vector<int32_t> changed = base;
-    changed[static_cast<size_t>(t + 1)] = changed[static_cast<size_t>(t + 1)] == 10 ? 11 : 10;
-    in.tgt_in = ids({1, T}, changed);
-    Var out = model->forward(in);
-    for (int64_t p = 0; p <= t; ++p) {
-      INFO("changed position " << t + 1 << ", checked position " << p);
-      CHECK(logit_row(out, 0, p) == logit_row(ref, 0, p));
-    }
-    CHECK(logit_row(out, 0, t + 1) != logit_row(ref, 0, t + 1));
-  }
+  Var ref = check_target_causality(*model, in, base);
   // The source, in contrast, is seen by every target position.
-  in.tgt_in = ids({1, T}, base);
+  in.tgt_in = ids({1, static_cast<int64_t>(base.size())}, base);
   in.src = ids({1, 4}, {5, 6, 7, 9});
   Var other_src = model->forward(in);
   CHECK(logit_row(other_src, 0, 0) != logit_row(ref, 0, 0));
@@ -420,35 +418,35 @@ TEST_CASE("config validation names the bad field and value", "[models][config]")
   c.d_v = 22;
   CHECK(validation_error(c).empty());  // explicit head widths lift the constraint
 
-  TransformerConfig p;
-  p.positional = "absolute";
-  CHECK_THAT(validation_error(p), Catch::Contains("positional") && Catch::Contains("'absolute'"));
-  TransformerConfig a;
-  a.arch = "gpt";
-  CHECK_THAT(validation_error(a), Catch::Contains("arch") && Catch::Contains("'gpt'"));
-  TransformerConfig n;
-  n.norm = "middle";
-  CHECK_THAT(validation_error(n), Catch::Contains("norm") && Catch::Contains("'middle'"));
-  TransformerConfig s;
-  s.attn_scale = "cubic";
-  CHECK_THAT(validation_error(s), Catch::Contains("attn_scale") && Catch::Contains("'cubic'"));
-  TransformerConfig d;
-  d.dropout = 1.0;
-  CHECK_THAT(validation_error(d), Catch::Contains("dropout") && Catch::Contains("1"));
-  TransformerConfig v;
-  v.vocab_size = 0;
-  CHECK_THAT(validation_error(v), Catch::Contains("vocab_size") && Catch::Contains("0"));
-  TransformerConfig m;
-  m.max_len = 0;
-  CHECK_THAT(validation_error(m), Catch::Contains("max_len"));
-  TransformerConfig r;
-  r.positional = "rope";
-  r.d_k = 5;
-  r.d_v = 16;
-  CHECK_THAT(validation_error(r), Catch::Contains("rope") && Catch::Contains("d_k = 5"));
+  // One bad field at a time; the message names the field and the value.
+  struct BadField {
+    std::function<void(TransformerConfig&)> set;
+    std::vector<std::string> named;
+  };
+  const std::vector<BadField> cases = {
+      {[](TransformerConfig& t) { t.positional = "absolute"; }, {"positional", "'absolute'"}},
+      {[](TransformerConfig& t) { t.arch = "gpt"; }, {"arch", "'gpt'"}},
+      {[](TransformerConfig& t) { t.norm = "middle"; }, {"norm", "'middle'"}},
+      {[](TransformerConfig& t) { t.attn_scale = "cubic"; }, {"attn_scale", "'cubic'"}},
+      {[](TransformerConfig& t) { t.dropout = 1.0; }, {"dropout", "1"}},
+      {[](TransformerConfig& t) { t.vocab_size = 0; }, {"vocab_size", "0"}},
+      {[](TransformerConfig& t) { t.max_len = 0; }, {"max_len"}},
+      {[](TransformerConfig& t) {
+         t.positional = "rope";
+         t.d_k = 5;
+         t.d_v = 16;
+       }, {"rope", "d_k = 5"}},
+      {[](TransformerConfig& t) { t.activation = "tanh"; }, {"activation", "'tanh'"}},
+  };
+  for (const BadField& bad : cases) {
+    TransformerConfig t;
+    bad.set(t);
+    const std::string message = validation_error(t);
+    INFO(message);
+    for (const std::string& name : bad.named) CHECK_THAT(message, Catch::Contains(name));
+  }
   TransformerConfig act;
   act.activation = "tanh";
-  CHECK_THAT(validation_error(act), Catch::Contains("activation") && Catch::Contains("'tanh'"));
   CHECK_THROWS_AS(make_model(act, 1), ValueError);
 }
 

@@ -33,6 +33,36 @@ using AlignedChunk = Eigen::Map<Eigen::Array<Real, Eigen::Dynamic, 1>, Eigen::Al
 // A sum whose order depends on n only: `a + 0` is an expression.
 Real unpeeled_sum(const ConstArrayMap& a) { return (a + Real(0)).sum(); }
 
+// Runs body(r) for every row r, over threads when the rows are worth it.
+// Each row is written by one thread only, so results do not depend on the team.
+template <class RowFn>
+void for_each_row(int64_t rows, int64_t n, const RowFn& body) {
+#pragma omp parallel for schedule(static) if (worth_parallel(rows, n))
+  for (int64_t r = 0; r < rows; ++r) body(r);
+}
+
+// The scaffolding softmax and log_softmax share: a row kernel maps each row
+// (n values along the last axis) of x to y, and `backward_row(y, dy, dx, n)`
+// accumulates one row's input gradient from the cached output. Both are
+// inlined into the loops (templates), so this costs no call or pass per row.
+template <class ForwardRow, class BackwardRow>
+Var rowwise_op(const Var& a, const char* name, ForwardRow forward_row, BackwardRow backward_row) {
+  Tensor out = Tensor::uninitialized(a.shape());
+  const int64_t n = a.dim() ? a.size(-1) : 1;
+  const int64_t rows = n ? a.numel() / n : 0;
+  const Real* x = a.value().data();
+  Real* y = out.data();
+  for_each_row(rows, n, [&](int64_t r) { forward_row(x + r * n, y + r * n, n); });
+
+  return make_result(std::move(out), {a}, name, [n, rows, backward_row](Node& self) {
+    if (!self.input_needs_grad(0)) return;
+    const Real* y = self.value.data();
+    const Real* dy = self.grad.data();
+    Real* dx = self.input_grad(0).data();
+    for_each_row(rows, n, [&](int64_t r) { backward_row(y + r * n, dy + r * n, dx + r * n, n); });
+  });
+}
+
 }  // namespace
 
 void softmax_row(const Real* x, Real* y, int64_t n) {
@@ -77,61 +107,32 @@ void log_softmax_row(const Real* x, Real* y, int64_t n) {
 }
 
 Var softmax(const Var& a) {
-  Tensor out = Tensor::uninitialized(a.shape());
-  const int64_t n = a.dim() ? a.size(-1) : 1;
-  const int64_t rows = n ? a.numel() / n : 0;
-  const Real* x = a.value().data();
-  Real* y = out.data();
-#pragma omp parallel for schedule(static) if (worth_parallel(rows, n))
-  for (int64_t r = 0; r < rows; ++r) softmax_row(x + r * n, y + r * n, n);
-
-  return make_result(std::move(out), {a}, "softmax", [n, rows](Node& self) {
-    if (!self.input_needs_grad(0)) return;
-    // dx = y * (dy - sum(dy * y)); a fully masked row has y = 0, hence dx = 0.
-    const Real* y = self.value.data();
-    const Real* dy = self.grad.data();
-    Real* dx = self.input_grad(0).data();
-#pragma omp parallel for schedule(static) if (worth_parallel(rows, n))
-    for (int64_t r = 0; r < rows; ++r) {
-      ConstArrayMap yr(y + r * n, n), dyr(dy + r * n, n);
-      ArrayMap dxr(dx + r * n, n);
-      const Real dot = (yr * dyr).sum();
-      dxr += yr * (dyr - dot);
-    }
-  });
+  return rowwise_op(
+      a, "softmax", [](const Real* x, Real* y, int64_t n) { softmax_row(x, y, n); },
+      [](const Real* y, const Real* dy, Real* dx, int64_t n) {
+        // dx = y * (dy - sum(dy * y)); a fully masked row has y = 0, hence dx = 0.
+        ConstArrayMap yr(y, n), dyr(dy, n);
+        const Real dot = (yr * dyr).sum();
+        ArrayMap(dx, n) += yr * (dyr - dot);
+      });
 }
 
 Var log_softmax(const Var& a) {
-  Tensor out = Tensor::uninitialized(a.shape());
-  const int64_t n = a.dim() ? a.size(-1) : 1;
-  const int64_t rows = n ? a.numel() / n : 0;
-  const Real* x = a.value().data();
-  Real* y = out.data();
-#pragma omp parallel for schedule(static) if (worth_parallel(rows, n))
-  for (int64_t r = 0; r < rows; ++r) log_softmax_row(x + r * n, y + r * n, n);
-
-  return make_result(std::move(out), {a}, "log_softmax", [n, rows](Node& self) {
-    if (!self.input_needs_grad(0)) return;
-    // dx = dy - softmax * sum(dy), with softmax = exp(y) recovered from the
-    // cached output. A fully masked row (all -inf) passes no gradient.
-    const Real* y = self.value.data();
-    const Real* dy = self.grad.data();
-    Real* dx = self.input_grad(0).data();
-#pragma omp parallel for schedule(static) if (worth_parallel(rows, n))
-    for (int64_t r = 0; r < rows; ++r) {
-      const Real *yr = y + r * n, *dyr = dy + r * n;
-      Real* dxr = dx + r * n;
-      if (ConstArrayMap(yr, n).maxCoeff() == kNegInf) continue;
-      const Real total = unpeeled_sum(ConstArrayMap(dyr, n));
-      alignas(64) Real buf[kChunk];
-      for (int64_t start = 0; start < n; start += kChunk) {
-        const int64_t len = std::min(kChunk, n - start);
-        AlignedChunk p(buf, len);
-        p = ConstArrayMap(yr + start, len).exp();
-        ArrayMap(dxr + start, len) += ConstArrayMap(dyr + start, len) - p * total;
-      }
-    }
-  });
+  return rowwise_op(
+      a, "log_softmax", [](const Real* x, Real* y, int64_t n) { log_softmax_row(x, y, n); },
+      [](const Real* y, const Real* dy, Real* dx, int64_t n) {
+        // dx = dy - softmax * sum(dy), with softmax = exp(y) recovered from the
+        // cached output. A fully masked row (all -inf) passes no gradient.
+        if (ConstArrayMap(y, n).maxCoeff() == kNegInf) return;
+        const Real total = unpeeled_sum(ConstArrayMap(dy, n));
+        alignas(64) Real buf[kChunk];
+        for (int64_t start = 0; start < n; start += kChunk) {
+          const int64_t len = std::min(kChunk, n - start);
+          AlignedChunk p(buf, len);
+          p = ConstArrayMap(y + start, len).exp();
+          ArrayMap(dx + start, len) += ConstArrayMap(dy + start, len) - p * total;
+        }
+      });
 }
 
 }  // namespace attnlab

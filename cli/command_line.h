@@ -1,0 +1,31 @@
+#pragma once
+// What every subcommand does with its arguments before its own work:
+// -h/--help, parsing, the help text, and the --run/--step checks of the
+// commands that read a trained run.
+#include <boost/program_options.hpp>
+#include <cstdint>
+#include <string>
+
+#include "cli/commands.h"
+
+namespace attnlab::cli {
+
+namespace po = boost::program_options;
+
+// An options group (titled `caption`, untitled when empty) holding -h/--help;
+// a command adds its own options to it.
+po::options_description options_with_help(const std::string& caption = "");
+
+// Parses `args` against `options` (which hold -h/--help) and assigns the
+// bound variables. With --help it assigns nothing, prints `usage`, the options
+// and `footer` to stdout and returns false: the command is done (exit 0).
+// Boost's po::error for an unknown option or a malformed value.
+bool parse_command_line(const Args& args, const po::options_description& options, po::variables_map& vm,
+                        const std::string& usage, const std::string& footer = "",
+                        const po::positional_options_description* positional = nullptr);
+
+// The checks of --run DIR (required) and --step N (>= 1 when given) that
+// eval, predict and attention share. ValueError naming the option.
+void check_run_and_step(const po::variables_map& vm, const std::string& run_path, int64_t step);
+
+}  // namespace attnlab::cli
