@@ -210,44 +210,42 @@ void linear_backward(Node& self, const Real* g_data, int64_t rows, int64_t in_fe
   }
 }
 
-std::vector<Var> linear_inputs(const Var& x, const Var& weight, const Var& bias) {
+// linear, or linear_relu when relu is set: one op either way.
+Var linear_op(const char* op, const Var& x, const Var& weight, const Var& bias, bool relu) {
+  const int64_t rows = check_linear(op, x, weight, bias);
+  const int64_t out_features = weight.size(0), in_features = weight.size(1);
+  Tensor out = linear_forward(x, weight, bias, rows, relu);
   std::vector<Var> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return inputs;
+  return make_result(std::move(out), std::move(inputs), op, [rows, in_features, out_features, relu](Node& self) {
+    if (!relu) {
+      linear_backward(self, self.grad.data(), rows, in_features, out_features);
+      return;
+    }
+    // Through the ReLU: g where the output is positive (the pre-activation was
+    // > 0; the derivative at 0 is 0, as torch takes it).
+    Tensor masked = Tensor::uninitialized({rows, out_features});
+    const Real* g = self.grad.data();
+    const Real* y = self.value.data();
+    Real* m = masked.data();
+    detail::parallel_chunks(rows * out_features, [&](int64_t lo, int64_t hi) {
+      // A select, not a branch: the signs are random, a branch mispredicts.
+      const int64_t n = hi - lo;
+      VecMap(m + lo, n).array() =
+          (ConstVecMap(y + lo, n).array() > Real(0)).select(ConstVecMap(g + lo, n).array(), Real(0));
+    });
+    linear_backward(self, m, rows, in_features, out_features);
+  });
 }
 
 }  // namespace
 
 Var linear(const Var& x, const Var& weight, const Var& bias) {
-  const int64_t rows = check_linear("linear", x, weight, bias);
-  const int64_t out_features = weight.size(0), in_features = weight.size(1);
-  Tensor out = linear_forward(x, weight, bias, rows, /*relu=*/false);
-  return make_result(std::move(out), linear_inputs(x, weight, bias), "linear",
-                     [rows, in_features, out_features](Node& self) {
-                       linear_backward(self, self.grad.data(), rows, in_features, out_features);
-                     });
+  return linear_op("linear", x, weight, bias, /*relu=*/false);
 }
 
 Var linear_relu(const Var& x, const Var& weight, const Var& bias) {
-  const int64_t rows = check_linear("linear_relu", x, weight, bias);
-  const int64_t out_features = weight.size(0), in_features = weight.size(1);
-  Tensor out = linear_forward(x, weight, bias, rows, /*relu=*/true);
-  return make_result(std::move(out), linear_inputs(x, weight, bias), "linear_relu",
-                     [rows, in_features, out_features](Node& self) {
-                       // Through the ReLU: g where the output is positive (the
-                       // pre-activation was > 0; the derivative at 0 is 0, as torch).
-                       Tensor masked = Tensor::uninitialized({rows, out_features});
-                       const Real* g = self.grad.data();
-                       const Real* y = self.value.data();
-                       Real* m = masked.data();
-                       detail::parallel_chunks(rows * out_features, [&](int64_t lo, int64_t hi) {
-                         // A select, not a branch: signs are random, a branch mispredicts half the time.
-                         const int64_t n = hi - lo;
-                         VecMap(m + lo, n).array() =
-                             (ConstVecMap(y + lo, n).array() > Real(0)).select(ConstVecMap(g + lo, n).array(), Real(0));
-                       });
-                       linear_backward(self, m, rows, in_features, out_features);
-                     });
+  return linear_op("linear_relu", x, weight, bias, /*relu=*/true);
 }
 
 }  // namespace attnlab
