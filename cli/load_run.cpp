@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "datasets/vocab.h"
 #include "framework/error.h"
@@ -40,6 +41,16 @@ std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text) 
   if (needed > config.max_len)
     throw ValueError("the input has " + std::to_string(input.size()) + " tokens; this model takes sequences of at most " +
                      std::to_string(config.max_len) + " positions");
+  // Lengths the model never saw usually get a wrong answer; say why on stderr
+  // (stdout keeps only the answer).
+  const TaskConfig& t = run.settings.task;
+  const bool has_length_range = t.name == "copy" || t.name == "reverse" || t.name == "sort" || t.name == "duplicate";
+  if (has_length_range && (size < t.min_len || size > t.max_len))
+    std::cerr << "note: this model was trained on inputs of "
+              << (t.min_len == t.max_len ? std::to_string(t.min_len)
+                                         : std::to_string(t.min_len) + " to " + std::to_string(t.max_len))
+              << " symbols (--min-len " << t.min_len << " --max-len " << t.max_len << "); this one has " << size
+              << ", so expect mistakes\n";
   return input;
 }
 

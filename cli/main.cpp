@@ -37,7 +37,7 @@ void print_usage(std::ostream& out) {
     out << c.summary << '\n';
   }
   out << "\nexample:\n  attnlab train --task reverse --run runs/reverse\n"
-         "  attnlab predict --run runs/reverse \"3 1 4 1 5\"\n";
+         "  attnlab predict --run runs/reverse \"3 1 4 1 5 9 2 6\"\n";
 }
 
 }  // namespace

@@ -65,6 +65,13 @@ TEST_CASE("eval and predict read a trained run", "[cli][e2e]") {
   INFO(p.out);
   REQUIRE(p.code == 0);
   CHECK(p.out.rfind("4 3 2 1 0\n(correct)", 0) == 0);
+  CHECK(p.out.find("note:") == std::string::npos);
+  // A length the model never saw: still answered (exit 0), with a note that names the trained lengths.
+  Result short_input = run_attnlab("predict --run " + run + " \"0 1 2\"");
+  INFO(short_input.out);
+  REQUIRE(short_input.code == 0);
+  CHECK(short_input.out.find("note: this model was trained on inputs of 5 symbols (--min-len 5 --max-len 5); "
+                             "this one has 3") != std::string::npos);
 }
 
 TEST_CASE("a run stopped at 200 steps and resumed to 400 ends with the same weights as 400 steps at once", "[cli][e2e]") {
