@@ -5,6 +5,11 @@
 // random sequences. A few fixed random batches are made before timing; the
 // warm-up steps are not timed. One JSON line is printed.
 //
+// --config graph is not in BENCHMARK.md: the same 6-layer model at width 4
+// on two tokens, so small that its step time is the engine's fixed cost per
+// step (building and walking the graph, launching each op, AdamW's loop over
+// the parameter list); step_ms / nodes_per_step is the cost of one op.
+//
 // MFU: achieved model FLOP/s over a peak measured here with the same
 // threads: the best of several single-precision Eigen matrix products
 // (n = 512 and 1024, row-major as attnlab uses them), i.e. what this
@@ -35,6 +40,7 @@ constexpr BenchShape kShapes[] = {
     {"S", 16, 16, 64, 4, 2, 256, 64},
     {"M", 32, 32, 128, 8, 4, 512, 64},
     {"L", 64, 64, 256, 8, 6, 1024, 32},
+    {"graph", 8, 2, 4, 1, 6, 4, 1},
 };
 
 using Clock = std::chrono::steady_clock;
@@ -74,7 +80,7 @@ int run_bench(const Args& args) {
   uint64_t seed = 0;
   bool no_peak = false;
   OptionSet opts("Options");
-  opts.add("config", &config_name, "S | M | L (BENCHMARK.md)")
+  opts.add("config", &config_name, "S | M | L (BENCHMARK.md), or graph: a width-4 model whose step is the engine's fixed cost")
       .add("threads", &threads, "OpenMP threads")
       .add("steps", &steps, "timed steps; 0 = 20 (S), 10 (M), 5 (L)")
       .add("warmup", &warmup, "untimed steps first")
@@ -93,10 +99,13 @@ int run_bench(const Args& args) {
   const BenchShape* shape = nullptr;
   for (const BenchShape& s : kShapes)
     if (config_name == s.name) shape = &s;
-  if (!shape) throw ValueError("--config must be S, M or L, got '" + config_name + "'");
+  if (!shape) throw ValueError("--config must be S, M, L or graph, got '" + config_name + "'");
   if (threads < 1 || threads > 1024) throw ValueError("--threads must be in [1, 1024], got " + std::to_string(threads));
   if (steps < 0 || warmup < 0) throw ValueError("--steps and --warmup must be >= 0");
-  if (steps == 0) steps = shape->name[0] == 'S' ? 20 : shape->name[0] == 'M' ? 10 : 5;
+  if (steps == 0) {
+    const std::string name = shape->name;
+    steps = name == "S" ? 20 : name == "M" ? 10 : name == "L" ? 5 : 2000;
+  }
   omp_set_num_threads(threads);
 
   TransformerConfig config;
@@ -129,11 +138,14 @@ int run_bench(const Args& args) {
 
   std::vector<double> step_ms;
   double last_loss = 0;
+  uint64_t nodes_per_step = 0;  // autograd nodes one step records (the same every step)
   for (int64_t step = 0; step < warmup + steps; ++step) {
     size_t i = static_cast<size_t>(step) % inputs.size();
     auto t = Clock::now();
     model->zero_grad();
+    const uint64_t nodes_before = nodes_created();
     Var loss = cross_entropy(model->forward(inputs[i]), targets[i]);
+    nodes_per_step = nodes_created() - nodes_before;
     backward(loss);
     optimizer->step();
     double ms = seconds_since(t) * 1e3;
@@ -155,6 +167,7 @@ int run_bench(const Args& args) {
                         {"step_ms", median},
                         {"tokens_per_s", tokens_per_s},
                         {"params", model->parameter_count()},
+                        {"nodes_per_step", nodes_per_step},
                         {"gflops", gflops},
                         {"final_loss", last_loss}};
   if (!no_peak) {

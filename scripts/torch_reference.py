@@ -400,6 +400,7 @@ BENCH_SHAPES = {  # V, T, d, h, L, d_ff, B (BENCHMARK.md)
     "S": (16, 16, 64, 4, 2, 256, 64),
     "M": (32, 32, 128, 8, 4, 512, 64),
     "L": (64, 64, 256, 8, 6, 1024, 32),
+    "graph": (8, 2, 4, 1, 6, 4, 1),  # not in BENCHMARK.md: the fixed cost of a step (see attnlab bench)
 }
 
 
@@ -414,7 +415,7 @@ def bench(name, threads, blas_threads, steps, warmup, seed=0):
     import time
     torch.set_num_threads(threads)
     V, T, d, h, L, d_ff, B = BENCH_SHAPES[name]
-    steps = steps or {"S": 20, "M": 10, "L": 5}[name]
+    steps = steps or {"S": 20, "M": 10, "L": 5, "graph": 2000}[name]
     torch.manual_seed(seed)
     model = Model(base_config(vocab_size=V, max_len=T, d_model=d, n_heads=h, n_layers=L, d_ff=d_ff))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)

@@ -155,3 +155,30 @@ TEST_CASE("bad input gets one line on stderr, exit code 2 and no files", "[cli][
   CHECK(foreign.code == 2);
   CHECK(foreign.out.find("not an attnlab run directory") != std::string::npos);
 }
+
+TEST_CASE("bench prints one JSON line with the documented keys, a fixed graph size per block, and the same loss twice",
+          "[cli][bench]") {
+  // The graph config (width 4, two tokens) keeps this fast. A pre-LN block
+  // records 11 nodes (layer norm, q, k, v, fused attention, output map, add;
+  // layer norm, linear_relu, linear, add) and the model 6 around the blocks
+  // (embedding, the positional table as a constant, their sum, final norm,
+  // logits, loss): 6 + 11 x 6 layers.
+  // A regression that splits a fused op into several changes this count.
+  const std::string args = "bench --config graph --steps 30 --warmup 2 --no-peak";
+  Result a = run_attnlab(args), b = run_attnlab(args);
+  INFO(a.out << b.out);
+  REQUIRE(a.code == 0);
+  REQUIRE(b.code == 0);
+  REQUIRE(std::count(a.out.begin(), a.out.end(), '\n') == 1);
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  for (const char* key : {"impl", "config", "threads", "steps", "step_ms", "tokens_per_s", "params", "gflops",
+                          "final_loss", "peak_rss_mib", "nodes_per_step"})
+    CHECK(ja.contains(key));
+  CHECK_FALSE(ja.contains("mfu"));  // --no-peak: no peak, no MFU
+  CHECK(ja["config"] == "graph");
+  CHECK(ja["steps"] == 30);
+  CHECK(ja["nodes_per_step"] == 6 + 11 * 6);
+  CHECK(ja["step_ms"].get<double>() > 0);
+  // Same seed and threads: the same loss to the last bit.
+  CHECK(ja["final_loss"].get<double>() == jb["final_loss"].get<double>());
+}

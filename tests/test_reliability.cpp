@@ -539,7 +539,7 @@ TEST_CASE("every bad flag, config key and predict input gets one line naming it,
       {"predict --run " + run + " \"<bos> 1 2\"", "the input holds the special token <bos>"},
       {"predict --run " + run + " \"\"", "the input sequence is empty"},
       {"predict --run " + run + " \"" + seventy + "\"", "the input has 70 tokens; this model takes sequences of at most 64 positions"},
-      {"bench --config XL", "--config must be S, M or L"},
+      {"bench --config XL", "--config must be S, M, L or graph, got 'XL'"},
   };
   for (const auto& [args, expected] : cases) {
     const bool trains = args.rfind("train ", 0) == 0 && args.find("--resume") == std::string::npos;
