@@ -4,7 +4,7 @@
 # are run alternately, ROUNDS times each, and the best tokens/s of each is
 # compared. Prints a Markdown table; the raw JSON lines go to $OUT (default
 # bench-results.jsonl). Usage: scripts/bench_vs_torch.sh [configs] [threads]
-#   e.g. scripts/bench_vs_torch.sh "S M L" "1 2"
+#   e.g. scripts/bench_vs_torch.sh "S M L" "1 2"; add "graph" for the fixed cost of a step
 #
 # PyTorch gets its best use of N cores: its BLAS (OpenBLAS) is pinned to the
 # thread count (torch.set_num_threads does not reach it, see
