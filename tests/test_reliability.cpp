@@ -181,8 +181,10 @@ TEST_CASE("eval and train --resume refuse a truncated, corrupt, wrong-version or
   SafetensorsData decoded = load_safetensors(model);
   TensorRefs refs;
   for (const auto& [name, t] : decoded.tensors) refs.emplace_back(name, &t);
-  Metadata v2 = decoded.metadata;
-  v2["format_version"] = "2";
+  Metadata v3 = decoded.metadata;
+  v3["format_version"] = "3";
+  Metadata unsummed = decoded.metadata;  // as version 1 wrote them, apart from the version
+  unsummed.erase("metadata_checksum");
   std::string corrupt_data = good;
   corrupt_data[corrupt_data.size() - 3] ^= 0x40;  // a bit of the last tensor's last value
   std::string corrupt_meta = good;
@@ -200,7 +202,8 @@ TEST_CASE("eval and train --resume refuse a truncated, corrupt, wrong-version or
       {"truncated to 5 bytes", model, good.substr(0, 5), "shorter than the 8-byte header length", true},
       {"a flipped bit in the data", model, corrupt_data, "checksum mismatch: the tensor data is corrupt", true},
       {"a changed metadata value", model, corrupt_meta, "metadata checksum mismatch", true},
-      {"format version 2", model, encode_safetensors(refs, v2), "checkpoint format version 2, this attnlab reads version 1", true},
+      {"format version 3", model, encode_safetensors(refs, v3), "checkpoint format version 3, this attnlab reads version 2", true},
+      {"no metadata checksum", model, encode_safetensors(refs, unsummed), "no 'metadata_checksum' in its metadata", true},
       {"another model's weights", model, slurp(checkpoint(other, 10)), "the checkpoint is of a different model", true},
       {"a plain safetensors file", model, encode_safetensors(refs), "not an attnlab checkpoint", true},
       {"the optimizer file for the model file", model, good_optim, "holds an optimizer checkpoint, expected a model checkpoint", true},

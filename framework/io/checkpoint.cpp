@@ -73,9 +73,7 @@ SafetensorsData read_checked(const std::string& path, const char* kind) {
     throw IoError(path + ": checkpoint format version " + version + ", this attnlab reads version " +
                   std::to_string(kCheckpointVersion));
   // After format and version (which say how to read the rest), before anything else.
-  // Files written before the metadata checksum existed have none; same version, so accept them.
-  auto it = data.metadata.find(kMetadataChecksum);
-  if (it != data.metadata.end() && it->second != metadata_checksum(data.metadata))
+  if (meta(data.metadata, kMetadataChecksum, path) != metadata_checksum(data.metadata))
     throw IoError(path + ": metadata checksum mismatch: the metadata (step, config, generator states) is corrupt");
   if (meta(data.metadata, "kind", path) != kind)
     throw IoError(path + ": holds " + (data.metadata["kind"] == "optimizer" ? "an " : "a ") + data.metadata["kind"] +

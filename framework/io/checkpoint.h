@@ -5,8 +5,9 @@
 //
 // Each file's metadata carries "format" = "attnlab-checkpoint",
 // "format_version", "kind" (model | optimizer), a checksum of the tensor data
-// (FNV-1a 64 over names, shapes and float32 values) and whatever the caller
-// adds (config, step, generator states). Files are written atomically,
+// (FNV-1a 64 over names, shapes and float32 values), whatever the caller
+// adds (config, step, generator states), and "metadata_checksum" over all of
+// that (version 2; version 1 files had none and are refused). Files are written atomically,
 // optimizer first, so a model file always has its optimizer state beside it.
 #include <map>
 #include <string>
@@ -18,7 +19,7 @@ namespace attnlab {
 
 using Metadata = std::map<std::string, std::string>;
 constexpr const char* kCheckpointFormat = "attnlab-checkpoint";
-constexpr int kCheckpointVersion = 1;
+constexpr int kCheckpointVersion = 2;
 
 std::string model_path(const std::string& stem);      // <stem>.safetensors
 std::string optimizer_path(const std::string& stem);  // <stem>.optim.safetensors
