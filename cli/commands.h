@@ -1,6 +1,7 @@
 #pragma once
 // The attnlab subcommands: one file each in cli/. Each takes the arguments
 // after its name and returns the process exit code.
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,18 @@ int run_gradcheck(const Args& args);
 int run_attention(const Args& args);
 int run_sample(const Args& args);
 
-// Exit codes: 0 success, 1 a failure during a run (e.g. NaN loss), 2 bad
-// input (flags, values, files), 130/143 interrupted by SIGINT/SIGTERM.
+// Exit codes: 0 success, 1 a failure during a run (e.g. NaN loss, a
+// checkpoint the disk would not take), 2 bad input (flags, values, files),
+// 130/143 interrupted by SIGINT/SIGTERM.
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+
+// A run that started well and then failed for a reason outside its input,
+// such as a full disk while checkpointing: one line, exit code 1 (an IoError
+// would say 2, bad input).
+struct RunFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace attnlab::cli

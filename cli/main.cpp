@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
     } catch (const std::invalid_argument& e) {  // ShapeError, ValueError
       std::cerr << "attnlab " << name << ": " << e.what() << '\n';
       return cli::kExitUsage;
+    } catch (const cli::RunFailure& e) {
+      std::cerr << "attnlab " << name << ": " << e.what() << '\n';
+      return cli::kExitFailure;
     } catch (const IoError& e) {
       std::cerr << "attnlab " << name << ": " << e.what() << '\n';
       return cli::kExitUsage;

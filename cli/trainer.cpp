@@ -217,7 +217,7 @@ int train(const TrainInvocation& job) {
     } catch (const IoError& e) {  // a full disk, a file-size limit, a directory gone or read-only
       if (!fs::exists(model_path(run.checkpoint_stem(step)), ec)) fs::remove(optimizer_path(run.checkpoint_stem(step)), ec);
       auto steps = run.checkpoint_steps();
-      throw IoError(std::string(e.what()) + "; the checkpoint of step " + std::to_string(step) + " was not written" +
+      throw RunFailure(std::string(e.what()) + "; the checkpoint of step " + std::to_string(step) + " was not written" +
                     (steps.empty() ? std::string()
                                    : "; the checkpoint of step " + std::to_string(steps.back()) +
                                          " is intact (continue with: attnlab train --resume " + run.path() +
