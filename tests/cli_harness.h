@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace attnlab::testing {
@@ -43,5 +45,12 @@ struct TempDir {
   TempDir& operator=(const TempDir&) = delete;
   std::string operator/(const std::string& sub) const { return (path / sub).string(); }
 };
+
+// RUN/summary.json, parsed (the test fails if the run wrote none).
+inline nlohmann::json read_summary(const std::string& run) {
+  std::ifstream in(run + "/summary.json");
+  REQUIRE(in);
+  return nlohmann::json::parse(in);
+}
 
 }  // namespace attnlab::testing

@@ -16,17 +16,12 @@
 #include "tests/cli_harness.h"
 
 namespace fs = std::filesystem;
+using attnlab::testing::read_summary;
 using attnlab::testing::run_attnlab;
 using attnlab::testing::TempDir;
 using Result = attnlab::testing::CliResult;
 
 namespace {
-
-nlohmann::json summary(const std::string& run) {
-  std::ifstream in(run + "/summary.json");
-  REQUIRE(in);
-  return nlohmann::json::parse(in);
-}
 
 const char* kTiny = " --vocab 6 --min-len 5 --max-len 5 --d-model 32 --heads 2 --layers 1 --d-ff 64 --batch-size 32"
                     " --heldout 200 --quiet";  // --threads defaults to 1
@@ -40,7 +35,7 @@ TEST_CASE("train solves copy and reverse with a tiny encoder, an untrained model
     Result r = run_attnlab(std::string("train --task ") + task + kTiny + " --steps 600 --lr 3e-3 --eval-every 50 --run " + run);
     INFO(r.out);
     REQUIRE(r.code == 0);
-    auto s = summary(run);
+    auto s = read_summary(run);
     CHECK(s["heldout_exact"].get<double>() == 1.0);
     CHECK(s["solved_at_step"].get<int64_t>() > 0);
 
@@ -49,7 +44,7 @@ TEST_CASE("train solves copy and reverse with a tiny encoder, an untrained model
     std::string untrained = dir / (std::string(task) + "-untrained");
     r = run_attnlab(std::string("train --task ") + task + kTiny + " --steps 1 --run " + untrained);
     REQUIRE(r.code == 0);
-    CHECK(summary(untrained)["heldout_exact"].get<double>() < 0.05);
+    CHECK(read_summary(untrained)["heldout_exact"].get<double>() < 0.05);
   }
 }
 

@@ -11,17 +11,12 @@
 #include "tests/cli_harness.h"
 
 namespace fs = std::filesystem;
+using attnlab::testing::read_summary;
 using attnlab::testing::run_attnlab;
 using attnlab::testing::TempDir;
 using Result = attnlab::testing::CliResult;
 
 namespace {
-
-nlohmann::json summary_of(const std::string& run) {
-  std::ifstream in(run + "/summary.json");
-  REQUIRE(in);
-  return nlohmann::json::parse(in);
-}
 
 std::string write(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
@@ -50,7 +45,7 @@ TEST_CASE("pairs: train, eval and predict a decoder, later commands map words wi
   INFO(r.out);
   REQUIRE(r.code == 0);
   CHECK(fs::exists(run + "/vocab.txt"));
-  CHECK(summary_of(run)["heldout_examples"].get<int64_t>() == 13);  // round(0.1 x 125)
+  CHECK(read_summary(run)["heldout_examples"].get<int64_t>() == 13);  // round(0.1 x 125)
 
   Result e = run_attnlab("eval --run " + run + " --examples 2");
   INFO(e.out);
@@ -88,11 +83,11 @@ TEST_CASE("pairs: a seq2seq model learns a small file to full held-out exact mat
                          run + kTinyModel + " --batch-size 32");  // 600 steps: a few seconds
   INFO(r.out);
   REQUIRE(r.code == 0);
-  CHECK(summary_of(run)["heldout_exact"].get<double>() == 1.0);
+  CHECK(read_summary(run)["heldout_exact"].get<double>() == 1.0);
   // One step of training is far from it: the check above can fail.
   const std::string untrained = dir / "untrained";
   REQUIRE(run_attnlab("train --task pairs --file " + file + " --model seq2seq --steps 1 --run " + untrained + kTinyModel).code == 0);
-  CHECK(summary_of(untrained)["heldout_exact"].get<double>() < 0.2);
+  CHECK(read_summary(untrained)["heldout_exact"].get<double>() < 0.2);
 }
 
 TEST_CASE("text: a character model trains, reports bits per character and samples reproducibly", "[cli][data]") {
@@ -105,7 +100,7 @@ TEST_CASE("text: a character model trains, reports bits per character and sample
                          run + kTinyModel);
   INFO(r.out);
   REQUIRE(r.code == 0);
-  auto s = summary_of(run);
+  auto s = read_summary(run);
   const double bpc = s["heldout_bits_per_char"].get<double>();
   CHECK(bpc > 0);
   CHECK(s["heldout_chars"].get<int64_t>() == static_cast<int64_t>(body.size() / 10));
@@ -152,7 +147,7 @@ TEST_CASE("induction and recall train end to end with a decoder", "[cli][data]")
                            "--eval-every 10 --heldout 50 --run " + run + kTinyModel);
     INFO(task << ": " << r.out);
     REQUIRE(r.code == 0);
-    CHECK(summary_of(run)["heldout_examples"].get<int64_t>() == 50);
+    CHECK(read_summary(run)["heldout_examples"].get<int64_t>() == 50);
     Result p = run_attnlab("predict --run " + run + (task == "induction" ? " \"5 2 8 1 9 3 8\"" : " \"0 6 1 7 2 8 1\""));
     INFO(p.out);
     CHECK(p.code == 0);

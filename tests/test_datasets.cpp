@@ -12,18 +12,14 @@
 #include "datasets/task.h"
 #include "datasets/vocab.h"
 #include "framework/error.h"
+#include "tests/fixtures.h"
 
 using namespace attnlab;
 
 namespace {
 
 TaskConfig config(const std::string& name, int64_t vocab, int64_t min_len, int64_t max_len) {
-  TaskConfig c;
-  c.name = name;
-  c.vocab = vocab;
-  c.min_len = min_len;
-  c.max_len = max_len;
-  return c;
+  return testing::task_config(name, vocab, min_len, max_len);
 }
 
 // The numbers of a numbered-vocabulary text such as "3 1 14".

@@ -17,6 +17,7 @@
 #include "datasets/token_table.h"
 #include "framework/error.h"
 #include "models/batch.h"
+#include "tests/fixtures.h"
 
 using namespace attnlab;
 namespace fs = std::filesystem;
@@ -251,18 +252,11 @@ TEST_CASE("text: windows predict the next character and the held-out tail is cov
 }
 
 namespace {
-TaskConfig probe_config(const std::string& name, int64_t vocab, int64_t min_len, int64_t max_len) {
-  TaskConfig c;
-  c.name = name;
-  c.vocab = vocab;
-  c.min_len = min_len;
-  c.max_len = max_len;
-  return c;
-}
+using testing::task_config;
 }  // namespace
 
 TEST_CASE("induction: the output is what followed the cue's earlier occurrence", "[datasets][probes]") {
-  TaskConfig c = probe_config("induction", 12, 5, 10);
+  TaskConfig c = task_config("induction", 12, 5, 10);
   c.span = 3;
   const auto task = make_task(c);
   Rng rng(4);
@@ -287,15 +281,15 @@ TEST_CASE("induction: the output is what followed the cue's earlier occurrence",
   CHECK_THROWS_WITH(task->solve(task->from_text("5 2 5 1 9 3 7 1")), Catch::Contains("distinct"));
   CHECK_THROWS_WITH(task->solve(task->from_text("5 2 8 1 9 3 7 4")), Catch::Contains("does not occur"));
   // 4 distinct of 4 symbols, a cue with 1 symbol after it: 4! x 3 places.
-  TaskConfig tiny = probe_config("induction", 4, 4, 4);
+  TaskConfig tiny = task_config("induction", 4, 4, 4);
   tiny.span = 1;
   CHECK(make_task(tiny)->input_space_size() == 72);
-  CHECK_THROWS_WITH(make_task(probe_config("induction", 8, 9, 9)), Catch::Contains("vocab >= 9"));
-  CHECK_THROWS_WITH(make_task(probe_config("induction", 8, 3, 6)), Catch::Contains("min_len >= span + 1 = 4"));
+  CHECK_THROWS_WITH(make_task(task_config("induction", 8, 9, 9)), Catch::Contains("vocab >= 9"));
+  CHECK_THROWS_WITH(make_task(task_config("induction", 8, 3, 6)), Catch::Contains("min_len >= span + 1 = 4"));
 }
 
 TEST_CASE("recall: the output is the query key and the value paired with it", "[datasets][probes]") {
-  const auto task = make_task(probe_config("recall", 20, 2, 8));
+  const auto task = make_task(task_config("recall", 20, 2, 8));
   Rng rng(8);
   for (int i = 0; i < 2000; ++i) {
     const Example e = task->sample(rng);
@@ -319,13 +313,13 @@ TEST_CASE("recall: the output is the query key and the value paired with it", "[
   CHECK_THROWS_WITH(task->solve(task->from_text("3 17 0 15 4 19 5")), Catch::Contains("not one of the keys"));
   CHECK_THROWS_WITH(task->solve(task->from_text("3 17 3 15 3")), Catch::Contains("twice"));
   CHECK_THROWS_WITH(task->solve(task->from_text("3 1 3")), Catch::Contains("pair 0"));
-  CHECK(make_task(probe_config("recall", 4, 1, 2))->input_space_size() == 2 * 2 * 1 + 2 * 1 * 2 * 2 * 2);
-  CHECK_THROWS_WITH(make_task(probe_config("recall", 10, 2, 6)), Catch::Contains("vocab >= 12"));
+  CHECK(make_task(task_config("recall", 4, 1, 2))->input_space_size() == 2 * 2 * 1 + 2 * 1 * 2 * 2 * 2);
+  CHECK_THROWS_WITH(make_task(task_config("recall", 10, 2, 6)), Catch::Contains("vocab >= 12"));
 }
 
 TEST_CASE("induction and recall held-out sets are disjoint from their training streams", "[datasets][probes]") {
   for (const char* name : {"induction", "recall"}) {
-    TaskConfig c = probe_config(name, 6, 3, 3);  // small spaces, so rejection really happens
+    TaskConfig c = task_config(name, 6, 3, 3);  // small spaces, so rejection really happens
     c.span = 1;
     const auto task = make_task(c);
     const HeldOut held = make_heldout(*task, 20, 1);

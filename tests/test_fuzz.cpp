@@ -27,6 +27,7 @@
 #include "framework/io/safetensors.h"
 #include "models/sequence_model.h"
 #include "tests/cli_harness.h"
+#include "tests/fixtures.h"
 
 using namespace attnlab;
 namespace fs = std::filesystem;
@@ -118,15 +119,7 @@ void put_bytes(const std::string& path, const std::string& bytes) {
 }
 
 std::unique_ptr<SequenceModel> tiny_model(uint64_t seed) {
-  TransformerConfig c;
-  c.arch = "decoder";
-  c.vocab_size = 8;
-  c.max_len = 16;
-  c.d_model = 8;
-  c.n_heads = 2;
-  c.n_layers = 1;
-  c.d_ff = 16;
-  return make_model(c, seed);
+  return make_model(testing::model_config("decoder", 8, 16, 8, 2, 1, 16), seed);
 }
 
 std::vector<Tensor> values_of(const Module& m) {

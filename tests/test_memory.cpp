@@ -6,6 +6,7 @@
 #include "framework/ops/loss.h"
 #include "framework/optim/optim.h"
 #include "models/sequence_model.h"
+#include "tests/fixtures.h"
 
 using namespace attnlab;
 
@@ -14,14 +15,7 @@ TEST_CASE("after warm-up a training step allocates nothing fresh", "[memory]") {
   SUCCEED("the buffer cache is bypassed under AddressSanitizer");
   return;
 #endif
-  TransformerConfig c;
-  c.vocab_size = 12;
-  c.max_len = 8;
-  c.d_model = 16;
-  c.n_heads = 2;
-  c.n_layers = 2;
-  c.d_ff = 32;
-  auto model = make_model(c, 1);
+  auto model = make_model(testing::model_config("encoder", 12, 8, 16, 2, 2, 32), 1);
   auto optimizer = make_optimizer(OptimizerConfig{}, model->named_parameters());
   ModelInput in;
   in.src = IntTensor({4, 8});

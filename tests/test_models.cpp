@@ -13,22 +13,13 @@
 #include "models/batch.h"
 #include "models/config.h"
 #include "models/sequence_model.h"
+#include "tests/fixtures.h"
 
 using namespace attnlab;
 
 namespace {
 
-TransformerConfig small(const std::string& arch) {
-  TransformerConfig c;
-  c.arch = arch;
-  c.vocab_size = 12;
-  c.max_len = 16;
-  c.d_model = 16;
-  c.n_heads = 4;
-  c.n_layers = 2;
-  c.d_ff = 32;
-  return c;
-}
+TransformerConfig small(const std::string& arch) { return testing::model_config(arch, 12, 16, 16, 4, 2, 32); }
 
 std::vector<std::string> names_of(const Module& m) {
   std::vector<std::string> names;

@@ -16,6 +16,7 @@
 #include "framework/probe/training_probe.h"
 #include "models/batch.h"
 #include "models/sequence_model.h"
+#include "tests/fixtures.h"
 
 using namespace attnlab;
 namespace fs = std::filesystem;
@@ -53,17 +54,7 @@ std::vector<std::map<std::string, std::string>> read_csv(const std::string& path
   return rows;
 }
 
-TransformerConfig tiny_config(const std::string& arch) {
-  TransformerConfig c;
-  c.arch = arch;
-  c.vocab_size = 10;
-  c.max_len = 16;
-  c.d_model = 16;
-  c.n_heads = 2;
-  c.n_layers = 2;
-  c.d_ff = 32;
-  return c;
-}
+TransformerConfig tiny_config(const std::string& arch) { return testing::model_config(arch, 10, 16, 16, 2, 2, 32); }
 
 FormattedBatch tiny_batch(const std::string& arch) {
   std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> pairs = {

@@ -29,6 +29,7 @@
 #include "framework/io/safetensors.h"
 #include "models/sequence_model.h"
 #include "tests/cli_harness.h"
+#include "tests/fixtures.h"
 
 namespace fs = std::filesystem;
 using attnlab::testing::run_attnlab;
@@ -239,14 +240,7 @@ TEST_CASE("eval and train --resume refuse a truncated, corrupt, wrong-version or
 TEST_CASE("load_checkpoint refuses bad files with IoError naming the file and the problem, model and optimizer untouched",
           "[io][reliability]") {
   TempDir dir("rel-api");
-  TransformerConfig c;
-  c.arch = "decoder";
-  c.vocab_size = 8;
-  c.max_len = 16;
-  c.d_model = 8;
-  c.n_heads = 2;
-  c.n_layers = 1;
-  c.d_ff = 16;
+  const TransformerConfig c = testing::model_config("decoder", 8, 16, 8, 2, 1, 16);
   auto saved = make_model(c, 1);
   auto saved_opt = make_optimizer(OptimizerConfig{}, saved->named_parameters());
   const std::string stem = dir / "ck";

@@ -8,23 +8,14 @@
 #include "framework/ops/loss.h"
 #include "models/batch.h"
 #include "models/sequence_model.h"
+#include "tests/fixtures.h"
 
 using namespace attnlab;
 using attnlab::testing::gradcheck;
 
 namespace {
 
-TransformerConfig tiny(const std::string& arch) {
-  TransformerConfig c;
-  c.arch = arch;
-  c.vocab_size = 7;
-  c.max_len = 8;
-  c.d_model = 8;
-  c.n_heads = 2;
-  c.n_layers = 2;
-  c.d_ff = 16;
-  return c;
-}
+TransformerConfig tiny(const std::string& arch) { return testing::model_config(arch, 7, 8, 8, 2, 2, 16); }
 
 // Unequal lengths, so every batch has padding (src and/or target side).
 TokenPairs tiny_pairs(const std::string& arch) {
