@@ -18,4 +18,8 @@ struct IoError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A number for a message, with 17 significant digits so that the value shown
+// is exactly the value refused ("lr must be > 0, got -0.001").
+std::string exact_text(double v);
+
 }  // namespace attnlab

@@ -12,13 +12,6 @@ namespace attnlab {
 
 namespace {
 
-std::string num(double v) {
-  std::ostringstream out;
-  out.precision(17);
-  out << v;
-  return out.str();
-}
-
 std::vector<std::string> split_dots(const std::string& name) {
   std::vector<std::string> parts;
   std::string part;
@@ -42,7 +35,7 @@ int64_t count_from(const Tensor& t, const std::string& entry) {
     throw ValueError("optimizer state entry '" + entry + "' must hold one value, got shape " + t.shape_str());
   const double v = static_cast<double>(t[0]);
   if (!(v >= 0) || std::floor(v) != v)
-    throw ValueError("optimizer state entry '" + entry + "' must be a non-negative integer count, got " + num(v));
+    throw ValueError("optimizer state entry '" + entry + "' must be a non-negative integer count, got " + exact_text(v));
   return static_cast<int64_t>(v);
 }
 
@@ -53,14 +46,14 @@ Tensor count_tensor(int64_t n) { return Tensor::from({1}, {static_cast<Real>(n)}
 void validate(const OptimizerConfig& c) {
   if (c.name != "sgd" && c.name != "adam" && c.name != "adamw")
     throw ValueError("unknown optimizer '" + c.name + "'; expected one of: sgd, adam, adamw");
-  if (!(c.lr > 0) || !std::isfinite(c.lr)) throw ValueError("optimizer lr must be > 0 and finite, got " + num(c.lr));
-  if (!(c.beta1 >= 0 && c.beta1 < 1)) throw ValueError("optimizer beta1 must be in [0, 1), got " + num(c.beta1));
-  if (!(c.beta2 >= 0 && c.beta2 < 1)) throw ValueError("optimizer beta2 must be in [0, 1), got " + num(c.beta2));
-  if (!(c.eps > 0) || !std::isfinite(c.eps)) throw ValueError("optimizer eps must be > 0 and finite, got " + num(c.eps));
+  if (!(c.lr > 0) || !std::isfinite(c.lr)) throw ValueError("optimizer lr must be > 0 and finite, got " + exact_text(c.lr));
+  if (!(c.beta1 >= 0 && c.beta1 < 1)) throw ValueError("optimizer beta1 must be in [0, 1), got " + exact_text(c.beta1));
+  if (!(c.beta2 >= 0 && c.beta2 < 1)) throw ValueError("optimizer beta2 must be in [0, 1), got " + exact_text(c.beta2));
+  if (!(c.eps > 0) || !std::isfinite(c.eps)) throw ValueError("optimizer eps must be > 0 and finite, got " + exact_text(c.eps));
   if (!(c.weight_decay >= 0) || !std::isfinite(c.weight_decay))
-    throw ValueError("optimizer weight_decay must be >= 0 and finite, got " + num(c.weight_decay));
+    throw ValueError("optimizer weight_decay must be >= 0 and finite, got " + exact_text(c.weight_decay));
   if (!(c.momentum >= 0) || !std::isfinite(c.momentum))
-    throw ValueError("optimizer momentum must be >= 0 and finite, got " + num(c.momentum));
+    throw ValueError("optimizer momentum must be >= 0 and finite, got " + exact_text(c.momentum));
   if (c.nesterov && c.name == "sgd" && c.momentum == 0)
     throw ValueError("nesterov momentum needs momentum > 0, got momentum 0");
 }
@@ -109,7 +102,7 @@ void Optimizer::zero_grad() {
 }
 
 void Optimizer::set_lr(double lr) {
-  if (!(lr >= 0) || !std::isfinite(lr)) throw ValueError("learning rate must be >= 0 and finite, got " + num(lr));
+  if (!(lr >= 0) || !std::isfinite(lr)) throw ValueError("learning rate must be >= 0 and finite, got " + exact_text(lr));
   lr_ = lr;
 }
 

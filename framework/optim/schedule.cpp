@@ -2,19 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "framework/error.h"
 
 namespace attnlab {
 
 namespace {
-std::string num(double v) {
-  std::ostringstream out;
-  out.precision(17);
-  out << v;
-  return out.str();
-}
 constexpr double kPi = 3.14159265358979323846;
 }  // namespace
 
@@ -23,15 +16,15 @@ void validate(const ScheduleConfig& c, double base_lr) {
   if (c.name != "constant" && !decays && c.name != "noam")
     throw ValueError("unknown lr schedule '" + c.name + "'; expected one of: constant, linear, cosine, noam");
   if (!(base_lr > 0) || !std::isfinite(base_lr))
-    throw ValueError("lr schedule: base lr must be > 0 and finite, got " + num(base_lr));
+    throw ValueError("lr schedule: base lr must be > 0 and finite, got " + exact_text(base_lr));
   if (c.warmup < 0) throw ValueError("lr schedule: warmup must be >= 0, got " + std::to_string(c.warmup));
   if (decays) {
     if (c.total_steps <= c.warmup)
       throw ValueError("lr schedule '" + c.name + "': total_steps must exceed warmup, got total_steps " +
                        std::to_string(c.total_steps) + " and warmup " + std::to_string(c.warmup));
     if (!(c.min_lr >= 0 && c.min_lr <= base_lr))
-      throw ValueError("lr schedule '" + c.name + "': min_lr must be in [0, base lr " + num(base_lr) + "], got " +
-                       num(c.min_lr));
+      throw ValueError("lr schedule '" + c.name + "': min_lr must be in [0, base lr " + exact_text(base_lr) + "], got " +
+                       exact_text(c.min_lr));
   }
   if (c.name == "noam") {
     if (c.warmup <= 0) throw ValueError("lr schedule 'noam' needs warmup > 0, got " + std::to_string(c.warmup));
