@@ -4,7 +4,9 @@
 # are run alternately, ROUNDS times each, and the best tokens/s of each is
 # compared. Prints a Markdown table; the raw JSON lines go to $OUT (default
 # bench-results.jsonl). Usage: scripts/bench_vs_torch.sh [configs] [threads]
-#   e.g. scripts/bench_vs_torch.sh "S M L" "1 2"; add "graph" for the fixed cost of a step
+#   e.g. scripts/bench_vs_torch.sh "S M L" "1 2"; add "graph" for the fixed cost of a step.
+# Thread scaling on a bigger machine (issue #6 asks for L at 1-16 threads):
+#   ROUNDS=1 scripts/bench_vs_torch.sh L "1 2 4 8 16"   (the speed-up column is against 1 thread)
 #
 # PyTorch gets its best use of N cores: its BLAS (OpenBLAS) is pinned to the
 # thread count (torch.set_num_threads does not reach it, see
@@ -42,14 +44,16 @@ for r in rows:
     if key not in best or r["tokens_per_s"] > best[key]["tokens_per_s"]:
         best[key] = r
 print()
-print("| config | threads | attnlab tok/s | PyTorch tok/s (torch x BLAS threads) | ratio | attnlab MFU | attnlab RSS MiB | PyTorch RSS MiB |")
-print("|---|---|---|---|---|---|---|---|")
+print("| config | threads | attnlab tok/s | attnlab speed-up over 1 thread | PyTorch tok/s (torch x BLAS threads) | ratio | attnlab MFU | attnlab RSS MiB | PyTorch RSS MiB |")
+print("|---|---|---|---|---|---|---|---|---|")
 for (c, t, impl), a in sorted(best.items()):
     if impl != "attnlab" or (c, t, "pytorch") not in best:
         continue
     p = best[(c, t, "pytorch")]
     mfu = f"{a['mfu']:.0%}" if "mfu" in a else "-"
     split = f"{p.get('torch_threads', t)} x {p.get('blas_threads', '?')}"
-    print(f"| {c} | {t} | {a['tokens_per_s']:,.0f} | {p['tokens_per_s']:,.0f} ({split}) | {a['tokens_per_s'] / p['tokens_per_s']:.2f}x "
-          f"| {mfu} | {a['peak_rss_mib']:.0f} | {p['peak_rss_mib']:.0f} |")
+    one = best.get((c, 1, "attnlab"))  # scaling needs the 1-thread run in the same table
+    speedup = f"{a['tokens_per_s'] / one['tokens_per_s']:.2f}x" if one else "-"
+    print(f"| {c} | {t} | {a['tokens_per_s']:,.0f} | {speedup} | {p['tokens_per_s']:,.0f} ({split}) "
+          f"| {a['tokens_per_s'] / p['tokens_per_s']:.2f}x | {mfu} | {a['peak_rss_mib']:.0f} | {p['peak_rss_mib']:.0f} |")
 PY
