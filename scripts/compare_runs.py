@@ -7,7 +7,6 @@ Panels: training loss and held-out exact match against step, and gradient
 norm. Prints one line per run from its summary.json (when present).
 """
 import argparse
-import csv
 import json
 import os
 import sys
@@ -17,13 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-
-def read_csv(path):
-    try:
-        with open(path, newline="") as f:
-            return list(csv.DictReader(f))
-    except OSError as e:
-        sys.exit(f"compare_runs: cannot read {path}: {e.strerror}")
+from run_files import read_csv  # noqa: E402
 
 
 def column(rows, name):

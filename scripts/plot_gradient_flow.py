@@ -13,7 +13,6 @@ attention layer the mean entropy of its heads, from probe_heads.csv.
 Writes RUN_DIR/gradient_flow.png unless --out is given.
 """
 import argparse
-import csv
 import os
 import sys
 from collections import defaultdict
@@ -25,13 +24,11 @@ import matplotlib.colors as mcolors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from run_files import read_csv  # noqa: E402
 
-def read_csv(path):
-    try:
-        with open(path, newline="") as f:
-            return list(csv.DictReader(f))
-    except OSError as e:
-        sys.exit(f"plot_gradient_flow: cannot read {path}: {e.strerror} (train with --probe-every N)")
+PROBE_HINT = "train with --probe-every N"
+
+
 
 
 def is_matrix(name):
@@ -65,9 +62,9 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--all-params", action="store_true")
     args = ap.parse_args()
-    params = read_csv(os.path.join(args.run, "probe_params.csv"))
-    stream = read_csv(os.path.join(args.run, "probe_stream.csv"))
-    heads = read_csv(os.path.join(args.run, "probe_heads.csv"))
+    params = read_csv(os.path.join(args.run, "probe_params.csv"), PROBE_HINT)
+    stream = read_csv(os.path.join(args.run, "probe_stream.csv"), PROBE_HINT)
+    heads = read_csv(os.path.join(args.run, "probe_heads.csv"), PROBE_HINT)
     if not params:
         sys.exit("plot_gradient_flow: probe_params.csv has no rows")
     out = args.out or os.path.join(args.run, "gradient_flow.png")

@@ -27,7 +27,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
@@ -36,6 +35,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from run_files import read_csv  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 FIG = os.path.join(ROOT, "docs", "figures")
@@ -54,11 +55,6 @@ def default_exe():
         if os.path.exists(os.path.join(ROOT, cand)):
             return os.path.join(ROOT, cand)
     return "attnlab"
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 # ---- (a) synthetic unit-variance q, k ----------------------------------------
