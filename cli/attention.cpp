@@ -33,16 +33,13 @@ bool ends_with(const std::string& s, const std::string& p) {
 }  // namespace
 
 int run_attention(const Args& args) {
-  std::string run_path, input_text, out_dir;
-  int64_t step = 0;
+  RunInputArgs in;
+  std::string out_dir;
   po::options_description opts = options_with_help("Options");
-  opts.add_options()
-      ("run", po::value(&run_path), "the run directory (required)")
-      ("input", po::value(&input_text), "the input sequence, as the task writes it (also the positional argument)")
-      ("out", po::value(&out_dir), "output directory (default: RUN/attention); replaced files are overwritten")
-      ("step", po::value(&step), "the checkpoint to use (default: the latest)");
   po::positional_options_description positional;
-  positional.add("input", 1);
+  add_run_input_options(opts, positional, in);
+  opts.add_options()("out", po::value(&out_dir),
+                     "output directory (default: RUN/attention); replaced files are overwritten");
   po::variables_map vm;
   if (!parse_command_line(args, opts, vm,
                           "usage: attnlab attention --run DIR [--out DIR] \"INPUT\"\n\n"
@@ -53,16 +50,15 @@ int run_attention(const Args& args) {
                           "Plot them with scripts/plot_attention.py OUT_DIR.\n\n",
                           "\nexample:\n  attnlab attention --run runs/rev \"3 1 4 1 5 9 2 6\"\n", &positional))
     return kExitOk;
-  check_run_and_step(vm, run_path, step);
-  if (!vm.count("input")) throw ValueError("no input sequence given (e.g. attnlab attention --run DIR \"3 1 4\")");
-  if (out_dir.empty()) out_dir = run_path + "/attention";
+  check_run_input(vm, in, "attention");
+  if (out_dir.empty()) out_dir = in.run_path + "/attention";
   omp_set_num_threads(1);
 
-  LoadedRun loaded = load_run(RunDir(run_path), step);
+  LoadedRun loaded = load_run(RunDir(in.run_path), in.step);
   SequenceModel& model = *loaded.model;
   const Task& task = *loaded.task;
   const std::string& arch = model.config().arch;
-  std::vector<int32_t> input = parse_input(loaded, input_text);
+  std::vector<int32_t> input = parse_input(loaded, in.input_text);
   std::vector<int32_t> output = model.greedy({input}, model.config().max_len)[0];
   std::vector<int32_t> target = output;
   if (arch == "encoder") target.resize(input.size(), input[0]);  // one output per input position
@@ -80,7 +76,7 @@ int run_attention(const Args& args) {
   fs::create_directories(out_dir, ec);
   if (ec) throw IoError("cannot create output directory '" + out_dir + "': " + ec.message());
   const auto src = token_texts(task, batch.input.src), tgt = token_texts(task, batch.input.tgt_in);
-  nlohmann::json meta = {{"run", run_path}, {"step", loaded.step}, {"model", arch}, {"input", task.to_text(input)},
+  nlohmann::json meta = {{"run", in.run_path}, {"step", loaded.step}, {"model", arch}, {"input", task.to_text(input)},
                          {"output", task.to_text(output)}, {"layers", nlohmann::json::array()}};
   int64_t files = 0;
   for (auto& [name, mha] : layers) {

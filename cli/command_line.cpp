@@ -32,4 +32,19 @@ void check_run_and_step(const po::variables_map& vm, const std::string& run_path
   if (vm.count("step") && step < 1) throw ValueError("--step must be >= 1, got " + std::to_string(step));
 }
 
+void add_run_input_options(po::options_description& opts, po::positional_options_description& positional,
+                           RunInputArgs& args) {
+  opts.add_options()
+      ("run", po::value(&args.run_path), "the run directory (required)")
+      ("input", po::value(&args.input_text), "the input sequence, as the task writes it (also the positional argument)")
+      ("step", po::value(&args.step), "the checkpoint to use (default: the latest)");
+  positional.add("input", 1);
+}
+
+void check_run_input(const po::variables_map& vm, const RunInputArgs& args, const std::string& command) {
+  check_run_and_step(vm, args.run_path, args.step);
+  if (!vm.count("input"))
+    throw ValueError("no input sequence given (e.g. attnlab " + command + " --run DIR \"3 1 4\")");
+}
+
 }  // namespace attnlab::cli

@@ -28,4 +28,16 @@ bool parse_command_line(const Args& args, const po::options_description& options
 // eval, predict and attention share. ValueError naming the option.
 void check_run_and_step(const po::variables_map& vm, const std::string& run_path, int64_t step);
 
+// What the one-input commands (predict, attention) read besides their own
+// options: --run, the input (--input or the positional argument) and --step.
+struct RunInputArgs {
+  std::string run_path, input_text;
+  int64_t step = 0;
+};
+// Adds --run, --input and --step to `opts` and makes --input positional.
+void add_run_input_options(po::options_description& opts, po::positional_options_description& positional,
+                           RunInputArgs& args);
+// check_run_and_step, then ValueError when no input was given.
+void check_run_input(const po::variables_map& vm, const RunInputArgs& args, const std::string& command);
+
 }  // namespace attnlab::cli

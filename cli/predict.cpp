@@ -45,18 +45,15 @@ void print_probabilities(SequenceModel& model, const Task& task, const std::vect
 }  // namespace
 
 int run_predict(const Args& args) {
-  std::string run_path, input_text;
+  RunInputArgs in;
   bool logits = false;
-  int64_t top = 3, step = 0;
+  int64_t top = 3;
   po::options_description opts = options_with_help("Options");
-  opts.add_options()
-      ("run", po::value(&run_path), "the run directory (required)")
-      ("input", po::value(&input_text), "the input sequence, as the task writes it (also the positional argument)")
-      ("logits", po::bool_switch(&logits), "print each output position's most likely tokens and their probabilities")
-      ("top", po::value(&top)->default_value(3), "with --logits: how many tokens per position")
-      ("step", po::value(&step), "the checkpoint to use (default: the latest)");
   po::positional_options_description positional;
-  positional.add("input", 1);
+  add_run_input_options(opts, positional, in);
+  opts.add_options()
+      ("logits", po::bool_switch(&logits), "print each output position's most likely tokens and their probabilities")
+      ("top", po::value(&top)->default_value(3), "with --logits: how many tokens per position");
   po::variables_map vm;
   if (!parse_command_line(args, opts, vm,
                           "usage: attnlab predict --run DIR [--logits] \"INPUT\"\n\n"
@@ -64,16 +61,15 @@ int run_predict(const Args& args) {
                           "Symbols are written as in `attnlab tasks` (e.g. \"3 1 4 1 5\"; add: \"123+456\").\n\n",
                           "\nexample:\n  attnlab predict --run runs/rev \"3 1 4 1 5 9 2 6\"\n", &positional))
     return kExitOk;
-  check_run_and_step(vm, run_path, step);
-  if (!vm.count("input")) throw ValueError("no input sequence given (e.g. attnlab predict --run DIR \"3 1 4\")");
+  check_run_input(vm, in, "predict");
   if (top < 1) throw ValueError("--top must be >= 1, got " + std::to_string(top));
   omp_set_num_threads(1);
 
-  LoadedRun loaded = load_run(RunDir(run_path), step);
+  LoadedRun loaded = load_run(RunDir(in.run_path), in.step);
   if (loaded.task->language_model())
-    throw ValueError("run '" + run_path + "' is a language model (task " + loaded.settings.task.name +
-                     "); continue a prompt with: attnlab sample --run " + run_path + " --prompt TEXT");
-  std::vector<int32_t> input = parse_input(loaded, input_text);
+    throw ValueError("run '" + in.run_path + "' is a language model (task " + loaded.settings.task.name +
+                     "); continue a prompt with: attnlab sample --run " + in.run_path + " --prompt TEXT");
+  std::vector<int32_t> input = parse_input(loaded, in.input_text);
   auto output = loaded.model->greedy({input}, loaded.model->config().max_len)[0];
   if (loaded.model->config().arch == "encoder") {
     auto expected_len = loaded.task->solve(input).size();

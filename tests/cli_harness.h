@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "framework/io/safetensors.h"
 
 namespace attnlab::testing {
 
@@ -51,6 +54,23 @@ inline nlohmann::json read_summary(const std::string& run) {
   std::ifstream in(run + "/summary.json");
   REQUIRE(in);
   return nlohmann::json::parse(in);
+}
+
+// The first difference between two safetensors files' tensors, or "" when
+// they hold the same names and shapes in the same order and the same bits.
+inline std::string checkpoint_difference(const std::string& a_path, const std::string& b_path) {
+  const SafetensorsData a = load_safetensors(a_path), b = load_safetensors(b_path);
+  if (a.tensors.size() != b.tensors.size())
+    return std::to_string(a.tensors.size()) + " tensors against " + std::to_string(b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const auto& [name, x] = a.tensors[i];
+    const auto& [other_name, y] = b.tensors[i];
+    if (name != other_name) return "tensor " + std::to_string(i) + ": " + name + " against " + other_name;
+    if (x.shape() != y.shape()) return name + ": shape " + x.shape_str() + " against " + y.shape_str();
+    if (std::memcmp(x.data(), y.data(), sizeof(*x.data()) * static_cast<size_t>(x.numel())) != 0)
+      return name + ": different values";
+  }
+  return "";
 }
 
 }  // namespace attnlab::testing

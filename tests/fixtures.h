@@ -33,4 +33,14 @@ inline TaskConfig task_config(const std::string& name, int64_t vocab, int64_t mi
   return c;
 }
 
+// "a b c<TAB>c b a" for every 3-letter word over {a..e}: 125 distinct
+// input-output lines for the pairs task.
+inline std::string reverse_word_pairs() {
+  std::string s;
+  for (char x = 'a'; x <= 'e'; ++x)
+    for (char y = 'a'; y <= 'e'; ++y)
+      for (char z = 'a'; z <= 'e'; ++z) s += std::string{x, ' ', y, ' ', z, '\t', z, ' ', y, ' ', x, '\n'};
+  return s;
+}
+
 }  // namespace attnlab::testing

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tests/cli_harness.h"
+#include "tests/fixtures.h"
 
 namespace fs = std::filesystem;
 using attnlab::testing::read_summary;
@@ -25,20 +26,13 @@ std::string write(const std::string& path, const std::string& text) {
 
 const char* kTinyModel = " --d-model 32 --heads 2 --layers 1 --d-ff 64 --quiet --threads 1";
 
-// Every 3-letter word over {a..e} and its reverse: 125 pairs.
-std::string reverse_pairs() {
-  std::string s;
-  for (char x = 'a'; x <= 'e'; ++x)
-    for (char y = 'a'; y <= 'e'; ++y)
-      for (char z = 'a'; z <= 'e'; ++z) s += std::string{x, ' ', y, ' ', z, '\t', z, ' ', y, ' ', x, '\n'};
-  return s;
-}
+using attnlab::testing::reverse_word_pairs;
 
 }  // namespace
 
 TEST_CASE("pairs: train, eval and predict a decoder, later commands map words with the saved vocabulary", "[cli][data]") {
   TempDir dir("data-pairs");
-  const std::string file = write(dir / "rev.tsv", reverse_pairs());
+  const std::string file = write(dir / "rev.tsv", reverse_word_pairs());
   const std::string run = dir / "run";
   Result r = run_attnlab("train --task pairs --file " + file + " --model decoder --steps 20 --eval-every 10 --run " + run +
                          kTinyModel);
@@ -59,7 +53,7 @@ TEST_CASE("pairs: train, eval and predict a decoder, later commands map words wi
   CHECK((before.out.find("(correct)") != std::string::npos || before.out.find("(expected c b a)") != std::string::npos));
 
   // A changed file would number its words differently; the run keeps its own.
-  write(file, "e d\td e\n" + reverse_pairs());
+  write(file, "e d\td e\n" + reverse_word_pairs());
   Result after = run_attnlab("predict --run " + run + " \"a b c\"");
   CHECK(after.code == 0);
   CHECK(after.out.substr(0, after.out.find('\n')) == before.out.substr(0, before.out.find('\n')));
@@ -77,7 +71,7 @@ TEST_CASE("pairs: train, eval and predict a decoder, later commands map words wi
 
 TEST_CASE("pairs: a seq2seq model learns a small file to full held-out exact match", "[cli][data][e2e]") {
   TempDir dir("data-pairs-learn");
-  const std::string file = write(dir / "rev.tsv", reverse_pairs());
+  const std::string file = write(dir / "rev.tsv", reverse_word_pairs());
   const std::string run = dir / "run";
   Result r = run_attnlab("train --task pairs --file " + file + " --model seq2seq --steps 600 --lr 3e-3 --eval-every 50 --run " +
                          run + kTinyModel + " --batch-size 32");  // 600 steps: a few seconds

@@ -10,12 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <cstring>
 #include <set>
 #include <sstream>
 #include <string>
 
-#include "framework/io/safetensors.h"
 #include "tests/cli_harness.h"
 
 namespace fs = std::filesystem;
@@ -50,17 +48,8 @@ TEST_CASE("probes change nothing: a run probed every step ends with bitwise the 
   Result probed = run_attnlab(common + (dir / "probed") + " --probe-every 1");
   INFO(probed.out);
   REQUIRE(probed.code == 0);
-  auto a = attnlab::load_safetensors(dir / "plain/checkpoints/step-00000012.safetensors");
-  auto b = attnlab::load_safetensors(dir / "probed/checkpoints/step-00000012.safetensors");
-  REQUIRE(a.tensors.size() == b.tensors.size());
-  for (size_t i = 0; i < a.tensors.size(); ++i) {
-    INFO(a.tensors[i].first);
-    REQUIRE(a.tensors[i].first == b.tensors[i].first);
-    const auto& x = a.tensors[i].second;
-    const auto& y = b.tensors[i].second;
-    REQUIRE(x.numel() == y.numel());
-    CHECK(std::memcmp(x.data(), y.data(), sizeof(float) * static_cast<size_t>(x.numel())) == 0);
-  }
+  CHECK(attnlab::testing::checkpoint_difference(dir / "plain/checkpoints/step-00000012.safetensors",
+                                                dir / "probed/checkpoints/step-00000012.safetensors") == "");
   // The probe wrote a row per step and item: 12 steps x parameters; 3 stream points; 2 layers x 2 heads.
   CHECK_FALSE(fs::exists(dir / "plain/probe_params.csv"));
   CHECK(line_count(dir / "probed/probe_stream.csv") == 1 + 12 * 3);

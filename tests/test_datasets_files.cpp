@@ -46,14 +46,7 @@ TaskConfig file_config(const std::string& name, const std::string& file) {
   return c;
 }
 
-// "a b c" <-> "c b a" for every 3-letter word over {a..e}: 125 distinct pairs.
-std::string reverse_pairs() {
-  std::string s;
-  for (char x = 'a'; x <= 'e'; ++x)
-    for (char y = 'a'; y <= 'e'; ++y)
-      for (char z = 'a'; z <= 'e'; ++z) s += std::string{x, ' ', y, ' ', z, '\t', z, ' ', y, ' ', x, '\n'};
-  return s;
-}
+using testing::reverse_word_pairs;
 
 std::vector<std::string> words(const std::string& text) {
   std::istringstream in(text);
@@ -103,7 +96,7 @@ TEST_CASE("a malformed vocab.txt is an IoError naming the file and line", "[data
 
 TEST_CASE("pairs: examples are the file's lines, the held-out split is disjoint and fixed by the seed", "[datasets][files]") {
   Scratch s("pairs-split");
-  TaskConfig c = file_config("pairs", s.write("rev.tsv", reverse_pairs() + "\n" + "a b c\tc b a\n"));  // blank + repeated line
+  TaskConfig c = file_config("pairs", s.write("rev.tsv", reverse_word_pairs() + "\n" + "a b c\tc b a\n"));  // blank + repeated line
   c.heldout_fraction = 0.2;
   c.seed = 5;
   const auto task = make_task(c);
