@@ -8,10 +8,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/build.sh" -DATTNLAB_BUILD_TESTS=OFF
 attnlab="${ATTNLAB_BUILD_DIR:-$root/build}/attnlab"
 run="${1:-$root/runs/demo}"
-rm -rf "$run"
 echo
 echo "== attnlab train --run $run --threads 1   (the default task: reverse)"
-"$attnlab" train --run "$run" --threads 1
+# --overwrite replaces an earlier demo run, and only an attnlab run: any other
+# directory given as "$1" is refused, never deleted.
+"$attnlab" train --run "$run" --threads 1 --overwrite
 echo
 echo "== attnlab eval --run $run"
 "$attnlab" eval --run "$run" --examples 5

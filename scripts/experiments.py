@@ -80,8 +80,8 @@ def run_child(cmd):
 
 def run_attnlab(exe, name, args, seed, runs_dir):
     run_dir = os.path.join(runs_dir, f"{name}-s{seed}")
-    cmd = [exe, "train"] + args + ["--seed", str(seed), "--threads", "1", "--quiet", "true",
-                                   "--overwrite", "true", "--run", run_dir]
+    cmd = [exe, "train"] + args + ["--seed", str(seed), "--threads", "1", "--quiet",
+                                   "--overwrite", "--run", run_dir]
     code, _, err, cpu = run_child(cmd)
     if code != 0:
         raise RuntimeError(f"{' '.join(map(shlex.quote, cmd))} failed ({code}): {err.strip()}")
