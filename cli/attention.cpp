@@ -1,13 +1,18 @@
 // attnlab attention: every layer's and head's attention weights for one input,
 // as CSV matrices, for scripts/plot_attention.py.
 #include <omp.h>
+#include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "cli/command_line.h"
+#include "cli/evaluate.h"
 #include "cli/load_run.h"
+#include "cli/signals.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/csv.h"
 #include "framework/probe/attention_stats.h"
@@ -19,6 +24,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using OutputFiles = std::vector<std::pair<std::string, std::string>>;  // (name, content)
+
 std::vector<std::string> token_texts(const Task& task, const IntTensor& ids) {
   std::vector<std::string> out;
   for (int32_t id : ids.data) out.push_back(task.token_text(id));
@@ -28,6 +35,92 @@ std::vector<std::string> token_texts(const Task& task, const IntTensor& ids) {
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 bool ends_with(const std::string& s, const std::string& p) {
   return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+// What the model reads for the maps, and the answer printed.
+struct Reading {
+  std::vector<int32_t> input, output;
+  FormattedBatch batch;
+};
+
+// Sequence tasks: teacher-forced on the greedy answer, so decoders attend
+// over the sequence they generate; an answer that filled the positional table
+// loses its last token, which was never read.
+Reading read_sequence_task(const LoadedRun& loaded, const std::string& text) {
+  SequenceModel& model = *loaded.model;
+  Reading r;
+  r.input = parse_input(loaded, text);
+  r.output = model.greedy({r.input}, model.config().max_len)[0];
+  if (answer_filled_table(model.config(), r.input, r.output)) note_answer_filled_table(model.config());
+  r.batch = format_batch(model.config().arch, {{r.input, teacher_forced_target(model.config(), r.input, r.output)}});
+  return r;
+}
+
+// Language models (text) read plain text windows, without [bos] or [sep]:
+// the maps are over the input as the model reads it, at most its training
+// context (the latest characters), and the answer is the most likely next character.
+Reading read_text(const LoadedRun& loaded, const std::string& text) {
+  SequenceModel& model = *loaded.model;
+  const Task& task = *loaded.task;
+  Reading r;
+  r.input = task.from_text(text);  // ValueError naming an unknown character
+  if (r.input.empty()) throw ValueError("the input text is empty");
+  const auto context = static_cast<size_t>(std::min<int64_t>(model.config().max_len, loaded.settings.task.seq_len));
+  if (r.input.size() > context) {
+    std::cerr << "note: the input has " << r.input.size() << " characters; this model reads at most " << context
+              << " (its training context), so the maps cover the last " << context << "\n";
+    r.input.erase(r.input.begin(), r.input.end() - static_cast<std::ptrdiff_t>(context));
+  }
+  r.batch = format_batch("lm", {{r.input, r.input}});
+  InferenceGuard guard(model);
+  Var logits = model.forward(r.batch.input);  // (1, T, V)
+  const int64_t V = logits.size(-1), T = logits.size(1);
+  const Real* last = logits.value().data() + (T - 1) * V;
+  r.output = {static_cast<int32_t>(std::max_element(last, last + V) - last)};
+  return r;
+}
+
+// The directories that fs::create_directories(dir) would create, deepest first.
+std::vector<fs::path> missing_directories(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    out.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  return out;
+}
+
+// Writes every file into a fresh hidden directory inside out_dir first, then
+// renames them into place: a full disk or a file-size limit fails before any
+// file of out_dir is replaced, and what this call created is removed again.
+void write_outputs(const std::string& out_dir, const OutputFiles& files) {
+  const std::vector<fs::path> created = missing_directories(out_dir);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw IoError("cannot create output directory '" + out_dir + "': " + ec.message());
+  std::string stage_name = out_dir + "/.attention.tmp.XXXXXX";
+  if (!::mkdtemp(stage_name.data())) {
+    const std::string why = std::error_code(errno, std::generic_category()).message();
+    for (const fs::path& p : created) fs::remove(p, ec);
+    throw RunFailure("cannot write to output directory '" + out_dir + "': " + why + "; nothing was written");
+  }
+  const fs::path stage = stage_name;
+  try {
+    for (const auto& [name, content] : files) write_file_atomic((stage / name).string(), content);
+  } catch (const IoError& e) {
+    fs::remove_all(stage, ec);
+    for (const fs::path& p : created) fs::remove(p, ec);  // only if still empty: never what others wrote
+    throw RunFailure(std::string(e.what()) + "; no attention map was written to '" + out_dir + "'");
+  }
+  for (const auto& [name, content] : files) {
+    fs::rename(stage / name, fs::path(out_dir) / name, ec);
+    if (ec) {
+      fs::remove_all(stage, ec);
+      throw RunFailure("cannot move '" + name + "' into '" + out_dir + "': " + ec.message());
+    }
+  }
+  fs::remove(stage, ec);
 }
 
 }  // namespace
@@ -47,22 +140,27 @@ int run_attention(const Args& args) {
                           "attend over the sequence they generate), and writes each attention layer's weights, one\n"
                           "CSV matrix per head (rows: queries, columns: keys; each row sums to 1), named\n"
                           "<layer>.h<head>.csv, plus attention.json naming the layers, their files and tokens.\n"
+                          "The answer is decoded greedily until <eos> or the end of the positional table (P =\n"
+                          "--positions at training): a decoder reads [bos] INPUT [sep] ANSWER, at most P positions;\n"
+                          "seq2seq decodes at most P tokens. An answer cut by the table gets a note on stderr, and\n"
+                          "its last token (never read by the model) has no row. A language model (--task text)\n"
+                          "reads the input text itself, at most its training context (the latest characters), and\n"
+                          "answers with its most likely next character. All files are written, or none (exit 1).\n"
                           "Plot them with scripts/plot_attention.py OUT_DIR.\n\n",
                           "\nexample:\n  attnlab attention --run runs/rev \"3 1 4 1 5 9 2 6\"\n", &positional))
     return kExitOk;
   check_run_input(vm, in, "attention");
   if (out_dir.empty()) out_dir = in.run_path + "/attention";
   omp_set_num_threads(1);
+  const FileSizeSignalGuard file_size_limit;  // a write past RLIMIT_FSIZE fails with a message
 
   LoadedRun loaded = load_run(RunDir(in.run_path), in.step);
   SequenceModel& model = *loaded.model;
   const Task& task = *loaded.task;
-  const std::string& arch = model.config().arch;
-  std::vector<int32_t> input = parse_input(loaded, in.input_text);
-  std::vector<int32_t> output = model.greedy({input}, model.config().max_len)[0];
-  std::vector<int32_t> target = output;
-  if (arch == "encoder") target.resize(input.size(), input[0]);  // one output per input position
-  FormattedBatch batch = format_batch(arch, {{input, target}});
+  const std::string arch = task.language_model() ? "lm" : model.config().arch;
+  const Reading reading = task.language_model() ? read_text(loaded, in.input_text)
+                                                : read_sequence_task(loaded, in.input_text);
+  const FormattedBatch& batch = reading.batch;
 
   auto layers = find_attention_modules(model);
   {
@@ -72,13 +170,11 @@ int run_attention(const Args& args) {
     for (auto& [name, mha] : layers) mha->capture_weights(false);
   }
 
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec) throw IoError("cannot create output directory '" + out_dir + "': " + ec.message());
   const auto src = token_texts(task, batch.input.src), tgt = token_texts(task, batch.input.tgt_in);
-  nlohmann::json meta = {{"run", in.run_path}, {"step", loaded.step}, {"model", arch}, {"input", task.to_text(input)},
-                         {"output", task.to_text(output)}, {"layers", nlohmann::json::array()}};
-  int64_t files = 0;
+  nlohmann::json meta = {{"run", in.run_path}, {"step", loaded.step}, {"model", model.config().arch},
+                         {"input", task.to_text(reading.input)}, {"output", task.to_text(reading.output)},
+                         {"layers", nlohmann::json::array()}};
+  OutputFiles files;
   for (auto& [name, mha] : layers) {
     const Tensor& w = mha->last_weights();  // (1, h, T_q, T_k)
     const int64_t h = w.size(1), t_q = w.size(2), t_k = w.size(3);
@@ -97,15 +193,15 @@ int run_attention(const Args& args) {
         text += "\n";
       }
       const std::string file = name + ".h" + std::to_string(head) + ".csv";
-      write_file_atomic(out_dir + "/" + file, text);
+      files.emplace_back(file, std::move(text));
       layer["files"].push_back(file);
-      ++files;
     }
     meta["layers"].push_back(layer);
   }
-  write_file_atomic(out_dir + "/attention.json", meta.dump(2) + "\n");
-  std::cout << task.to_text(output) << "\n"
-            << files << " attention maps (" << layers.size() << " layers) written to " << out_dir << "\n";
+  files.emplace_back("attention.json", meta.dump(2) + "\n");
+  write_outputs(out_dir, files);
+  std::cout << task.to_text(reading.output) << "\n"
+            << files.size() - 1 << " attention maps (" << layers.size() << " layers) written to " << out_dir << "\n";
   return kExitOk;
 }
 

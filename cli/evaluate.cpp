@@ -2,11 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 
 #include "framework/ops/loss.h"
 #include "models/batch.h"
 
 namespace attnlab::cli {
+
+namespace {
+
+void check_stop(const StopCheck& stop) {
+  if (stop && stop()) throw EvaluationAbandoned();
+}
+
+}  // namespace
 
 Accuracy teacher_forced_accuracy(const Tensor& logits, const IntTensor& targets) {
   const int64_t V = logits.size(-1);
@@ -32,11 +41,12 @@ Accuracy teacher_forced_accuracy(const Tensor& logits, const IntTensor& targets)
 }
 
 Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examples, int64_t batch_size,
-                         std::vector<std::vector<int32_t>>* predictions) {
+                         std::vector<std::vector<int32_t>>* predictions, const StopCheck& stop) {
   const bool tagger = model.config().arch == "encoder";
   int64_t tokens = 0, right = 0, exact = 0;
   if (predictions) predictions->clear();
   for (size_t begin = 0; begin < examples.size(); begin += static_cast<size_t>(batch_size)) {
+    check_stop(stop);
     size_t end = std::min(examples.size(), begin + static_cast<size_t>(batch_size));
     std::vector<std::vector<int32_t>> sources;
     size_t longest = 0;
@@ -62,11 +72,13 @@ Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examp
   return acc;
 }
 
-LmScore lm_score(SequenceModel& model, const std::vector<Example>& windows, int64_t batch_size) {
+LmScore lm_score(SequenceModel& model, const std::vector<Example>& windows, int64_t batch_size,
+                 const StopCheck& stop) {
   InferenceGuard guard(model);
   double loss_sum = 0, right = 0;
   int64_t tokens = 0;
   for (size_t begin = 0; begin < windows.size(); begin += static_cast<size_t>(batch_size)) {
+    check_stop(stop);
     const size_t end = std::min(windows.size(), begin + static_cast<size_t>(batch_size));
     TokenPairs pairs;
     for (size_t i = begin; i < end; ++i) pairs.emplace_back(windows[i].input, windows[i].output);
@@ -87,6 +99,27 @@ LmScore lm_score(SequenceModel& model, const std::vector<Example>& windows, int6
     score.token = right / static_cast<double>(tokens);
   }
   return score;
+}
+
+bool answer_filled_table(const TransformerConfig& config, const std::vector<int32_t>& input,
+                         const std::vector<int32_t>& output) {
+  const auto in = static_cast<int64_t>(input.size()), out = static_cast<int64_t>(output.size());
+  if (config.arch == "decoder") return in + out >= config.max_len - 1;  // [bos] input [sep] answer passed P
+  if (config.arch == "seq2seq") return out >= config.max_len;
+  return false;  // the tagger: one token per input position
+}
+
+void note_answer_filled_table(const TransformerConfig& config) {
+  std::cerr << "note: the answer reached the end of the model's positional table (" << config.max_len
+            << " positions, --positions when it was trained) before <eos>; it may be cut short\n";
+}
+
+std::vector<int32_t> teacher_forced_target(const TransformerConfig& config, const std::vector<int32_t>& input,
+                                           const std::vector<int32_t>& output) {
+  std::vector<int32_t> target = output;
+  if (config.arch == "encoder") target.resize(input.size(), input.empty() ? 0 : input[0]);  // one per input position
+  else if (answer_filled_table(config, input, output) && !target.empty()) target.pop_back();
+  return target;
 }
 
 }  // namespace attnlab::cli

@@ -2,6 +2,8 @@
 // Accuracy of a model: teacher-forced on a training batch (from its logits)
 // and by greedy decoding on held-out examples.
 #include <cstdint>
+#include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include "datasets/task.h"
@@ -18,12 +20,36 @@ struct Accuracy {
 // From logits (B, T, V) and targets (B, T) (-100 = ignored).
 Accuracy teacher_forced_accuracy(const Tensor& logits, const IntTensor& targets);
 
+// Asked before each batch of an evaluation; true abandons it by throwing
+// EvaluationAbandoned (training polls its interrupt flag this way, so Ctrl-C
+// does not wait for a long evaluation). Empty: never abandoned.
+using StopCheck = std::function<bool()>;
+struct EvaluationAbandoned : std::runtime_error {
+  EvaluationAbandoned() : std::runtime_error("the evaluation was abandoned") {}
+};
+
 // Greedy decoding of every example's input, compared with its output
 // position by position (a missing or extra token counts as wrong; the
 // encoder tagger's outputs beyond the expected length are not targets).
 // `predictions`, if given, receives the decoded outputs.
 Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examples, int64_t batch_size,
-                         std::vector<std::vector<int32_t>>* predictions = nullptr);
+                         std::vector<std::vector<int32_t>>* predictions = nullptr, const StopCheck& stop = {});
+
+// Decoding limits. Greedy decoding stops at <eos> or where the positional
+// table (max_len = P positions, --positions at training) ends: a decoder
+// reads [bos] input [sep] answer, so input + answer <= P - 1 tokens (the last
+// answer token comes from position P); seq2seq decodes at most P tokens; the
+// encoder tagger emits one token per input position.
+// True when `output`, decoded from `input`, was cut there rather than ended by <eos>.
+bool answer_filled_table(const TransformerConfig& config, const std::vector<int32_t>& input,
+                         const std::vector<int32_t>& output);
+// The note on stderr for such an answer (predict, attention).
+void note_answer_filled_table(const TransformerConfig& config);
+// The target of a teacher-forced pass over the greedy answer that fits the
+// table: the answer, less its last token when the answer filled the table
+// (that token was never read; every distribution decoding saw is still there).
+std::vector<int32_t> teacher_forced_target(const TransformerConfig& config, const std::vector<int32_t>& input,
+                                           const std::vector<int32_t>& output);
 
 // A language model's teacher-forced score on held-out windows (format "lm").
 struct LmScore {
@@ -32,6 +58,7 @@ struct LmScore {
   double token = 0;           // fraction of next tokens predicted right (argmax)
   int64_t tokens = 0;         // tokens predicted
 };
-LmScore lm_score(SequenceModel& model, const std::vector<Example>& windows, int64_t batch_size);
+LmScore lm_score(SequenceModel& model, const std::vector<Example>& windows, int64_t batch_size,
+                 const StopCheck& stop = {});
 
 }  // namespace attnlab::cli

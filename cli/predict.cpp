@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/command_line.h"
+#include "cli/evaluate.h"
 #include "cli/load_run.h"
 #include "framework/ops/softmax.h"
 #include "models/batch.h"
@@ -20,8 +21,7 @@ namespace {
 void print_probabilities(SequenceModel& model, const Task& task, const std::vector<int32_t>& input,
                          const std::vector<int32_t>& output, int64_t top) {
   const std::string& arch = model.config().arch;
-  std::vector<int32_t> target = output;
-  if (arch == "encoder") target.resize(input.size(), input.empty() ? 0 : input[0]);
+  const std::vector<int32_t> target = teacher_forced_target(model.config(), input, output);
   FormattedBatch batch = format_batch(arch, {{input, target}});
   InferenceGuard guard(model);
   Var probs = softmax(model.forward(batch.input));  // (1, T, V)
@@ -58,7 +58,11 @@ int run_predict(const Args& args) {
   if (!parse_command_line(args, opts, vm,
                           "usage: attnlab predict --run DIR [--logits] \"INPUT\"\n\n"
                           "Prints the trained model's greedy answer for one input, and the correct answer.\n"
-                          "Symbols are written as in `attnlab tasks` (e.g. \"3 1 4 1 5\"; add: \"123+456\").\n\n",
+                          "Symbols are written as in `attnlab tasks` (e.g. \"3 1 4 1 5\"; add: \"123+456\").\n"
+                          "The answer is decoded greedily until <eos> or the end of the positional table (P =\n"
+                          "--positions at training): a decoder reads [bos] INPUT [sep] ANSWER, so input + answer\n"
+                          "<= P - 1 tokens; seq2seq answers at most P tokens; the encoder tagger gives one token\n"
+                          "per input position. An answer cut by the table gets a note on stderr.\n\n",
                           "\nexample:\n  attnlab predict --run runs/rev \"3 1 4 1 5 9 2 6\"\n", &positional))
     return kExitOk;
   check_run_input(vm, in, "predict");
@@ -71,6 +75,7 @@ int run_predict(const Args& args) {
                      "); continue a prompt with: attnlab sample --run " + in.run_path + " --prompt TEXT");
   std::vector<int32_t> input = parse_input(loaded, in.input_text);
   auto output = loaded.model->greedy({input}, loaded.model->config().max_len)[0];
+  if (answer_filled_table(loaded.model->config(), input, output)) note_answer_filled_table(loaded.model->config());
   if (loaded.model->config().arch == "encoder") {
     auto expected_len = loaded.task->solve(input).size();
     if (output.size() > expected_len) output.resize(expected_len);

@@ -1,12 +1,31 @@
 #include "cli/progress.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
-#include <sstream>
 
 namespace attnlab::cli {
+
+namespace {
+
+// Ranks of the bar's parts: the highest is left out first when the terminal
+// is narrow. Where the run is and when it ends matter most; the training
+// batch's accuracies and the bar graphic repeat what the other parts say.
+enum Rank { kStep = 0, kEta, kLoss, kSpeed, kHeldout, kSeq, kTok, kGraphic };
+
+constexpr int kGraphicWidth = 20;
+
+std::string formatted(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+}  // namespace
 
 std::string format_duration(double seconds) {
   if (!(seconds >= 0) || seconds > 1e7) return "--:--";
@@ -19,6 +38,42 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
+int terminal_width(int fd) {
+  struct winsize ws = {};
+  if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  if (const char* columns = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long n = std::strtol(columns, &end, 10);
+    if (end != columns && *end == '\0' && n > 0 && n < 100000) return static_cast<int>(n);
+  }
+  return 80;
+}
+
+std::string fit_fields(const std::vector<std::pair<int, std::string>>& parts, size_t max_chars) {
+  std::vector<bool> kept(parts.size(), true);
+  auto joined = [&] {
+    std::string line;
+    for (size_t i = 0; i < parts.size(); ++i)
+      if (kept[i]) line += (line.empty() ? "" : "  ") + parts[i].second;
+    return line;
+  };
+  std::string line = joined();
+  while (line.size() > max_chars) {
+    size_t drop = parts.size();  // the kept part of the highest rank, never the last one left
+    size_t left = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (!kept[i]) continue;
+      ++left;
+      if (drop == parts.size() || parts[i].first > parts[drop].first) drop = i;
+    }
+    if (left <= 1) break;
+    kept[drop] = false;
+    line = joined();
+  }
+  if (line.size() > max_chars) line.resize(max_chars);
+  return line;
+}
+
 Progress::Progress(int64_t first_step, int64_t last_step, bool quiet, int64_t plain_every)
     : first_(first_step),
       last_(last_step),
@@ -28,21 +83,22 @@ Progress::Progress(int64_t first_step, int64_t last_step, bool quiet, int64_t pl
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 
-std::string Progress::render(const ProgressStats& s) const {
+std::vector<std::pair<int, std::string>> Progress::fields(const ProgressStats& s) const {
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   double done = static_cast<double>(s.step - first_ + 1);
   double eta = done > 0 ? elapsed / done * static_cast<double>(last_ - s.step) : -1;
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "step %lld/%lld  loss %.4f  tok %5.1f%%  seq %5.1f%%", static_cast<long long>(s.step),
-                static_cast<long long>(last_), s.loss, 100 * s.token_acc, 100 * s.exact_acc);
-  std::string line = buf;
-  if (s.heldout_exact >= 0) {
-    std::snprintf(buf, sizeof buf, "  held-out %5.1f%%", 100 * s.heldout_exact);
-    line += buf;
-  }
-  std::snprintf(buf, sizeof buf, "  %.1fk tok/s  ETA %s", s.tokens_per_s / 1000, format_duration(eta).c_str());
-  return line + buf;
+  std::vector<std::pair<int, std::string>> out;
+  out.emplace_back(kStep, "step " + std::to_string(s.step) + "/" + std::to_string(last_));
+  out.emplace_back(kLoss, formatted("loss %.4f", s.loss));
+  out.emplace_back(kTok, formatted("tok %5.1f%%", 100 * s.token_acc));
+  out.emplace_back(kSeq, formatted("seq %5.1f%%", 100 * s.exact_acc));
+  if (s.heldout_exact >= 0) out.emplace_back(kHeldout, formatted("held-out %5.1f%%", 100 * s.heldout_exact));
+  out.emplace_back(kSpeed, formatted("%.1fk tok/s", s.tokens_per_s / 1000));
+  out.emplace_back(kEta, "ETA " + format_duration(eta));
+  return out;
 }
+
+std::string Progress::render(const ProgressStats& s) const { return fit_fields(fields(s), std::string::npos); }
 
 void Progress::update(const ProgressStats& s) {
   if (quiet_) return;
@@ -54,11 +110,15 @@ void Progress::update(const ProgressStats& s) {
   // Redraw at most ~10 times a second: drawing costs more than a small step.
   if (s.step != last_ && bar_shown_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
-  const int width = 20;
   double frac = last_ > first_ - 1 ? static_cast<double>(s.step - first_ + 1) / static_cast<double>(last_ - first_ + 1) : 1;
-  int filled = static_cast<int>(frac * width + 0.5);
-  std::string bar = "[" + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.') + "] ";
-  std::cout << "\r\033[K" << bar << render(s) << std::flush;
+  int filled = static_cast<int>(frac * kGraphicWidth + 0.5);
+  auto parts = fields(s);
+  parts.insert(parts.begin(), {kGraphic, "[" + std::string(static_cast<size_t>(filled), '#') +
+                                             std::string(static_cast<size_t>(kGraphicWidth - filled), '.') + "]"});
+  // One column short of the width: a line that fills the last column makes
+  // some terminals wrap at once, and every redraw would then scroll.
+  const int width = terminal_width(STDOUT_FILENO);
+  std::cout << "\r\033[K" << fit_fields(parts, static_cast<size_t>(std::max(1, width - 1))) << std::flush;
   bar_shown_ = true;
 }
 

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace attnlab::cli {
 
@@ -25,7 +27,9 @@ class Progress {
   bool is_terminal() const { return terminal_; }
 
  private:
-  std::string render(const ProgressStats& s) const;
+  // The line's parts in display order, each with its rank (0 = kept longest).
+  std::vector<std::pair<int, std::string>> fields(const ProgressStats& s) const;
+  std::string render(const ProgressStats& s) const;  // plain mode: every field but the bar
 
   int64_t first_, last_;
   bool quiet_, terminal_;
@@ -35,5 +39,15 @@ class Progress {
 };
 
 std::string format_duration(double seconds);  // "1:05", "1:02:03"
+
+// The columns of the terminal on `fd`: its window size (TIOCGWINSZ), else a
+// positive COLUMNS, else 80.
+int terminal_width(int fd);
+
+// Joins the parts of a status line (each but the first prefixed by two
+// spaces) in their order, leaving out the highest-ranked ones first until the
+// line has at most `max_chars` characters; a line still too long is cut.
+// `parts`: (rank, text) with rank 0 the most important.
+std::string fit_fields(const std::vector<std::pair<int, std::string>>& parts, size_t max_chars);
 
 }  // namespace attnlab::cli

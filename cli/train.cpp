@@ -66,7 +66,11 @@ int run_train(const Args& args) {
                           "Trains a transformer on a generated sequence task, evaluates it on held-out examples\n"
                           "(greedy decoding, exact match) every --eval-every steps, checkpoints, and stops at\n"
                           "--steps or once held-out exact match reaches --target. Writes a run directory:\n"
-                          "config.ini, metrics.csv, checkpoints/ (safetensors), summary.json.\n\n",
+                          "config.ini, metrics.csv, checkpoints/ (safetensors), summary.json.\n"
+                          "SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed; not under nohup) stop it\n"
+                          "cleanly: the current step is finished (a held-out evaluation under way is abandoned) and\n"
+                          "checkpointed; exit code 130, 143 or 129 (128 + the signal). A second SIGINT or SIGTERM\n"
+                          "exits at once, keeping the last checkpoint.\n\n",
                           "\nexamples:\n"
                           "  attnlab train --task reverse --run runs/rev\n"
                           "  attnlab train --task add --model decoder --layers 2 --steps 3000 --run runs/add\n"

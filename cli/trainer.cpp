@@ -289,13 +289,20 @@ int train(const TrainInvocation& job) {
   Accuracy held{0, 0, 0};
   LmScore lm;  // language models: the held-out loss (held.token is its next-token accuracy)
   bool held_valid = false;
+  // False when an interrupt abandoned it (it is polled between batches, so Ctrl-C does not wait for it).
   auto evaluate_heldout = [&] {
-    if (task->language_model()) {
-      lm = lm_score(*model, held_set, 64);
-      held = Accuracy{lm.token, 0, static_cast<int64_t>(held_set.size())};
-    } else {
-      held = greedy_accuracy(*model, held_set, 256);
+    const StopCheck interrupted = [] { return interrupt_signal() != 0; };
+    try {
+      if (task->language_model()) {
+        lm = lm_score(*model, held_set, 64, interrupted);
+        held = Accuracy{lm.token, 0, static_cast<int64_t>(held_set.size())};
+      } else {
+        held = greedy_accuracy(*model, held_set, 256, nullptr, interrupted);
+      }
+    } catch (const EvaluationAbandoned&) {
+      return false;
     }
+    return true;
   };
   int64_t last_step = first_step - 1;
   ProgressStats stats;
@@ -359,7 +366,9 @@ int train(const TrainInvocation& job) {
     if (log_now)
       if (int code = check_weights(step); code >= 0) return code;
     if (eval_now) {
-      excluded(evaluate_heldout);
+      bool evaluated = false;
+      excluded([&] { evaluated = evaluate_heldout(); });
+      if (!evaluated) return stop_interrupted(step, false);  // no metrics row: the evaluation is not done
       held_valid = true;
       if (s.target > 0 && held.exact >= s.target && solved_at < 0) solved_at = step;
     }
@@ -398,7 +407,10 @@ int train(const TrainInvocation& job) {
   }
   progress.finish();
 
-  if (!held_valid) evaluate_heldout();
+  if (!held_valid && !evaluate_heldout()) {  // every step is done and checkpointed already
+    std::cerr << "attnlab train: interrupted by " << signal_name(interrupt_signal()) << " during the final evaluation\n";
+    return interrupt_exit_code(interrupt_signal());
+  }
   nlohmann::json summary = {
       {"task", s.task.name},
       {"model", s.model.arch},
