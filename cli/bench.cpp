@@ -94,7 +94,12 @@ int run_bench(const Args& args) {
                           "Times training steps (forward, backward, AdamW) of the encoder tagger of BENCHMARK.md on\n"
                           "fixed random batches and prints one JSON line: median step_ms, tokens_per_s, params,\n"
                           "achieved GFLOP/s, MFU against a matrix-product peak measured here with the same\n"
-                          "threads, and peak RSS.\n\n"))
+                          "threads, and peak RSS.\n\n",
+                          "", nullptr, [](const std::string& word) {
+                            for (const BenchShape& s : kShapes)
+                              if (word == s.name) return "--config " + word;
+                            return std::string();
+                          }))
     return kExitOk;
   const BenchShape* shape = nullptr;
   for (const BenchShape& s : kShapes)

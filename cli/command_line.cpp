@@ -1,7 +1,13 @@
 #include "cli/command_line.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <sstream>
 
+#include "datasets/task.h"
 #include "framework/error.h"
 
 namespace attnlab::cli {
@@ -12,19 +18,101 @@ po::options_description options_with_help(const std::string& caption) {
   return out;
 }
 
+namespace {
+
+std::string default_hint(const po::options_description& options, const std::string& word) {
+  const auto tasks = all_task_names();
+  if (options.find_nothrow("task", false) && std::find(tasks.begin(), tasks.end(), word) != tasks.end())
+    return "--task " + word;
+  return "";
+}
+
+// Boost names the words that are not options after `positional` only when it
+// is given, and then refuses extra ones without naming them; without it, it
+// drops them. Both are done here instead, so that a stray word is named.
+void name_positionals(po::parsed_options& parsed, const po::options_description& options,
+                      const po::positional_options_description* positional, const PositionalHint& hint) {
+  unsigned position = 0;
+  for (po::option& opt : parsed.options) {
+    if (opt.position_key == -1 || !opt.string_key.empty()) continue;
+    if (positional && position < positional->max_total_count()) {
+      opt.string_key = positional->name_for_position(position++);
+      continue;
+    }
+    const std::string word = opt.value.empty() ? std::string() : opt.value.front();
+    const std::string meant = hint ? hint(word) : default_hint(options, word);
+    const std::string takes = positional ? "at most " + std::to_string(positional->max_total_count()) : std::string("no");
+    throw ValueError("unexpected argument '" + word + "' (this command takes " + takes + " positional argument" +
+                     (meant.empty() ? ")" : "); did you mean " + meant + "?"));
+  }
+}
+
+}  // namespace
+
 bool parse_command_line(const Args& args, const po::options_description& options, po::variables_map& vm,
                         const std::string& usage, const std::string& footer,
-                        const po::positional_options_description* positional) {
+                        const po::positional_options_description* positional, const PositionalHint& hint) {
   po::command_line_parser parser(args);
   parser.options(options);
-  if (positional) parser.positional(*positional);
-  po::store(parser.run(), vm);
+  po::parsed_options parsed = parser.run();
+  // --help wins over a stray word: whoever asks for help gets it.
+  const bool help = std::any_of(parsed.options.begin(), parsed.options.end(),
+                                [](const po::option& o) { return o.string_key == "help"; });
+  if (!help) name_positionals(parsed, options, positional, hint);
+  po::store(parsed, vm);
   if (vm.count("help")) {
     std::cout << usage << options << footer;
     return false;
   }
   po::notify(vm);
   return true;
+}
+
+std::set<std::string> given_options(const po::variables_map& vm) {
+  std::set<std::string> names;
+  for (const auto& [name, value] : vm)
+    if (!value.defaulted()) names.insert(name);
+  return names;
+}
+
+namespace {
+
+constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;  // an INI of options is a few KiB; more is the wrong file
+
+// The whole text of a config file; IoError for anything but a small regular text file.
+std::string read_config_text(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  const std::string cannot = "cannot read config file '" + path + "'";
+  if (!fs::exists(status)) throw IoError(cannot + ": no such file");
+  if (fs::is_directory(status)) throw IoError(cannot + ": it is a directory, not an INI file");
+  if (!fs::is_regular_file(status)) throw IoError(cannot + ": not a regular file (a device, pipe or socket)");
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size > kMaxConfigBytes)
+    throw IoError(cannot + ": " + std::to_string(size) + " bytes, far more than an INI file of options");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(cannot);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw IoError(cannot);
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+      throw IoError(cannot + ": not a text INI file (byte " + std::to_string(static_cast<int>(c)) + " at offset " +
+                    std::to_string(i) + ")");
+  }
+  return text;
+}
+
+}  // namespace
+
+void store_config_file(const std::string& path, const po::options_description& options, po::variables_map& vm) {
+  std::istringstream in(read_config_text(path));
+  try {
+    po::store(po::parse_config_file(in, options, false), vm);  // values are validated by store
+  } catch (const po::error& e) {
+    throw ValueError(path + ": " + e.what());
+  }
 }
 
 void check_run_and_step(const po::variables_map& vm, const std::string& run_path, int64_t step) {

@@ -4,6 +4,8 @@
 // commands that read a trained run.
 #include <boost/program_options.hpp>
 #include <cstdint>
+#include <functional>
+#include <set>
 #include <string>
 
 #include "cli/commands.h"
@@ -16,13 +18,32 @@ namespace po = boost::program_options;
 // a command adds its own options to it.
 po::options_description options_with_help(const std::string& caption = "");
 
+// What a stray word on the command line probably meant ("--config L"), or ""
+// when nothing obvious; see parse_command_line.
+using PositionalHint = std::function<std::string(const std::string& word)>;
+
 // Parses `args` against `options` (which hold -h/--help) and assigns the
 // bound variables. With --help it assigns nothing, prints `usage`, the options
 // and `footer` to stdout and returns false: the command is done (exit 0).
-// Boost's po::error for an unknown option or a malformed value.
+// Boost's po::error for an unknown option or a malformed value; ValueError
+// naming a word that is neither an option nor one of `positional` (Boost
+// would drop it silently), with `hint`'s suggestion, or by default "--task W"
+// when the command has --task and W is a task's name.
 bool parse_command_line(const Args& args, const po::options_description& options, po::variables_map& vm,
                         const std::string& usage, const std::string& footer = "",
-                        const po::positional_options_description* positional = nullptr);
+                        const po::positional_options_description* positional = nullptr,
+                        const PositionalHint& hint = nullptr);
+
+// The long names of the options `vm` holds that were given, not defaulted:
+// right after parse_command_line, the ones the user wrote on the command line.
+std::set<std::string> given_options(const po::variables_map& vm);
+
+// Stores the options of an INI file (--config FILE) into `vm`, checked first:
+// IoError unless FILE is a readable regular file (not a directory, a device
+// or a pipe) of text (no NUL or other control bytes, at most 1 MiB);
+// ValueError naming the file for a line Boost cannot read, an unknown option
+// or a malformed value.
+void store_config_file(const std::string& path, const po::options_description& options, po::variables_map& vm);
 
 // The checks of --run DIR (required) and --step N (>= 1 when given) that
 // eval, predict and attention share. ValueError naming the option.

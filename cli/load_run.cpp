@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "datasets/vocab.h"
 #include "framework/error.h"
@@ -11,7 +13,58 @@
 
 namespace attnlab::cli {
 
+namespace fs = std::filesystem;
+
 std::string run_vocab_path(const RunDir& run) { return run.path() + "/vocab.txt"; }
+
+namespace {
+
+// A model config field as config.ini names it (the long option).
+std::string ini_name(const std::string& field) {
+  static const std::map<std::string, std::string> names = {
+      {"arch", "model"},
+      {"vocab_size", "vocab_size (from the task options)"},
+      {"max_len", "positions (the positional table)"},
+      {"d_model", "d-model"},
+      {"n_heads", "heads"},
+      {"n_layers", "layers"},
+      {"d_ff", "d-ff"},
+      {"d_k", "d-k"},
+      {"d_v", "d-v"},
+      {"attn_scale", "attn-scale"},
+      {"attn_dropout", "attn-dropout"},
+      {"tie_embeddings", "tie-embeddings"},
+      {"parameter_free_attention", "parameter-free-attention"},
+  };
+  auto it = names.find(field);
+  return it == names.end() ? field : it->second;
+}
+
+std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+}  // namespace
+
+void check_checkpoint_config(const TransformerConfig& config, const std::string& stem) {
+  const Metadata meta = read_checkpoint_metadata(stem);
+  auto it = meta.find("model_config");
+  if (it == meta.end()) return;
+  const std::string path = model_path(stem);
+  nlohmann::json trained;
+  try {
+    trained = nlohmann::json::parse(it->second);
+  } catch (const nlohmann::json::exception& e) {
+    throw IoError(path + ": its model_config metadata is not JSON (" + e.what() + ")");
+  }
+  const std::string config_ini = fs::path(stem).parent_path().parent_path().string() + "/config.ini";
+  const nlohmann::json described = config.to_json();
+  for (const auto& [field, value] : described.items()) {
+    if (trained.contains(field) && trained.at(field) == value) continue;
+    const std::string was = trained.contains(field) ? value_text(trained.at(field)) : "(absent)";
+    throw IoError(config_ini + " and the checkpoint disagree: config.ini gives " + ini_name(field) + " = " +
+                  value_text(value) + ", " + path + " was trained with " + was +
+                  " (was config.ini edited? restore it, or train a new run)");
+  }
+}
 
 LoadedRun load_run(const RunDir& run, int64_t step) {
   run.require_trained();
@@ -23,6 +76,7 @@ LoadedRun load_run(const RunDir& run, int64_t step) {
   if (step <= 0) step = steps.back();
   if (std::find(steps.begin(), steps.end(), step) == steps.end())
     throw IoError("run '" + run.path() + "' has no checkpoint of step " + std::to_string(step));
+  check_checkpoint_config(out.settings.model, run.checkpoint_stem(step));
   load_checkpoint(run.checkpoint_stem(step), *out.model, nullptr);
   out.step = step;
   return out;

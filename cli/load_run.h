@@ -22,6 +22,15 @@ struct LoadedRun {
 // an unreadable checkpoint.
 LoadedRun load_run(const RunDir& run, int64_t step = 0);
 
+// IoError unless `config` (the model config.ini describes) is the one the
+// checkpoint `stem` was trained with (its "model_config" metadata), naming
+// the first field that differs and both values: an edited config.ini would
+// otherwise load weights into another model (heads: same shapes, other
+// answers). eval, predict, attention, sample (load_run) and resume call it
+// before loading the weights; a checkpoint without a model_config (not
+// written by train) is not checked.
+void check_checkpoint_config(const TransformerConfig& config, const std::string& stem);
+
 // DIR/vocab.txt: the vocabulary of a task read from a file (pairs, text),
 // written by train and used by every later command, so that text maps to the
 // same ids even if the file changes (see datasets/token_table.h).

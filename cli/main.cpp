@@ -26,10 +26,37 @@ const Command kCommands[] = {
     {"attention", "a trained model's attention weights for one input, as CSV maps", attnlab::cli::run_attention},
 };
 
+#ifndef ATTNLAB_VERSION  // defined by CMakeLists.txt from project(VERSION); a build outside it says so
+#define ATTNLAB_VERSION "unknown"
+#define ATTNLAB_BUILD_TYPE "unknown"
+#define ATTNLAB_MARCH_NATIVE "unknown"
+#endif
+
+// What a bug report needs to say which binary it is about: results are
+// bitwise the same only for the same build on the same CPU kind.
+void print_version(std::ostream& out) {
+  const char* build_type = *ATTNLAB_BUILD_TYPE ? ATTNLAB_BUILD_TYPE : "none";
+  out << "attnlab " << ATTNLAB_VERSION << "\n"
+      << "build type: " << build_type << "\n"
+#if defined(__clang__)
+      << "compiler: clang " << __clang_version__ << "\n"
+#elif defined(__GNUC__)
+      << "compiler: GCC " << __VERSION__ << "\n"
+#else
+      << "compiler: unknown\n"
+#endif
+      << "-march=native: " << ATTNLAB_MARCH_NATIVE << "\n"
+#if defined(__SANITIZE_ADDRESS__)
+      << "sanitizer: AddressSanitizer\n"
+#endif
+      ;
+}
+
 void print_usage(std::ostream& out) {
   out << "attnlab - train and study small transformers on toy sequence tasks\n\n"
          "usage: attnlab <command> [options]\n"
-         "       attnlab <command> --help     options of one command\n\n"
+         "       attnlab <command> --help     options of one command\n"
+         "       attnlab --version            version and build of this binary\n\n"
          "commands:\n";
   for (const Command& c : kCommands) {
     out << "  " << c.name;
@@ -51,6 +78,14 @@ int main(int argc, char** argv) {
   std::string name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     print_usage(std::cout);
+    return cli::kExitOk;
+  }
+  if (name == "--version") {
+    if (argc > 2) {
+      std::cerr << "attnlab: --version takes no arguments, got '" << argv[2] << "'\n";
+      return cli::kExitUsage;
+    }
+    print_version(std::cout);
     return cli::kExitOk;
   }
   for (const Command& c : kCommands) {

@@ -69,9 +69,10 @@ class OptionSet {
     if (saved) printers_.push_back({long_name(name), [field] { return to_text(*field); }});
     return *this;
   }
-  // A bool option: --name (on) or --name=false / name = false in a file.
+  // A switch: --name turns it on; a file says name = true or name = false.
+  // zero_tokens (bool_switch) so that --help shows no "arg" after it.
   OptionSet& flag(const char* name, bool* field, const char* help, bool saved = true) {
-    desc_.add_options()(name, po::value<bool>(field)->default_value(*field, *field ? "true" : "false")->implicit_value(true, ""), help);
+    desc_.add_options()(name, po::bool_switch(field)->default_value(*field, *field ? "true" : "false"), help);
     if (saved) printers_.push_back({long_name(name), [field] { return std::string(*field ? "true" : "false"); }});
     return *this;
   }

@@ -24,9 +24,12 @@ namespace {
 double min_training_bytes(const TrainSettings& s, int64_t T) {
   const TransformerConfig& m = s.model;
   const double d = static_cast<double>(m.d_model), L = static_cast<double>(m.n_layers) * (m.arch == "seq2seq" ? 2 : 1);
-  const double params = static_cast<double>(m.vocab_size) * d + L * (4 * d * d + 2 * d * static_cast<double>(m.d_ff));
+  // Q, K (d -> h d_k), V (d -> h d_v) and the output (h d_v -> d): --d-k sets their width, not only d.
+  const double h = static_cast<double>(m.n_heads);
+  const double qkv = m.parameter_free_attention ? 0 : h * static_cast<double>(2 * m.head_dim_k() + 2 * m.head_dim_v());
+  const double params = static_cast<double>(m.vocab_size) * d + L * (qkv * d + 2 * d * static_cast<double>(m.d_ff));
   const double B = static_cast<double>(s.batch_size), t = static_cast<double>(T);
-  const double activations = L * B * t * (static_cast<double>(m.n_heads) * t + static_cast<double>(m.d_ff));
+  const double activations = L * B * t * (h * t + static_cast<double>(m.d_ff));
   const double table = static_cast<double>(m.max_len) * d;
   const double heldout = static_cast<double>(s.heldout) * t;
   return sizeof(float) * (4 * params + activations + table + heldout);
@@ -39,7 +42,7 @@ void check_memory(const TrainSettings& s) {
   auto gib = [](double bytes) { return std::to_string(static_cast<long long>(std::ceil(bytes / (1 << 30)))); };
   if (memory > 0 && needed > memory)
     throw ValueError("this run needs more than " + gib(needed) + " GiB of memory, this machine has " + gib(memory) +
-                     " GiB; lower --batch-size, --d-model, --d-ff, --layers, --heads, --heldout or the sequence length");
+                     " GiB; lower --batch-size, --d-model, --d-k, --d-v, --d-ff, --layers, --heads, --heldout or the sequence length");
 }
 
 }  // namespace
@@ -77,6 +80,7 @@ int run_train(const Args& args) {
                           "  attnlab train --config runs/rev/config.ini --seed 1 --run runs/rev-seed1\n"
                           "  attnlab train --resume runs/rev --steps 4000\n"))
     return kExitOk;
+  s.command_line = given_options(vm);  // before --config adds its values: finalize checks what the user wrote
   if (!resume_path.empty() && !config_file.empty()) throw ValueError("--resume reads the run's own config.ini; drop --config");
   if (!resume_path.empty()) {
     // A resumed run is the same experiment: only how long it runs, how it
@@ -91,13 +95,7 @@ int run_train(const Args& args) {
     run_path = resume_path;
   }
   if (!config_file.empty()) {
-    std::ifstream in(config_file);
-    if (!in) throw IoError("cannot read config file '" + config_file + "'");
-    try {
-      po::store(po::parse_config_file(in, experiment.description(), false), vm);
-    } catch (const po::error& e) {
-      throw ValueError(config_file + ": " + e.what());
-    }
+    store_config_file(config_file, experiment.description(), vm);
     // notify() assigns every stored value again, the general options'
     // defaults included: keep what the command line said about them.
     const std::string run_given = run_path;

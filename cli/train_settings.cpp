@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "framework/error.h"
 #include "framework/nn/attention.h"
@@ -180,7 +181,7 @@ void check_optimization_flags(const TrainSettings& s) {
   require_fraction("--beta2", o.beta2);
   require(std::isfinite(o.eps) && o.eps > 0, "--eps must be > 0, got " + str(o.eps));
   require(std::isfinite(o.weight_decay) && o.weight_decay >= 0, "--weight-decay must be >= 0, got " + str(o.weight_decay));
-  require(std::isfinite(o.momentum) && o.momentum >= 0, "--momentum must be >= 0, got " + str(o.momentum));
+  require_fraction("--momentum", o.momentum);  // 1 or more never forgets a gradient: the steps grow without bound
   if (o.name == "sgd") {
     require(o.beta1 == d.beta1 && o.beta2 == d.beta2 && o.eps == d.eps,
             "--beta1, --beta2 and --eps apply to --optimizer adam and adamw, not sgd");
@@ -204,9 +205,68 @@ void check_optimization_flags(const TrainSettings& s) {
   if (c.name == "noam") require(c.warmup > 0, "--schedule noam needs --warmup > 0");
 }
 
+// Each task's own options, and the tasks they apply to (see datasets/task.h).
+struct TaskOption {
+  const char* name;
+  std::vector<std::string> tasks;
+};
+const TaskOption kTaskOptions[] = {
+    {"vocab", {"copy", "reverse", "sort", "duplicate", "induction", "recall"}},
+    {"min-len", {"copy", "reverse", "sort", "duplicate", "induction", "recall"}},
+    {"max-len", {"copy", "reverse", "sort", "duplicate", "induction", "recall"}},
+    {"digits", {"add"}},
+    {"span", {"induction"}},
+    {"file", {"pairs", "text"}},
+    {"heldout-file", {"pairs"}},
+    {"heldout-fraction", {"pairs", "text"}},
+    {"tokenize", {"pairs"}},
+    {"seq-len", {"text"}},
+};
+
+std::string listed(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+// Options given on the command line that the task or model would ignore. The
+// optimizer's are checked on their values (check_optimization_flags), which a
+// run's config.ini keeps at their defaults; the task's are not (config.ini
+// holds --vocab of an add run), so only what the user wrote is checked.
+void check_given_flags(const TrainSettings& s) {
+  auto given = [&](const std::string& name) { return s.command_line.count(name) > 0; };
+  const std::string& task = s.task.name;
+  for (const TaskOption& o : kTaskOptions)
+    if (given(o.name) && std::find(o.tasks.begin(), o.tasks.end(), task) == o.tasks.end())
+      throw ValueError("--" + std::string(o.name) + " applies to --task " + listed(o.tasks) + ", not " + task);
+  const bool file_heldout = task == "pairs" || task == "text";
+  if (given("heldout") && file_heldout)
+    throw ValueError(std::string("--heldout applies to generated tasks, not ") + task + ": its held-out examples are " +
+                     (s.task.heldout_file.empty() ? "--heldout-fraction of --file" : "the pairs of --heldout-file"));
+  if (given("heldout-fraction") && !s.task.heldout_file.empty())
+    throw ValueError("--heldout-fraction does not apply with --heldout-file: the held-out pairs are that file's");
+  if (given("heads") && s.model.parameter_free_attention)
+    throw ValueError("--heads does not apply to --parameter-free-attention (one head over the whole width)");
+}
+
+// A pairs task's share held out of its file: some, and at most half (as --heldout of a generated task).
+void check_pairs_heldout(const TrainSettings& s, const Task& task) {
+  if (s.task.name != "pairs" || !s.task.heldout_file.empty() || task.own_heldout() == nullptr) return;
+  const double f = s.task.heldout_fraction;
+  require(f > 0, "--heldout-fraction must be in (0, 1), got " + str(f) +
+                     ": nothing would be held out to evaluate on (or give --heldout-file)");
+  const auto held = static_cast<int64_t>(task.own_heldout()->size()), left = task.input_space_size();
+  if (held > left)
+    throw ValueError("--heldout-fraction " + str(f) + " holds out " + str(held) + " of the " + str(held + left) +
+                     " distinct inputs of " + s.task.file + ", more than half, leaving " + str(left) +
+                     " to train on; lower --heldout-fraction to at most 0.5");
+}
+
 }  // namespace
 
 void finalize(TrainSettings& s) {
+  check_given_flags(s);
   // The common mistakes in the user's words first; TaskConfig::validate has the full rules.
   require_at_least("--vocab", s.task.vocab, 2);
   require_at_least("--min-len", s.task.min_len, 1);
@@ -221,9 +281,13 @@ void finalize(TrainSettings& s) {
   if (task->language_model() && s.model.arch != "decoder")
     throw ValueError("task '" + s.task.name + "' is a language model: use --model decoder, not " + s.model.arch);
   if (s.model.arch == "encoder" && !task->outputs_fit_inputs())
-    throw ValueError("the encoder tagger gives one output per input position, but task '" + s.task.name +
-                     "' has outputs of up to " + str(task->max_output_len()) + " tokens for inputs of " +
-                     str(task->min_input_len()) + "; use --model decoder or --model seq2seq");
+    throw ValueError("the encoder tagger gives one output per input position, but task '" + s.task.name + "' has " +
+                     (task->min_input_len() == task->max_input_len()
+                          ? "outputs of up to " + str(task->max_output_len()) + " tokens for inputs of " +
+                                str(task->min_input_len())
+                          : "outputs longer than their inputs (up to " + str(task->max_output_len()) +
+                                " tokens, inputs of " + str(task->min_input_len()) + " to " + str(task->max_input_len()) + ")") +
+                     "; use --model decoder or --model seq2seq");
   int64_t needed = needed_positions(*task, s.model.arch);
   require_at_least("--positions", s.positions, 0);
   s.model.max_len = s.positions > 0 ? s.positions : std::max<int64_t>(64, 2 * needed);
@@ -248,9 +312,17 @@ void finalize(TrainSettings& s) {
   require_fraction("--label-smoothing", s.label_smoothing);
   require(s.on_nan == "stop" || s.on_nan == "skip", "--on-nan must be stop or skip, got '" + s.on_nan + "'");
   require(s.probe_every >= 0, "--probe-every must be >= 0 (0 = off), got " + str(s.probe_every));
-  if (!task->own_heldout() && s.heldout >= task->input_space_size())
+  // Held-out inputs never occur in training: past half of the inputs, a model
+  // is scored on more than it can learn from.
+  const int64_t inputs = task->input_space_size();
+  if (!task->own_heldout() && s.heldout >= inputs)
     throw ValueError("--heldout " + str(s.heldout) + " leaves nothing to train on: task '" + s.task.name + "' has only " +
-                     str(task->input_space_size()) + " distinct inputs; lower --heldout or widen the task");
+                     str(inputs) + " distinct inputs; lower --heldout to at most " + str(inputs / 2) + " or widen the task");
+  if (!task->own_heldout() && s.heldout > inputs / 2)
+    throw ValueError("--heldout " + str(s.heldout) + " is more than half of the " + str(inputs) +
+                     " distinct inputs of task '" + s.task.name + "', leaving " + str(inputs - s.heldout) +
+                     " to train on; lower --heldout to at most " + str(inputs / 2) + " or widen the task");
+  check_pairs_heldout(s, *task);
   check_optimization_flags(s);
   validate(s.optim);
   if (s.schedule.total_steps <= 0) s.schedule.total_steps = s.steps;

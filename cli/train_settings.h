@@ -1,6 +1,7 @@
 #pragma once
 // Everything a training run is made of, and the options that set it.
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "cli/option_set.h"
@@ -30,6 +31,11 @@ struct TrainSettings {
   int threads = 1;
   std::string on_nan = "stop";  // stop | skip
   int64_t probe_every = 0;  // gradient-flow and attention instruments every this many steps (and step 1); 0 = off
+  // The options the user wrote on the command line (given_options right after
+  // parsing), not an option itself: finalize refuses those among them that
+  // would be ignored (--digits with copy). A config file is not checked this
+  // way, since a run's config.ini holds every option, applicable or not.
+  std::set<std::string> command_line;
 };
 
 // Defaults of the experiment: the settings of `attnlab train` with no flags.
@@ -43,7 +49,8 @@ OptionSet training_options(TrainSettings& s);
 OptionSet all_train_options(TrainSettings& s);
 
 // Validates and completes the settings after parsing: derives vocab size,
-// positions and schedule fields, checks ranges and combinations. Throws
+// positions and schedule fields, checks ranges and combinations, and refuses
+// options of `command_line` that do not apply to the task or model. Throws
 // ValueError naming the option and value.
 void finalize(TrainSettings& s);
 

@@ -169,6 +169,7 @@ int train(const TrainInvocation& job) {
       throw ValueError(s.task.file + " has changed since run '" + run.path() + "' started: its vocabulary is no longer " +
                        run_vocab_path(run) + "; start a new run");
     int64_t step = run.latest_step();
+    check_checkpoint_config(s.model, run.checkpoint_stem(step));  // an edited config.ini is refused, not trained on
     Metadata meta = load_checkpoint(run.checkpoint_stem(step), *model, optimizer.get());
     try {
       stream.set_state(meta.at("data_stream"));

@@ -11,7 +11,6 @@ class DuplicateTask : public SequenceTask {
   using SequenceTask::SequenceTask;
   std::string name() const override { return "duplicate"; }
   std::string describe() const override { return describe_as("output = input twice (x -> xx)"); }
-  int64_t max_output_len() const override { return 2 * config_.max_len; }
   std::vector<int32_t> solve(const std::vector<int32_t>& input) const override {
     check_input(input);
     std::vector<int32_t> out;
@@ -20,6 +19,9 @@ class DuplicateTask : public SequenceTask {
     out.insert(out.end(), input.begin(), input.end());
     return out;
   }
+
+ protected:
+  int64_t output_len(int64_t input_len) const override { return 2 * input_len; }
 };
 }  // namespace
 
