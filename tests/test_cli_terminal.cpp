@@ -418,7 +418,7 @@ std::vector<std::string> check_bars(const std::string& run, unsigned short colum
 
 }  // namespace
 
-TEST_CASE("the progress bar fits 80- and 200-column terminals, redraws in place and shows ETA and tokens/s; piped "
+TEST_CASE("the progress bar fits 80- and 200-column terminals, redraws in place and shows ETA and tokens/s, piped "
           "output stays plain lines", "[cli][terminal][progress]") {
   TempDir dir("term-bar");
   SECTION("80 columns: the least important fields go, ETA and tokens/s stay") {
