@@ -4,12 +4,116 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 
+#include "framework/io/atomic_file.h"
 #include "framework/io/checkpoint.h"
 
 namespace attnlab::cli {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The marker's one line: a format number, should the layout ever change.
+const char* const kMarker = "attnlab run directory, format 1\n";
+
+// Files attnlab writes at the top of a run directory (the probe logs: framework/probe).
+const std::set<std::string> kOwnFiles = {".attnlab-run", ".lock", "config.ini", "metrics.csv", "summary.json",
+                                         "vocab.txt", "probe_params.csv", "probe_stream.csv", "probe_heads.csv"};
+const std::set<std::string> kOwnDirs = {"checkpoints", "attention"};
+
+// NAME for ".NAME.tmp.XXXXXX", the temporary of write_file_atomic; otherwise `name` itself.
+std::string without_temporary(const std::string& name) {
+  const size_t at = name.find(".tmp.");
+  if (name.size() > 1 && name[0] == '.' && at != std::string::npos && at > 1) return name.substr(1, at - 1);
+  return name;
+}
+
+bool is_checkpoint_file(const std::string& name) {
+  static const std::regex pattern(R"(step-[0-9]+(\.optim)?\.safetensors)");
+  return std::regex_match(without_temporary(name), pattern);
+}
+
+void remove_own(const fs::path& path) {
+  std::error_code ec;
+  fs::remove(path, ec);
+  if (ec) throw IoError("cannot remove '" + path.string() + "': " + ec.message());
+}
+
+void remove_if_empty(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)) remove_own(dir);
+}
+
+// The files named in attention.json (what `attnlab attention` wrote there), and itself.
+std::set<std::string> attention_files(const fs::path& dir) {
+  std::set<std::string> files;
+  std::ifstream in(dir / "attention.json");
+  if (!in) return files;
+  try {
+    const nlohmann::json meta = nlohmann::json::parse(in);
+    for (const auto& layer : meta.at("layers"))
+      for (const auto& file : layer.at("files")) files.insert(file.get<std::string>());
+  } catch (const std::exception&) {
+    return {};  // not attnlab's: leave the directory alone
+  }
+  files.insert("attention.json");
+  return files;
+}
+
+void remove_attention_maps(const fs::path& dir) {
+  std::error_code ec;
+  const std::set<std::string> own = attention_files(dir);
+  if (own.empty()) return;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (own.count(without_temporary(entry.path().filename().string()))) files.push_back(entry.path());
+  for (const fs::path& file : files) remove_own(file);
+  remove_if_empty(dir);
+}
+
+}  // namespace
+
+bool RunDir::has_marker() const {
+  std::ifstream in(marker_path());
+  std::string line;
+  return in && std::getline(in, line) && line.rfind("attnlab run directory", 0) == 0;
+}
+
+void RunDir::write_marker() const { write_file_atomic(marker_path(), kMarker); }
+
+void remove_run_files(const RunDir& run) {
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(run.path(), ec)) {
+    const std::string name = entry.path().filename().string(), base = without_temporary(name);
+    if (name == ".attnlab-run" || name == ".lock") continue;
+    if (kOwnFiles.count(base) && !entry.is_directory(ec)) files.push_back(entry.path());
+  }
+  for (const fs::path& file : files) remove_own(file);
+  const fs::path checkpoints = run.checkpoint_dir();
+  if (fs::is_directory(checkpoints, ec)) {
+    files.clear();
+    for (const auto& entry : fs::directory_iterator(checkpoints, ec))
+      if (is_checkpoint_file(entry.path().filename().string())) files.push_back(entry.path());
+    for (const fs::path& file : files) remove_own(file);
+    remove_if_empty(checkpoints);
+  }
+  if (fs::is_directory(run.path() + "/attention", ec)) remove_attention_maps(run.path() + "/attention");
+}
+
+bool holds_only_own_files(const RunDir& run) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(run.path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool own = entry.is_directory(ec) ? kOwnDirs.count(name) > 0 : kOwnFiles.count(without_temporary(name)) > 0;
+    if (!own) return false;
+  }
+  return !ec;
+}
 
 std::string RunDir::checkpoint_stem(int64_t step) const {
   char name[32];

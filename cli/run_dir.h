@@ -1,5 +1,7 @@
 #pragma once
 // A run directory:
+//   .attnlab-run           marker written when `attnlab train` creates the run: --overwrite replaces only marked runs
+//   .lock                  held (flock) by the process training in it; holds that process's pid (cli/run_lock.h)
 //   config.ini             every resolved option: `attnlab train --config DIR/config.ini` repeats the run
 //   metrics.csv            one row every --log-every steps (held-out columns filled at evaluations)
 //   summary.json           written at the end: final metrics, steps, seconds, whether the target was reached
@@ -21,6 +23,10 @@ class RunDir {
   std::string metrics_path() const { return path_ + "/metrics.csv"; }
   std::string summary_path() const { return path_ + "/summary.json"; }
   std::string checkpoint_dir() const { return path_ + "/checkpoints"; }
+  std::string marker_path() const { return path_ + "/.attnlab-run"; }
+  // Whether the directory carries the marker `attnlab train` writes when it creates a run.
+  bool has_marker() const;
+  void write_marker() const;  // IoError naming the path and the reason
   std::string checkpoint_stem(int64_t step) const;
   // Steps of the complete checkpoints present (model and optimizer file), ascending.
   std::vector<int64_t> checkpoint_steps() const;
@@ -31,6 +37,15 @@ class RunDir {
  private:
   std::string path_;
 };
+
+// Removes what attnlab writes into a run (config, metrics, summary, vocabulary,
+// probe logs, checkpoints, the default attention maps, their temporaries) and
+// nothing else: a user's own files stay, and so do the marker and the lock
+// file. IoError naming the first file it could not remove.
+void remove_run_files(const RunDir& run);
+
+// Whether every entry of the directory is one that attnlab writes.
+bool holds_only_own_files(const RunDir& run);
 
 // Reads a run's config.ini into settings (then `extra` command-line args may
 // override some of them); IoError for a missing or foreign directory.

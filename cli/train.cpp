@@ -2,17 +2,16 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "cli/command_line.h"
+#include "cli/run_claim.h"
 #include "cli/trainer.h"
 
 namespace attnlab::cli {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -82,6 +81,7 @@ int run_train(const Args& args) {
     return kExitOk;
   s.command_line = given_options(vm);  // before --config adds its values: finalize checks what the user wrote
   if (!resume_path.empty() && !config_file.empty()) throw ValueError("--resume reads the run's own config.ini; drop --config");
+  std::optional<RunClaim> claim;
   if (!resume_path.empty()) {
     // A resumed run is the same experiment: only how long it runs, how it
     // reports and how many threads it uses (which changes its bits) may change.
@@ -90,7 +90,8 @@ int run_train(const Args& args) {
       if (!value.defaulted() && experiment.description().find_nothrow(name, false) && !may_change.count(name))
         throw ValueError("--" + name + " cannot change when resuming (it is part of the run's config.ini); start a new run instead");
     if (!run_path.empty() && run_path != resume_path) throw ValueError("--resume and --run name different directories");
-    RunDir(resume_path).require_trained();
+    if (check_only) RunDir(resume_path).require_trained();  // --check writes nothing, not even the lock file
+    else claim = RunClaim::resume(RunDir(resume_path));     // locked from here to the end of the run
     config_file = RunDir(resume_path).config_path();
     run_path = resume_path;
   }
@@ -127,20 +128,15 @@ int run_train(const Args& args) {
       throw ValueError("run '" + run_path + "' is already at step " + std::to_string(job.run.latest_step()) +
                        "; pass --steps N with N > " + std::to_string(job.run.latest_step()) + " to continue it");
   } else {
-    std::error_code ec;
-    if (fs::exists(run_path, ec) && !fs::is_directory(run_path, ec))
-      throw IoError("cannot create run directory '" + run_path + "': a file of that name exists");
-    if (fs::exists(run_path, ec) && !fs::is_empty(run_path, ec)) {
-      if (!overwrite)
-        throw ValueError("run directory '" + run_path + "' already exists; use --resume " + run_path +
-                         ", another --run, or --overwrite");
-      fs::remove_all(run_path, ec);
-      if (ec) throw IoError("cannot remove run directory '" + run_path + "' (--overwrite): " + ec.message());
-    }
-    fs::create_directories(run_path, ec);
-    if (ec) throw IoError("cannot create run directory '" + run_path + "': " + ec.message());
+    claim = RunClaim::start(job.run, overwrite);  // created (or replaced) and locked before config.ini is written
   }
-  return train(job);
+  try {
+    return train(job);
+  } catch (...) {
+    // A run that failed before its first checkpoint has nothing to resume: leave nothing behind.
+    if (claim && job.run.checkpoint_steps().empty()) claim->undo();
+    throw;
+  }
 }
 
 }  // namespace attnlab::cli

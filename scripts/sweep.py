@@ -5,6 +5,11 @@ usage: scripts/sweep.py --out DIR [--jobs N] [--attnlab PATH]
                         --grid lr=1e-3,3e-3 --grid warmup=0,100 --grid layers=1,2
                         [-- any other train flags, shared by every run]
 
+Each run gets --run DIR/<name> --overwrite, and --quiet --threads 1 unless the
+flags after -- set --quiet or --threads themselves (theirs win). --run, --resume
+and a flag that is also a --grid axis are refused up front: each point has its
+own run directory and its own value.
+
 Every combination of the --grid values is one run (directory DIR/<name>, with
 the flag values in its name), run in parallel up to --jobs at a time, each
 single-threaded. At the end one table, printed and written to DIR/summary.csv:
@@ -45,13 +50,53 @@ def parse_grid(items):
     return grid
 
 
+# What the sweep passes to every run unless the user's flags set it (flag, value or None).
+DEFAULTS = [("quiet", None), ("threads", "1")]
+
+
+def flag_names(args):
+    """The option names in a train command line: --name or --name=value."""
+    return {a[2:].partition("=")[0] for a in args if a.startswith("--") and len(a) > 2}
+
+
+def check_shared(shared, grid):
+    """Refuses, before any run starts, flags that every point would reject or that fight the grid."""
+    names = flag_names(shared)
+    for own in ("run", "resume"):
+        if own in names:
+            sys.exit(f"sweep: --{own} cannot be given after --: each grid point trains in its own DIR/<name>")
+    for name, _ in grid:
+        if name in names:
+            sys.exit(f"sweep: --{name} is both a --grid axis and a flag after --; give it once")
+    # The sweep passes --overwrite itself; a second one would fail every run.
+    return [a for a in shared if a != "--overwrite"]
+
+
+def default_flags(shared, grid):
+    given = flag_names(shared) | {name for name, _ in grid}
+    out = []
+    for name, value in DEFAULTS:
+        if name not in given:
+            out += [f"--{name}"] + ([value] if value is not None else [])
+    return out
+
+
+def last_line(path):
+    try:
+        with open(path) as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
 def run_one(exe, out, name, flags, shared):
     run = os.path.join(out, name)
     summary = os.path.join(run, "summary.json")
     if os.path.exists(summary):
         code, seconds = 0, None
     else:
-        cmd = [exe, "train", "--run", run, "--overwrite", "--quiet", "--threads", "1"] + flags + shared
+        cmd = [exe, "train", "--run", run, "--overwrite"] + flags + shared
         start = time.time()
         with open(os.path.join(out, name + ".log"), "w") as log:
             code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -82,6 +127,8 @@ def main():
     if args.jobs < 1:
         sys.exit(f"sweep: --jobs must be >= 1, got {args.jobs}")
     grid = parse_grid(args.grid)
+    shared = check_shared(shared, grid)
+    shared = default_flags(shared, grid) + shared
     os.makedirs(args.out, exist_ok=True)
 
     points = []
@@ -115,6 +162,9 @@ def main():
     print(os.path.join(args.out, "summary.csv"))
     failed = [n for (n, _, _), r in zip(points, results) if r["exit"] != 0]
     if failed:
+        for n in failed:  # the reason is the log's last line: attnlab's one-line error
+            reason = last_line(os.path.join(args.out, n + ".log")) or "(no log)"
+            print(f"sweep: {n} failed: {reason}", file=sys.stderr)
         print(f"sweep: {len(failed)} runs failed (see their .log): {', '.join(failed)}", file=sys.stderr)
         sys.exit(1)
 

@@ -1,0 +1,173 @@
+#include "cli/run_claim.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "framework/error.h"
+
+namespace attnlab::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Empty but for a lock file: what a run leaves between locking and writing its marker.
+bool holds_only_lock(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.path().filename() != ".lock") return false;
+  return !ec;
+}
+
+// Whether `outer` is `inner` or one of its parents (both absolute, canonical).
+bool contains(const fs::path& outer, const fs::path& inner) {
+  return std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end()).first == outer.end();
+}
+
+fs::path resolved(const std::string& path, std::error_code& ec) {
+  const fs::path absolute = fs::absolute(path, ec);
+  return ec ? fs::path() : fs::weakly_canonical(absolute, ec);
+}
+
+// Why a directory that exists may not be replaced by --overwrite, or "".
+std::string replace_refusal(const RunDir& run) {
+  if (std::string why = protected_path_reason(run.path()); !why.empty()) return "it is " + why;
+  std::error_code ec;
+  const bool has_config = fs::exists(run.config_path(), ec);
+  if (!run.has_marker())
+    return has_config ? "it has config.ini but no .attnlab-run marker (a run of an older attnlab, or not attnlab's); "
+                        "delete it yourself if you no longer need it, or choose another --run"
+                      : "it is not an attnlab run directory (no .attnlab-run marker)";
+  if (!has_config && !holds_only_own_files(run)) return "it has no config.ini and holds files attnlab did not write";
+  return "";
+}
+
+// The refusal of a new run into an existing directory without --overwrite.
+std::string existing_message(const RunDir& run) {
+  RunLock::refuse_if_held(run.path());  // a live run: say so rather than how to replace it
+  const std::string& path = run.path();
+  std::error_code ec;
+  if (run.has_marker() && !run.checkpoint_steps().empty())
+    return "run directory '" + path + "' already exists; use --resume " + path + ", another --run, or --overwrite";
+  if (run.has_marker())
+    return "run directory '" + path + "' holds a run that stopped before its first checkpoint (nothing to resume); "
+           "start it again with --overwrite, or choose another --run";
+  if (fs::exists(run.config_path(), ec))
+    return "run directory '" + path + "' already exists (a run of an older attnlab: config.ini, no .attnlab-run "
+           "marker); use --resume " + path + " or another --run (--overwrite replaces only marked runs)";
+  return "'" + path + "' already exists and is not an attnlab run directory; choose another --run";
+}
+
+std::string no_checkpoint_message(const RunDir& run) {
+  const std::string& path = run.path();
+  const std::string head = "run directory '" + path + "' has no checkpoint yet: it stopped before its first one, so "
+                           "there is nothing to resume; ";
+  if (run.has_marker())
+    return head + "start it again with: attnlab train --config " + run.config_path() + " --run " + path + " --overwrite";
+  return head + "it has no .attnlab-run marker (an older attnlab's run), so --overwrite will not replace it: delete it "
+                "yourself, or choose another --run";
+}
+
+// mkdir -p that remembers what it made, so a failed run can remove exactly that.
+std::vector<std::string> make_directories(const std::string& path) {
+  std::vector<std::string> created;
+  fs::path prefix;
+  for (const fs::path& part : fs::path(path)) {
+    prefix /= part;
+    if (part.empty() || part == "." || part == ".." || prefix == prefix.root_path()) continue;
+    if (::mkdir(prefix.c_str(), 0777) == 0) {
+      created.push_back(prefix.string());
+    } else if (errno != EEXIST) {
+      const int error = errno;
+      for (auto dir = created.rbegin(); dir != created.rend(); ++dir) ::rmdir(dir->c_str());
+      throw IoError("cannot create run directory '" + path + "': " + std::strerror(error));
+    }
+  }
+  std::error_code ec;
+  if (!fs::is_directory(path, ec))
+    throw IoError("cannot create run directory '" + path + "': a file of that name exists");
+  return created;
+}
+
+}  // namespace
+
+std::string protected_path_reason(const std::string& path) {
+  std::error_code ec;
+  const fs::path target = resolved(path, ec);
+  if (ec) return "";
+  if (target == target.root_path()) return "the root directory";
+  const fs::path cwd = fs::current_path(ec);
+  if (!ec && target == cwd) return "the working directory";
+  if (!ec && contains(target, cwd)) return "a parent of the working directory";
+  const char* home_env = std::getenv("HOME");
+  if (!home_env || !*home_env) return "";
+  const fs::path home = resolved(home_env, ec);
+  if (!ec && target == home) return "the home directory ($HOME)";
+  if (!ec && contains(target, home)) return "a parent of the home directory ($HOME)";
+  return "";
+}
+
+RunClaim RunClaim::start(const RunDir& run, bool overwrite) {
+  const std::string& path = run.path();
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec))
+    throw IoError("cannot create run directory '" + path + "': a file of that name exists");
+  if (overwrite)
+    if (std::string why = protected_path_reason(path); !why.empty())
+      throw ValueError("--overwrite refuses to replace '" + path + "': it is " + why);
+  RunClaim claim(run);
+  claim.new_run_ = true;
+  if (fs::is_directory(path, ec) && !holds_only_lock(path)) {
+    if (!overwrite) throw ValueError(existing_message(run));
+    if (std::string why = replace_refusal(run); !why.empty())
+      throw ValueError("--overwrite refuses to replace '" + path + "': " + why);
+    // Replaced in place, under the run's own lock: no moment without a lock,
+    // and files the user added to the run (notes, plots) stay.
+    claim.lock_ = RunLock::acquire(path);
+    remove_run_files(run);
+    return claim;
+  }
+  claim.created_dirs_ = make_directories(path);
+  // Two new runs may both have found the directory missing or empty: the one
+  // that locks it first writes the marker, the other then sees it and stops.
+  claim.lock_ = RunLock::acquire(path);
+  if (!holds_only_lock(path))
+    throw ValueError("run directory '" + path + "' was started by another attnlab process a moment ago; choose another --run");
+  run.write_marker();
+  claim.wrote_marker_ = true;
+  return claim;
+}
+
+RunClaim RunClaim::resume(const RunDir& run) {
+  std::error_code ec;
+  if (!fs::is_directory(run.path(), ec)) throw IoError("run directory '" + run.path() + "' does not exist");
+  if (!fs::exists(run.config_path(), ec))
+    throw IoError("'" + run.path() + "' is not an attnlab run directory (no config.ini)");
+  RunClaim claim(run);
+  claim.lock_ = RunLock::acquire(run.path());
+  if (run.checkpoint_steps().empty()) throw IoError(no_checkpoint_message(run));
+  return claim;
+}
+
+void RunClaim::undo() {
+  if (!new_run_) return;
+  try {
+    remove_run_files(run_);
+  } catch (const IoError&) {
+    // Best effort: the run's own failure is the error to report.
+  }
+  if (wrote_marker_) {
+    std::error_code ec;
+    fs::remove(run_.marker_path(), ec);
+    lock_.remove_file();
+  }
+  for (auto dir = created_dirs_.rbegin(); dir != created_dirs_.rend(); ++dir) ::rmdir(dir->c_str());  // only if empty
+}
+
+}  // namespace attnlab::cli

@@ -1,0 +1,114 @@
+#include "cli/run_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "framework/error.h"
+
+namespace attnlab::cli {
+
+namespace {
+
+// Whether `fd` is still the file at `path`: a failed fresh run removes its
+// directory, lock file included, and another process may have opened the old
+// file just before; its lock would then guard nothing.
+bool is_file_at(int fd, const std::string& path) {
+  struct stat opened {}, named {};
+  return ::fstat(fd, &opened) == 0 && ::stat(path.c_str(), &named) == 0 && opened.st_dev == named.st_dev &&
+         opened.st_ino == named.st_ino;
+}
+
+// "pid N" as the holder wrote it. The holder writes it just after taking the
+// lock, so an empty file is read again for a moment before giving up.
+std::string holder_of(int fd) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    char text[64] = {0};
+    const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+    if (n > 0) {
+      std::string line(text, static_cast<size_t>(n));
+      line = line.substr(0, line.find('\n'));
+      if (line.rfind("pid ", 0) == 0) return "process " + line.substr(4);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(4));
+  }
+  return "another process (pid unknown)";
+}
+
+std::string in_use_message(const std::string& dir, const std::string& holder) {
+  return "run directory '" + dir + "' is in use by attnlab " + holder + " (it holds " + dir +
+         "/.lock); wait for it to end or stop it, or choose another --run";
+}
+
+void write_pid(int fd) {
+  const std::string text = "pid " + std::to_string(::getpid()) + "\n";
+  // The pid only names the holder in messages: a failed write loses nothing.
+  if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, text.data(), text.size(), 0);
+}
+
+}  // namespace
+
+RunLock RunLock::acquire(const std::string& dir) {
+  const std::string path = dir + "/.lock";
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) throw IoError("cannot lock run directory '" + dir + "': " + path + ": " + std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int error = errno;
+      const std::string holder = error == EWOULDBLOCK ? holder_of(fd) : "";
+      ::close(fd);
+      if (error != EWOULDBLOCK)
+        throw IoError("cannot lock run directory '" + dir + "': " + path + ": " + std::strerror(error));
+      throw IoError(in_use_message(dir, holder));
+    }
+    if (is_file_at(fd, path)) {
+      write_pid(fd);
+      return RunLock(fd, path);
+    }
+    ::close(fd);  // the file was removed or replaced between open and flock: look again
+  }
+  throw IoError("run directory '" + dir + "' keeps being replaced by another process while attnlab locks it");
+}
+
+void RunLock::refuse_if_held(const std::string& dir) {
+  const std::string path = dir + "/.lock";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  const std::string holder = held ? holder_of(fd) : "";
+  ::close(fd);  // drops the shared lock, if it was taken
+  if (held) throw IoError(in_use_message(dir, holder));
+}
+
+RunLock::RunLock(RunLock&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) { other.fd_ = -1; }
+
+RunLock& RunLock::operator=(RunLock&& other) noexcept {
+  if (this != &other) {
+    release();
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+RunLock::~RunLock() { release(); }
+
+void RunLock::release() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor drops the flock
+  fd_ = -1;
+}
+
+void RunLock::remove_file() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());  // while still locked: nobody takes a lock on a file about to go
+  release();
+}
+
+}  // namespace attnlab::cli

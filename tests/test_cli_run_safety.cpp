@@ -1,0 +1,352 @@
+// Run directories that are safe, end to end through the attnlab executable:
+// --overwrite replaces only a marked attnlab run (never a user's directory,
+// the working directory, a parent of it or $HOME), one process at a time
+// trains in a run (an flock that a killed process does not keep), a run that
+// fails before its first checkpoint leaves nothing behind, and a stub left by
+// a killed run says how to start it again. Also scripts/sweep.py's flags.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/cli_harness.h"
+
+namespace fs = std::filesystem;
+using attnlab::testing::CliResult;
+using attnlab::testing::read_summary;
+using attnlab::testing::run_attnlab;
+using attnlab::testing::TempDir;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// A task and model that train in milliseconds a step; width and heads left to
+// each test. --target 0: a run stops at --steps, never early because it is solved.
+const std::string kShape = " --task reverse --vocab 6 --min-len 5 --max-len 5 --layers 1 --d-ff 64 --batch-size 32"
+                           " --heldout 200 --target 0";
+const std::string kTiny = kShape + " --d-model 32 --heads 2 --threads 1 --quiet";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// Every entry under `dir`, path -> content ("<dir>" for directories): "nothing was touched".
+std::map<std::string, std::string> snapshot(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir))
+    out[entry.path().string()] = entry.is_directory() ? "<dir>" : slurp(entry.path().string());
+  return out;
+}
+
+int64_t lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
+
+std::vector<std::string> words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// Runs `command` through the shell (stderr into the output): for runs from another working directory.
+CliResult shell(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// `attnlab ARGS` in the background, output into `log`; killed (SIGKILL) when
+// the object goes, so a failing test never leaves a training behind.
+struct Child {
+  pid_t pid = -1;
+  Child(const std::string& args, const std::string& log, rlim_t max_file_bytes = 0) {
+    std::vector<std::string> argv_text = words(args);
+    argv_text.insert(argv_text.begin(), ATTNLAB_EXE);
+    std::vector<char*> argv;
+    for (std::string& a : argv_text) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {  // only async-signal-safe calls until exec
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd < 0) ::_exit(126);
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      if (max_file_bytes > 0) {
+        rlimit limit{max_file_bytes, max_file_bytes};
+        ::setrlimit(RLIMIT_FSIZE, &limit);
+      }
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+  ~Child() {
+    if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  // The exit code, or 128 + signal. Kills the child and fails after `timeout_s`
+  // (a guard against a hang, not a timing assertion).
+  int wait(double timeout_s = 120) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    int status = 0;
+    while (::waitpid(pid, &status, WNOHANG) != pid) {
+      if (std::chrono::steady_clock::now() > deadline) FAIL("attnlab did not exit within " << timeout_s << " s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  // Polls `ready`; fails when the child exits first or after `timeout_s`.
+  void wait_until(const std::function<bool()>& ready, double timeout_s = 120) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (!ready()) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        FAIL("attnlab exited before the awaited moment");
+      }
+      if (std::chrono::steady_clock::now() > deadline) FAIL("timed out waiting for the training");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  int kill9() {
+    REQUIRE(::kill(pid, SIGKILL) == 0);
+    return wait();
+  }
+};
+
+std::vector<int64_t> checkpoint_steps(const std::string& run) {
+  std::vector<int64_t> steps;
+  if (!fs::is_directory(run + "/checkpoints")) return steps;
+  for (const auto& entry : fs::directory_iterator(run + "/checkpoints")) {
+    const std::string name = entry.path().filename().string();
+    long long step = 0;
+    char tail[32] = {0};
+    if (std::sscanf(name.c_str(), "step-%lld.%31s", &step, tail) == 2 && std::string(tail) == "optim.safetensors")
+      steps.push_back(step);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+void train_run(const std::string& run, int64_t steps) {
+  CliResult r = run_attnlab("train" + kTiny + " --steps " + std::to_string(steps) + " --eval-every 2 --run " + run);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+}
+
+}  // namespace
+
+TEST_CASE("train --overwrite refuses a directory that is not a marked attnlab run, the working directory, a parent of it "
+          "and $HOME, with one line naming the path and nothing touched",
+          "[cli][run-safety]") {
+  TempDir dir("safety-refuse");
+  auto refused = [](const CliResult& r, const std::string& path, const std::string& why) {
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(lines(r.out) == 1);
+    CHECK_THAT(r.out, Contains("'" + path + "'"));
+    CHECK_THAT(r.out, Contains(why));
+  };
+  const std::string overwrite = "train" + kTiny + " --steps 2 --overwrite --run ";
+
+  const std::string user = dir / "mydata";
+  write(user + "/notes.txt", "mine\n");
+  write(user + "/sub/table.csv", "a,b\n1,2\n");
+  auto before = snapshot(user);
+  refused(run_attnlab(overwrite + user), user, "not an attnlab run directory");
+  CHECK(snapshot(user) == before);
+
+  // A run of an older attnlab: config.ini and checkpoints, but no marker.
+  const std::string legacy = dir / "legacy";
+  train_run(legacy, 2);
+  fs::remove(legacy + "/.attnlab-run");
+  before = snapshot(legacy);
+  refused(run_attnlab(overwrite + legacy), legacy, "no .attnlab-run marker");
+  CHECK(snapshot(legacy) == before);
+
+  // A complete marked run, which --overwrite would replace by another path.
+  const std::string run = dir / "run";
+  train_run(run, 2);
+  CHECK(fs::exists(run + "/.attnlab-run"));
+  before = snapshot(run);
+  const std::string exe = std::string(ATTNLAB_EXE) + " ";
+  refused(shell("cd '" + run + "' && " + exe + overwrite + "."), ".", "it is the working directory");
+  refused(shell("cd '" + run + "/checkpoints' && " + exe + overwrite + ".."), "..", "a parent of the working directory");
+  refused(shell("HOME='" + run + "' " + exe + overwrite + run), run, "the home directory");
+  CHECK(snapshot(run) == before);
+}
+
+TEST_CASE("train --overwrite replaces a marked run in place: its checkpoints and metrics go, files the user added stay",
+          "[cli][run-safety]") {
+  TempDir dir("safety-replace");
+  const std::string run = dir / "run";
+  train_run(run, 6);
+  REQUIRE(checkpoint_steps(run) == std::vector<int64_t>{2, 4, 6});
+  write(run + "/notes.txt", "what I tried\n");
+  write(run + "/plots/loss.png", "png bytes");
+
+  CliResult r = run_attnlab("train" + kTiny + " --steps 2 --eval-every 2 --overwrite --run " + run);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(checkpoint_steps(run) == std::vector<int64_t>{2});
+  CHECK(read_summary(run)["steps"] == 2);
+  CHECK(lines(slurp(run + "/metrics.csv")) <= 3);  // header and the new run's rows, none of the 6-step run's
+  CHECK(slurp(run + "/notes.txt") == "what I tried\n");
+  CHECK(slurp(run + "/plots/loss.png") == "png bytes");
+}
+
+TEST_CASE("a live run's lock refuses a second train --resume, --overwrite or new run on it at once with exit 2 naming "
+          "its pid; after kill -9 the lock never blocks a resume",
+          "[cli][run-safety][lock]") {
+  TempDir dir("safety-lock");
+  const std::string run = dir / "run";
+  Child first("train" + kTiny + " --steps 1000000 --eval-every 5 --run " + run, dir / "first.log");
+  first.wait_until([&] { return !checkpoint_steps(run).empty(); });
+  const std::string holder = "process " + std::to_string(first.pid);
+  CHECK_THAT(slurp(run + "/.lock"), Contains("pid " + std::to_string(first.pid)));
+
+  const std::vector<std::string> second = {
+      "train --resume " + run + " --steps 2000000 --threads 1 --quiet",
+      "train" + kTiny + " --steps 2 --overwrite --run " + run,
+      "train" + kTiny + " --steps 2 --run " + run,
+  };
+  for (size_t i = 0; i < second.size(); ++i) {
+    const std::string log = dir / ("second" + std::to_string(i) + ".log");
+    Child other(second[i], log);
+    const int code = other.wait();
+    INFO(second[i] << " -> " << slurp(log));
+    CHECK(code == 2);
+    CHECK_THAT(slurp(log), Contains("in use by attnlab " + holder));
+    CHECK(lines(slurp(log)) == 1);
+  }
+  CHECK(first.kill9() == 128 + SIGKILL);
+  REQUIRE(fs::exists(run + "/.lock"));  // the killed holder's file stays; its flock does not
+  const int64_t last = checkpoint_steps(run).back();
+  CliResult resumed =
+      run_attnlab("train --resume " + run + " --steps " + std::to_string(last + 2) + " --threads 1 --quiet");
+  INFO(resumed.out);
+  CHECK(resumed.code == 0);
+  CHECK(read_summary(run)["steps"] == last + 2);
+}
+
+TEST_CASE("two new runs started at once on one directory: exactly one trains, the other exits 2", "[cli][run-safety][lock]") {
+  TempDir dir("safety-race");
+  for (int trial = 0; trial < 4; ++trial) {
+    const std::string run = dir / ("run" + std::to_string(trial));
+    const std::string args = "train" + kTiny + " --steps 20 --eval-every 10 --log-every 1 --run " + run;
+    Child a(args, dir / "a.log"), b(args, dir / "b.log");
+    std::vector<int> codes = {a.wait(), b.wait()};
+    INFO("trial " << trial << "\na: " << slurp(dir / "a.log") << "\nb: " << slurp(dir / "b.log"));
+    std::sort(codes.begin(), codes.end());
+    CHECK(codes == std::vector<int>{0, 2});
+    CHECK(read_summary(run)["steps"] == 20);
+    CHECK(lines(slurp(run + "/metrics.csv")) == 21);  // one run's rows only
+  }
+}
+
+TEST_CASE("a run killed before its first checkpoint: --resume and a new train name --overwrite, which replaces the stub",
+          "[cli][run-safety]") {
+  TempDir dir("safety-stub");
+  const std::string run = dir / "run";
+  {
+    Child killed("train" + kTiny + " --steps 1000000 --eval-every 1000000 --log-every 1 --run " + run, dir / "killed.log");
+    killed.wait_until([&] { return lines(slurp(run + "/metrics.csv")) >= 2; });
+    killed.kill9();
+  }
+  REQUIRE(checkpoint_steps(run).empty());
+
+  CliResult resume = run_attnlab("train --resume " + run + " --steps 10 --threads 1 --quiet");
+  INFO(resume.out);
+  CHECK(resume.code == 2);
+  CHECK(lines(resume.out) == 1);
+  CHECK_THAT(resume.out, Contains("no checkpoint yet") && Contains("--overwrite"));
+
+  CliResult fresh = run_attnlab("train" + kTiny + " --steps 2 --run " + run);
+  INFO(fresh.out);
+  CHECK(fresh.code == 2);
+  CHECK(lines(fresh.out) == 1);
+  CHECK_THAT(fresh.out, Contains("--overwrite"));
+  CHECK_THAT(fresh.out, !Contains("--resume"));  // there is nothing to resume
+
+  CliResult again = run_attnlab("train" + kTiny + " --steps 2 --eval-every 2 --overwrite --run " + run);
+  INFO(again.out);
+  CHECK(again.code == 0);
+  CHECK(checkpoint_steps(run) == std::vector<int64_t>{2});
+}
+
+TEST_CASE("a run that fails before its first step leaves nothing behind: not the run directory, not the parents it made, "
+          "and a user's empty directory stays",
+          "[cli][run-safety]") {
+  TempDir dir("safety-undo");
+  SECTION("a --d-k too large for memory is refused before anything is created") {
+    CliResult r = run_attnlab("train" + kShape + " --heads 2 --threads 1 --quiet --d-model 64 --d-k 100000000 --run " +
+                              (dir / "parent/run"));
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(lines(r.out) == 1);
+    CHECK_THAT(r.out, Contains("GiB of memory"));
+    CHECK_FALSE(fs::exists(dir / "parent"));
+  }
+  SECTION("a config.ini the file-size limit refuses: the run's files and directories go, the user's do not") {
+    // 200 bytes: the marker and the lock's pid fit, config.ini does not.
+    Child nested("train" + kTiny + " --steps 5 --run " + (dir / "a/b/run"), dir / "nested.log", 200);
+    const int code = nested.wait();
+    INFO(slurp(dir / "nested.log"));
+    CHECK(code == 2);
+    CHECK_THAT(slurp(dir / "nested.log"), Contains("config.ini"));
+    CHECK_FALSE(fs::exists(dir / "a"));
+
+    fs::create_directories(dir / "empty");
+    Child into_empty("train" + kTiny + " --steps 5 --run " + (dir / "empty"), dir / "empty.log", 200);
+    CHECK(into_empty.wait() == 2);
+    CHECK(fs::is_directory(dir / "empty"));
+    CHECK(fs::is_empty(dir / "empty"));
+  }
+}
+
+TEST_CASE("scripts/sweep.py: the user's --threads wins over the sweep's own, --run is refused up front, and a failing "
+          "point's reason is printed",
+          "[cli][run-safety][sweep]") {
+  TempDir dir("safety-sweep");
+  const std::string sweep = "python3 '" + std::string(ATTNLAB_TEST_DATA) + "/../../scripts/sweep.py' --attnlab '" +
+                            std::string(ATTNLAB_EXE) + "' --out '" + (dir / "sweep") + "' --jobs 1";
+  // --heads 4 does not divide --d-model 30: that point fails, the other trains.
+  CliResult r = shell(sweep + " --grid d-model=30,32 --" + kShape + " --heads 4 --threads 1 --steps 2 --eval-every 2");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK(read_summary(dir / "sweep/d-model32")["steps"] == 2);
+  CHECK_THAT(r.out, Contains("d-model30 failed") && Contains("--heads 4 does not divide --d-model 30"));
+  CHECK_THAT(r.out, !Contains("cannot be specified more than once"));
+
+  CliResult run_given = shell(sweep + " --grid d-model=32 -- --run " + (dir / "elsewhere"));
+  INFO(run_given.out);
+  CHECK(run_given.code != 0);
+  CHECK_THAT(run_given.out, Contains("--run cannot be given after --"));
+  CHECK_FALSE(fs::exists(dir / "elsewhere"));
+}
