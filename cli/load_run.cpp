@@ -60,8 +60,8 @@ void check_checkpoint_config(const TransformerConfig& config, const std::string&
   for (const auto& [field, value] : described.items()) {
     if (trained.contains(field) && trained.at(field) == value) continue;
     const std::string was = trained.contains(field) ? value_text(trained.at(field)) : "(absent)";
-    throw IoError(config_ini + " and the checkpoint disagree: config.ini gives " + ini_name(field) + " = " +
-                  value_text(value) + ", " + path + " was trained with " + was +
+    throw IoError(path + ": the checkpoint is of a different model than " + config_ini + " describes: config.ini gives " +
+                  ini_name(field) + " = " + value_text(value) + ", the checkpoint was trained with " + was +
                   " (was config.ini edited? restore it, or train a new run)");
   }
 }

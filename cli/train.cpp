@@ -109,6 +109,7 @@ int run_train(const Args& args) {
     if (config_file.empty() || !resume_path.empty()) throw;
     throw ValueError(std::string(e.what()) + " (with --config " + config_file + ")");
   }
+  check_heldout(s);
   check_memory(s);
   if (check_only) {
     std::cout << experiment.to_ini();

@@ -312,6 +312,16 @@ void finalize(TrainSettings& s) {
   require_fraction("--label-smoothing", s.label_smoothing);
   require(s.on_nan == "stop" || s.on_nan == "skip", "--on-nan must be stop or skip, got '" + s.on_nan + "'");
   require(s.probe_every >= 0, "--probe-every must be >= 0 (0 = off), got " + str(s.probe_every));
+  check_optimization_flags(s);
+  validate(s.optim);
+  if (s.schedule.total_steps <= 0) s.schedule.total_steps = s.steps;
+  if (s.schedule.d_model <= 0) s.schedule.d_model = s.model.d_model;
+  validate(s.schedule, s.optim.lr);
+  s.task.seed = s.seed;
+}
+
+void check_heldout(const TrainSettings& s) {
+  auto task = make_task(s.task);
   // Held-out inputs never occur in training: past half of the inputs, a model
   // is scored on more than it can learn from.
   const int64_t inputs = task->input_space_size();
@@ -323,12 +333,6 @@ void finalize(TrainSettings& s) {
                      " distinct inputs of task '" + s.task.name + "', leaving " + str(inputs - s.heldout) +
                      " to train on; lower --heldout to at most " + str(inputs / 2) + " or widen the task");
   check_pairs_heldout(s, *task);
-  check_optimization_flags(s);
-  validate(s.optim);
-  if (s.schedule.total_steps <= 0) s.schedule.total_steps = s.steps;
-  if (s.schedule.d_model <= 0) s.schedule.d_model = s.model.d_model;
-  validate(s.schedule, s.optim.lr);
-  s.task.seed = s.seed;
 }
 
 }  // namespace attnlab::cli

@@ -54,6 +54,13 @@ OptionSet all_train_options(TrainSettings& s);
 // ValueError naming the option and value.
 void finalize(TrainSettings& s);
 
+// The held-out set a training run draws (train only: gradcheck holds nothing
+// out, and a trained run's set is already drawn): ValueError when --heldout
+// takes more than half of a generated task's distinct inputs, or
+// --heldout-fraction of a pairs file is 0 or more than half of its inputs,
+// saying how many inputs there are and how many would be left to train on.
+void check_heldout(const TrainSettings& s);
+
 // The longest sequence the model sees for this task and architecture.
 int64_t needed_positions(const Task& task, const std::string& arch);
 

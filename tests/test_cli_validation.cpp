@@ -196,7 +196,8 @@ TEST_CASE("eval, predict, attention, sample and resume refuse a config.ini that 
     Result r = run_attnlab(command);
     INFO(command);
     require_refused(r, expected);
-    CHECK(r.out.find("was trained with 2") != std::string::npos);
+    CHECK(r.out.find("the checkpoint was trained with 2") != std::string::npos);
+    CHECK(r.out.find("step-00000002.safetensors: the checkpoint is of a different model") != std::string::npos);
   }
   CHECK_FALSE(fs::exists(dir / "maps"));
   CHECK(read_file(run + "/metrics.csv") == metrics);  // the resume trained nothing
