@@ -112,7 +112,7 @@ TEST_CASE("task and model options the run would ignore are refused when given on
   CHECK(again.code == 0);
 }
 
-TEST_CASE("--config refuses a directory, a device and a binary file instead of reading them as empty",
+TEST_CASE("train --config refuses a directory, a device and a binary file instead of reading them as empty",
           "[cli][validation]") {
   TempDir dir("val-config");
   const std::string run = dir / "run";
@@ -123,7 +123,7 @@ TEST_CASE("--config refuses a directory, a device and a binary file instead of r
   CHECK_FALSE(fs::exists(run));
 }
 
-TEST_CASE("--momentum outside [0, 1), --heldout-fraction 0 and a held-out set of more than half the inputs are refused",
+TEST_CASE("train refuses --momentum outside 0 <= m < 1, --heldout-fraction 0 and a held-out set of more than half the inputs",
           "[cli][validation]") {
   TempDir dir("val-ranges");
   const std::string run = dir / "run", pairs = small_pairs_file(dir);
@@ -205,7 +205,7 @@ TEST_CASE("eval, predict, attention, sample and resume refuse a config.ini that 
   CHECK_FALSE(fs::exists(run + "/checkpoints/step-00000004.safetensors"));
 }
 
-TEST_CASE("--d-k too large for memory is refused as bad input before a run directory is made", "[cli][validation]") {
+TEST_CASE("a --d-k too large for memory is refused as bad input before a run directory is made", "[cli][validation]") {
   TempDir dir("val-dk");
   const std::string run = dir / "run";
   // Before: the estimate left d_k out, the model's allocation failed: exit 1, "out of memory", an empty run directory.
@@ -226,7 +226,7 @@ TEST_CASE("attnlab --version names the version, build type, compiler and -march=
   CHECK(run_attnlab("--help").out.find("--version") != std::string::npos);
 }
 
-TEST_CASE("every subcommand's --help shows its switches without \"arg\", and the switches still work",
+TEST_CASE("every subcommand's --help shows its switches without an arg placeholder, and the switches still work",
           "[cli][validation]") {
   const std::vector<std::pair<std::string, std::vector<std::string>>> switches = {
       {"train", {"overwrite", "quiet", "check", "tie-embeddings", "parameter-free-attention", "nesterov", "decay-all"}},
