@@ -101,7 +101,12 @@ RunLock& RunLock::operator=(RunLock&& other) noexcept {
 RunLock::~RunLock() { release(); }
 
 void RunLock::release() {
-  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor drops the flock
+  if (fd_ < 0) return;
+  // Empty again: a run that ends (or is refused, e.g. for a corrupt
+  // checkpoint) leaves the lock file as it found it; only a killed holder's
+  // pid stays, and a pid never blocks anyone.
+  (void)!::ftruncate(fd_, 0);
+  ::close(fd_);  // closing the last descriptor drops the flock
   fd_ = -1;
 }
 

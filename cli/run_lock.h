@@ -2,7 +2,8 @@
 // One writer per run directory: an exclusive flock on RUN/.lock, taken before
 // a run writes anything and held until the process ends. The kernel drops a
 // flock when its holder dies, so a run killed by SIGKILL never blocks the
-// next one; the pid written into the file only names the holder in messages.
+// next one; the pid written into the file only names the holder in messages,
+// and is emptied again when the lock is released.
 #include <string>
 
 namespace attnlab::cli {
