@@ -1,5 +1,6 @@
 // attnlab: train and study small transformers on toy sequence tasks.
 #include <boost/program_options/errors.hpp>
+#include <csignal>
 #include <cstring>
 #include <iostream>
 #include <new>
@@ -71,6 +72,10 @@ void print_usage(std::ostream& out) {
 
 int main(int argc, char** argv) {
   using namespace attnlab;
+  // A write past a file-size limit (ulimit -f) must fail as a full disk does,
+  // with an error attnlab reports and cleans up after, not kill the process
+  // half-way through a file: from the first byte any command writes.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2) {
     print_usage(std::cerr);
     return cli::kExitUsage;

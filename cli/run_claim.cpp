@@ -139,8 +139,13 @@ RunClaim RunClaim::start(const RunDir& run, bool overwrite) {
   claim.lock_ = RunLock::acquire(path);
   if (!holds_only_lock(path))
     throw ValueError("run directory '" + path + "' was started by another attnlab process a moment ago; choose another --run");
-  run.write_marker();
-  claim.wrote_marker_ = true;
+  claim.owns_directory_ = true;  // nothing in it but this run's lock: what it holds from here on is this run's
+  try {
+    run.write_marker();
+  } catch (const IoError&) {  // a full disk: the caller never gets a claim to undo, so undo here
+    claim.undo();
+    throw;
+  }
   return claim;
 }
 
@@ -162,7 +167,7 @@ void RunClaim::undo() {
   } catch (const IoError&) {
     // Best effort: the run's own failure is the error to report.
   }
-  if (wrote_marker_) {
+  if (owns_directory_) {  // the marker may be missing (its write failed): removing it is then a no-op
     std::error_code ec;
     fs::remove(run_.marker_path(), ec);
     lock_.remove_file();

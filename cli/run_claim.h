@@ -31,7 +31,7 @@ class RunClaim {
   RunDir run_;
   RunLock lock_;
   bool new_run_ = false;                   // start(): the run's files are this process's
-  bool wrote_marker_ = false;              // the marker (and lock file) too
+  bool owns_directory_ = false;            // the marker (if written) and the lock file too
   std::vector<std::string> created_dirs_;  // the directories mkdir'd for it, outermost first
 };
 

@@ -89,16 +89,18 @@ def read_blocks(path):
 
 
 def split_transcript(lines):
-    """[(command, [expected output lines])]: '$ ' starts a command, a trailing '\\' continues it."""
+    """[(command, its lines as written, [expected output lines])]: '$ ' starts a command, a trailing '\\'
+    continues it."""
     steps, i = [], 0
     while i < len(lines):
         if not lines[i].startswith("$ "):
             i += 1
             continue
-        cmd = lines[i][2:]
+        cmd, written = lines[i][2:], [lines[i]]
         while cmd.endswith("\\") and i + 1 < len(lines):
             i += 1
             cmd = cmd[:-1] + " " + lines[i].strip()
+            written.append(lines[i])
         i += 1
         out = []
         while i < len(lines) and not lines[i].startswith("$ "):
@@ -106,7 +108,7 @@ def split_transcript(lines):
             i += 1
         while out and not out[-1].strip():
             out.pop()
-        steps.append((cmd, out))
+        steps.append((cmd, written, out))
     return steps
 
 
@@ -153,8 +155,9 @@ def check_block(block, work, env, args, report):
     """Returns the block's new lines (for --update), or None."""
     expected_exit = int(block.arg) if block.kind == "exit" else 0
     if block.is_python:
-        program = "\n".join(block.lines)
-        code, out = run("/usr/bin/python3 - <<'ATTNLAB_DOCS_EOF'\n" + program + "\nATTNLAB_DOCS_EOF", work, env)
+        with open(os.path.join(work, ".docs_block.py"), "w", encoding="utf-8") as f:
+            f.write("\n".join(block.lines) + "\n")
+        code, out = run("/usr/bin/python3 .docs_block.py", work, env)
         report(code == 0, block, f"python exited {code}:\n      " + "\n      ".join(out[-5:]))
         return None
     if block.is_script:
@@ -163,14 +166,14 @@ def check_block(block, work, env, args, report):
         report(ok, block, f"script exited {code}, expected {expected_exit}" + ("" if ok else "\n      " + "\n      ".join(out[-5:])))
         return None
     new_lines, problems = [], []
-    for cmd, expected in split_transcript(block.lines):
+    for cmd, written, expected in split_transcript(block.lines):
         code, out = run(cmd, work, env)
         if code != expected_exit:
             problems.append(f"'{cmd}' exited {code}, expected {expected_exit}: " + " | ".join(out[-3:]))
         diff = compare(expected, out, args.exact)
         if diff:
             problems.append(f"'{cmd}' output differs:{diff}")
-        new_lines += ["$ " + cmd] + out + [""]
+        new_lines += written + out + [""]
     report(not problems, block, "; ".join(problems))
     if any(line.strip() == "..." for line in block.lines):
         return None

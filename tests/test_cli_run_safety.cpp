@@ -312,6 +312,13 @@ TEST_CASE("a run that fails before its first step leaves nothing behind: not the
   CHECK_THAT(slurp(dir / "nested.log"), Contains("config.ini"));
   CHECK_FALSE(fs::exists(dir / "a"));
 
+  // A limit of 1 byte: even the marker cannot be written (before: SIGXFSZ killed the process, leaving a/b/run).
+  Child no_bytes("train" + kTiny + " --steps 5 --run " + (dir / "a/b/run"), dir / "no-bytes.log", 1);
+  const int no_bytes_code = no_bytes.wait();
+  INFO(slurp(dir / "no-bytes.log"));
+  CHECK(no_bytes_code == 2);
+  CHECK_FALSE(fs::exists(dir / "a"));
+
   fs::create_directories(dir / "empty");
   Child into_empty("train" + kTiny + " --steps 5 --run " + (dir / "empty"), dir / "empty.log", 200);
   CHECK(into_empty.wait() == 2);
