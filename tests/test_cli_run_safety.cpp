@@ -23,12 +23,15 @@
 #include <thread>
 #include <vector>
 
+#include "tests/child_process.h"
 #include "tests/cli_harness.h"
 
 namespace fs = std::filesystem;
+using attnlab::testing::Child;
 using attnlab::testing::CliResult;
 using attnlab::testing::read_summary;
 using attnlab::testing::run_attnlab;
+using attnlab::testing::slurp;
 using attnlab::testing::TempDir;
 using Catch::Matchers::Contains;
 
@@ -40,9 +43,17 @@ const std::string kShape = " --task reverse --vocab 6 --min-len 5 --max-len 5 --
                            " --heldout 200 --target 0";
 const std::string kTiny = kShape + " --d-model 32 --heads 2 --threads 1 --quiet";
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+int64_t lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
+
+// Runs `command` through the shell (stderr into the output): for runs from another working directory.
+CliResult shell(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 void write(const std::string& path, const std::string& text) {
@@ -57,88 +68,6 @@ std::map<std::string, std::string> snapshot(const std::string& dir) {
     out[entry.path().string()] = entry.is_directory() ? "<dir>" : slurp(entry.path().string());
   return out;
 }
-
-int64_t lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
-
-std::vector<std::string> words(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-// Runs `command` through the shell (stderr into the output): for runs from another working directory.
-CliResult shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-// `attnlab ARGS` in the background, output into `log`; killed (SIGKILL) when
-// the object goes, so a failing test never leaves a training behind.
-struct Child {
-  pid_t pid = -1;
-  Child(const std::string& args, const std::string& log, rlim_t max_file_bytes = 0) {
-    std::vector<std::string> argv_text = words(args);
-    argv_text.insert(argv_text.begin(), ATTNLAB_EXE);
-    std::vector<char*> argv;
-    for (std::string& a : argv_text) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {  // only async-signal-safe calls until exec
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd < 0) ::_exit(126);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      if (max_file_bytes > 0) {
-        rlimit limit{max_file_bytes, max_file_bytes};
-        ::setrlimit(RLIMIT_FSIZE, &limit);
-      }
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-  }
-  ~Child() {
-    if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  // The exit code, or 128 + signal. Kills the child and fails after `timeout_s`
-  // (a guard against a hang, not a timing assertion).
-  int wait(double timeout_s = 120) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    int status = 0;
-    while (::waitpid(pid, &status, WNOHANG) != pid) {
-      if (std::chrono::steady_clock::now() > deadline) FAIL("attnlab did not exit within " << timeout_s << " s");
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    pid = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  // Polls `ready`; fails when the child exits first or after `timeout_s`.
-  void wait_until(const std::function<bool()>& ready, double timeout_s = 120) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    while (!ready()) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        FAIL("attnlab exited before the awaited moment");
-      }
-      if (std::chrono::steady_clock::now() > deadline) FAIL("timed out waiting for the training");
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  }
-  int kill9() {
-    REQUIRE(::kill(pid, SIGKILL) == 0);
-    return wait();
-  }
-};
 
 std::vector<int64_t> checkpoint_steps(const std::string& run) {
   std::vector<int64_t> steps;

@@ -28,12 +28,16 @@
 #include "framework/io/checkpoint.h"
 #include "models/config.h"
 #include "models/sequence_model.h"
+#include "tests/child_process.h"
 #include "tests/cli_harness.h"
 
 extern char** environ;
 
 namespace fs = std::filesystem;
 using attnlab::testing::run_attnlab;
+using attnlab::testing::slurp;
+using attnlab::testing::wait_exit;
+using attnlab::testing::words;
 using attnlab::testing::TempDir;
 using Result = attnlab::testing::CliResult;
 using namespace attnlab;
@@ -42,28 +46,6 @@ using Catch::Matchers::Contains;
 namespace {
 
 const std::string kSmall = " --vocab 6 --heads 2 --layers 1 --d-model 32 --d-ff 64 --batch-size 32 --threads 1 --quiet";
-
-// Splits on spaces; "double quotes" keep a word with spaces together (an input such as "1 2 3").
-std::vector<std::string> words(const std::string& text) {
-  std::vector<std::string> out;
-  std::string word;
-  bool quoted = false, any = false;
-  for (char c : text) {
-    if (c == '"') {
-      quoted = !quoted;
-      any = true;
-    } else if (c == ' ' && !quoted) {
-      if (any) out.push_back(word);
-      word.clear();
-      any = false;
-    } else {
-      word += c;
-      any = true;
-    }
-  }
-  if (any) out.push_back(word);
-  return out;
-}
 
 // argv and envp prepared before fork: the child only calls async-signal-safe functions.
 struct Command {
@@ -93,24 +75,6 @@ std::string read_all(int fd) {
   }
   ::close(fd);
   return out;
-}
-
-// The exit code, or 128 + signal for a killed child. Kills it and fails after `timeout_s`.
-int wait_exit(pid_t pid, double timeout_s = 300) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  int status = 0;
-  for (;;) {
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    REQUIRE(r >= 0);
-    if (r == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      FAIL("attnlab did not exit within " << timeout_s << " s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 // `attnlab ARGS` on a pseudo-terminal of `columns` columns; returns the exit
@@ -168,11 +132,6 @@ pid_t spawn(const std::string& args, const std::string& log) {
     ::_exit(127);
   }
   return pid;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 int64_t metric_rows(const std::string& run) {  // complete rows, header excluded

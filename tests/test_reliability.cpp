@@ -28,11 +28,16 @@
 #include "framework/io/checkpoint.h"
 #include "framework/io/safetensors.h"
 #include "models/sequence_model.h"
+#include "tests/child_process.h"
 #include "tests/cli_harness.h"
 #include "tests/fixtures.h"
 
 namespace fs = std::filesystem;
 using attnlab::testing::run_attnlab;
+using attnlab::testing::slurp;
+using attnlab::testing::spawn;
+using attnlab::testing::wait_exit;
+using attnlab::testing::wait_until;
 using attnlab::testing::TempDir;
 using Result = attnlab::testing::CliResult;
 using namespace attnlab;
@@ -43,76 +48,6 @@ namespace {
 const char* kTinyTask = " --task reverse --vocab 6 --min-len 5 --max-len 5 --heads 2 --layers 1 --d-ff 64"
                         " --batch-size 32 --threads 1 --quiet";
 const std::string kTiny = std::string(kTinyTask) + " --d-model 32 --heldout 200";
-
-std::vector<std::string> words(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-// Starts `attnlab ARGS` with stdout and stderr into `log`; a positive
-// `max_file_bytes` sets RLIMIT_FSIZE (a full disk, as far as the child can tell).
-pid_t spawn(const std::string& args, const std::string& log, rlim_t max_file_bytes = 0) {
-  std::vector<std::string> argv_text = words(args);
-  argv_text.insert(argv_text.begin(), ATTNLAB_EXE);
-  std::vector<char*> argv;
-  for (std::string& a : argv_text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {  // only async-signal-safe calls until exec
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) ::_exit(126);
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    if (max_file_bytes > 0) {
-      rlimit limit{max_file_bytes, max_file_bytes};
-      ::setrlimit(RLIMIT_FSIZE, &limit);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-// The exit code, or 128 + signal for a killed child. Kills it and fails after `timeout_s`.
-int wait_exit(pid_t pid, double timeout_s = 300) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  int status = 0;
-  for (;;) {
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    REQUIRE(r >= 0);
-    if (r == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      FAIL("attnlab did not exit within " << timeout_s << " s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// Polls `ready` every 2 ms; fails when the child exits first or after `timeout_s`.
-void wait_until(pid_t pid, const std::function<bool()>& ready, double timeout_s = 300) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (!ready()) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) FAIL("attnlab exited before the awaited moment");
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      FAIL("timed out waiting for training to progress");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // Complete metric rows (header excluded) written so far.
 int64_t metric_rows(const std::string& run) {
