@@ -398,6 +398,21 @@ TEST_CASE("the progress bar fits 80- and 200-column terminals, redraws in place 
     CHECK(piped.out.find('\r') == std::string::npos);
     CHECK(std::regex_search(piped.out, std::regex(R"(\nstep 400/400  loss \d+\.\d{4}  tok +\d+\.\d%  seq +\d+\.\d%  )"
                                                   R"(held-out +\d+\.\d%  \d+\.\dk tok/s  ETA 0:00\n)")));
+    // The figures are metrics.csv's last row (loss, train_token_acc, train_exact, heldout_exact), as printed.
+    const std::string csv = slurp(dir / "piped/metrics.csv");
+    std::vector<std::string> row;
+    std::stringstream last(csv.substr(csv.rfind('\n', csv.size() - 2) + 1));
+    for (std::string cell; std::getline(last, cell, ',');) row.push_back(cell);
+    REQUIRE(row.size() >= 8);
+    auto percent = [](const std::string& fraction) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%5.1f%%", 100 * std::stod(fraction));
+      return std::string(text);
+    };
+    char loss[32];
+    std::snprintf(loss, sizeof loss, "loss %.4f", std::stod(row[1]));
+    CHECK_THAT(piped.out, Contains(std::string("step 400/400  ") + loss + "  tok " + percent(row[4]) + "  seq " +
+                                   percent(row[5]) + "  held-out " + percent(row[7]) + "  "));
   }
 }
 
