@@ -37,6 +37,7 @@ namespace fs = std::filesystem;
 using attnlab::testing::run_attnlab;
 using attnlab::testing::slurp;
 using attnlab::testing::wait_exit;
+using attnlab::testing::wait_until;
 using attnlab::testing::words;
 using attnlab::testing::TempDir;
 using Result = attnlab::testing::CliResult;
@@ -138,22 +139,6 @@ int64_t metric_rows(const std::string& run) {  // complete rows, header excluded
   const std::string text = slurp(run + "/metrics.csv");
   const int64_t lines = std::count(text.begin(), text.end(), '\n');
   return lines > 0 ? lines - 1 : 0;
-}
-
-// Waits until `ready()`, polling; fails if the child exits first.
-template <class Ready>
-void wait_until(pid_t pid, Ready ready) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (!ready()) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) FAIL("attnlab exited before the awaited moment");
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      FAIL("timed out waiting for training to progress");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
 }
 
 std::string checkpoint(const std::string& run, int64_t step) {
