@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""Loads an attnlab checkpoint as a PyTorch module, and answers as `attnlab predict` does.
+
+    import attnlab_torch
+    model = attnlab_torch.load("runs/rev")            # a run directory (latest checkpoint) or a .safetensors file
+    logits = model({"src": torch.tensor([[7, 5, 8]])})  # (B, T, V), float64; ids as attnlab's (specials 0..3)
+
+    attnlab_torch.py runs/rev --predict "3 1 4"        # prints attnlab predict's first line
+
+The module is scripts/torch_reference.py's Model (the PyTorch reference the parity
+fixtures come from; parameter names as attnlab's), built from the checkpoint's own
+"model_config" metadata, for the three model kinds and every option of
+models/config.h. Anything this file does not know (a config field, a value, a
+parameter name or shape) is refused by name: never a silent mismatch. The
+weights are float32 in the file and are computed with in float64.
+
+--predict reads the task from the run's config.ini (the generated tasks; the
+pairs and text tasks, whose symbols live in vocab.txt, are refused) and decodes
+as attnlab predict does: the encoder tagger gives one token per input position
+(cut to the correct answer's length), the decoder reads [bos] INPUT [sep] and
+stops at <eos>, at max_len new tokens or when the sequence fills the positional
+table, seq2seq stops at <eos> or after max_len steps.
+Errors: one line on stderr, exit 2 for a bad input or file, 1 otherwise.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+import check_safetensors  # noqa: E402  (the hand-written safetensors reader)
+import torch_reference as ref  # noqa: E402
+
+PAD, BOS, EOS, SEP = ref.PAD, ref.BOS, ref.EOS, ref.SEP
+SPECIALS = ["<pad>", "<bos>", "<eos>", "<sep>"]
+
+
+class LoadError(ValueError):
+    """A file or value attnlab_torch cannot represent; the message names it."""
+
+
+# ---- checkpoints -----------------------------------------------------------------
+
+CONFIG_FIELDS = {  # models/config.h, with the values this loader can build
+    "arch": ("encoder", "decoder", "seq2seq"), "vocab_size": int, "max_len": int, "d_model": int, "n_heads": int,
+    "n_layers": int, "d_ff": int, "d_k": int, "d_v": int, "positional": ("sinusoidal", "learned", "rope", "none"),
+    "norm": ("pre", "post"), "attn_scale": str, "activation": ("relu", "gelu"), "dropout": float,
+    "attn_dropout": float, "tie_embeddings": bool, "parameter_free_attention": bool,
+}
+
+
+def checkpoint_path(path, step=0):
+    """The model file of `path`: itself if a file, else the run's checkpoint of `step` (0: the latest)."""
+    if os.path.isfile(path):
+        return path
+    files = sorted(f for f in glob.glob(os.path.join(path, "checkpoints", "step-*.safetensors"))
+                   if not f.endswith(".optim.safetensors"))
+    if not files:
+        raise LoadError(f"'{path}' is neither a .safetensors file nor a run directory with checkpoints")
+    if step <= 0:
+        return files[-1]
+    want = os.path.join(path, "checkpoints", f"step-{step:08d}.safetensors")
+    if want not in files:
+        raise LoadError(f"run '{path}' has no checkpoint of step {step}")
+    return want
+
+
+def read_checkpoint(path):
+    """(tensors as float64 torch tensors, metadata) of an attnlab model file."""
+    try:
+        arrays, meta, _ = check_safetensors.read(path)
+    except (AssertionError, ValueError, KeyError, OSError) as e:
+        raise LoadError(f"{path}: not a readable safetensors file of float32 tensors ({e})") from None
+    if meta.get("kind", "model") != "model":
+        raise LoadError(f"{path}: a checkpoint of kind '{meta.get('kind')}', not a model")
+    return {k: torch.from_numpy(a.copy()).double() for k, a in arrays.items()}, meta
+
+
+def config_from_metadata(meta, path):
+    if "model_config" not in meta:
+        raise LoadError(f"{path}: no model_config metadata (not written by attnlab train)")
+    cfg = json.loads(meta["model_config"])
+    for key, value in cfg.items():
+        kind = CONFIG_FIELDS.get(key)
+        if kind is None:
+            raise LoadError(f"{path}: model_config field '{key}' is unknown to attnlab_torch")
+        if isinstance(kind, tuple):
+            if value not in kind:
+                raise LoadError(f"{path}: model_config {key} = {value!r} is not one of {', '.join(kind)}")
+        elif kind is float:
+            if not isinstance(value, (int, float)):
+                raise LoadError(f"{path}: model_config {key} = {value!r} is not a number")
+        elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise LoadError(f"{path}: model_config {key} = {value!r} is not of type {kind.__name__}")
+    missing = sorted(set(CONFIG_FIELDS) - set(cfg))
+    if missing:
+        raise LoadError(f"{path}: model_config lacks {', '.join(missing)}")
+    cfg["attn_scale"] = str(cfg["attn_scale"])
+    try:
+        scale = ref.attention_scale(cfg["attn_scale"], 1)
+    except ValueError:
+        scale = float("nan")
+    if not (scale > 0 and math.isfinite(scale)):
+        raise LoadError(f"{path}: model_config attn_scale = {cfg['attn_scale']!r} is not sqrt, none, linear "
+                        "or a positive number")
+    return cfg
+
+
+# ---- the module ------------------------------------------------------------------
+
+def float32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+class ParameterFreeAttention(ref.MultiHeadAttention):
+    """attnlab's projections = false: one head over the whole width, the output the
+    weighted average of the (unrotated) memory rows. The reference's forward with
+    identity projections is exactly that."""
+
+    def __init__(self, cfg, rope):
+        nn.Module.__init__(self)
+        self.h = 1
+        self.d_k = self.d_v = cfg["d_model"]
+        self.scale = ref.attention_scale(cfg["attn_scale"], self.d_k)
+        self.rope = rope
+        self.q_proj = self.k_proj = self.v_proj = self.out_proj = nn.Identity()
+
+
+def build(cfg):
+    model = ref.Model(cfg)
+    if cfg["parameter_free_attention"]:
+        for block in model.modules():
+            for name in ("attn", "self_attn", "cross_attn"):
+                if isinstance(getattr(block, name, None), ref.MultiHeadAttention):
+                    setattr(block, name, ParameterFreeAttention(cfg, getattr(block, name).rope))
+    for m in model.modules():
+        if isinstance(m, ref.MultiHeadAttention):
+            m.scale = float32(m.scale)  # attnlab keeps the scale as a float32
+    return model.double().eval()
+
+
+def load_weights(model, tensors, path):
+    own = dict(model.named_parameters())
+    missing = sorted(set(own) - set(tensors))
+    unknown = sorted(set(tensors) - set(own))
+    if missing or unknown:
+        raise LoadError(f"{path}: parameters differ from the model its config describes: "
+                        f"missing {missing or 'none'}, unknown {unknown or 'none'}")
+    with torch.no_grad():
+        for name, p in own.items():
+            if tuple(tensors[name].shape) != tuple(p.shape):
+                raise LoadError(f"{path}: {name} has shape {list(tensors[name].shape)}, the config gives {list(p.shape)}")
+            p.copy_(tensors[name])
+
+
+def load(path, step=0):
+    """The attnlab model of a run directory (checkpoint `step`, 0: the latest) or a model file, in eval mode.
+
+    Call it with a dict of LongTensors as attnlab's format_batch lays them out: encoder
+    {"src", "src_pad"}, decoder {"tgt_in", "tgt_pad"}, seq2seq all four (pads: 1 = padding,
+    may be None). `model.attnlab_config` holds the model_config; `model.attnlab_path` the file.
+    """
+    file = checkpoint_path(path, step)
+    tensors, meta = read_checkpoint(file)
+    cfg = config_from_metadata(meta, file)
+    model = build(cfg)
+    load_weights(model, tensors, file)
+    model.attnlab_config = cfg
+    model.attnlab_path = file
+    return model
+
+
+# ---- greedy decoding (models/*.cpp greedy) ----------------------------------------
+
+def logits_of(model, **inputs):
+    with torch.no_grad():
+        return model({k: (torch.tensor(v, dtype=torch.long) if v is not None else None) for k, v in inputs.items()})
+
+
+def greedy(model, source):
+    """The greedy answer (ids) for one source sequence, as attnlab's SequenceModel::greedy."""
+    cfg = model.attnlab_config
+    arch, max_len = cfg["arch"], cfg["max_len"]
+    if len(source) > max_len or (arch == "decoder" and len(source) + 2 > max_len):
+        raise LoadError(f"the input has {len(source)} tokens; this model takes sequences of at most {max_len} positions")
+    if arch == "encoder":
+        return logits_of(model, src=[source], src_pad=None)[0].argmax(-1).tolist()
+    out = []
+    if arch == "decoder":
+        seq = [BOS] + list(source) + [SEP]
+        while len(out) < max_len:
+            token = int(logits_of(model, tgt_in=[seq], tgt_pad=None)[0, -1].argmax())
+            if token == EOS:
+                break
+            out.append(token)
+            seq.append(token)
+            if len(seq) > max_len:  # the next step would read more positions than the model has
+                break
+        return out
+    tgt = [BOS]
+    for _ in range(max_len):
+        token = int(logits_of(model, src=[source], src_pad=None, tgt_in=[tgt], tgt_pad=None)[0, -1].argmax())
+        if token == EOS:
+            break
+        out.append(token)
+        tgt.append(token)
+    return out
+
+
+# ---- tasks (datasets/vocab.h) ------------------------------------------------------
+
+def read_config_ini(run):
+    path = os.path.join(run, "config.ini")
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise LoadError(f"cannot read {path}: {e.strerror} (--predict needs a run directory)") from None
+    out = {}
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if "=" in line:
+            key, value = line.split("=", 1)
+            out[key.strip()] = value.strip()
+    return out
+
+
+class TaskText:
+    """Text <-> ids of the generated tasks: numbered symbols, or add's characters."""
+
+    NUMBERED = ("copy", "reverse", "sort", "duplicate", "induction", "recall")
+
+    def __init__(self, ini, arch):
+        self.name = ini.get("task", "")
+        if self.name == "add":
+            self.symbols = list("0123456789+")
+        elif self.name in self.NUMBERED:
+            self.symbols = [str(i) for i in range(int(ini["vocab"]))]
+        else:
+            raise LoadError(f"task '{self.name}' is not supported by attnlab_torch --predict "
+                            "(its symbols are in vocab.txt); load() still gives the model")
+        if arch == "encoder" and self.name not in ("copy", "reverse", "sort", "duplicate", "add"):
+            raise LoadError(f"an encoder run of task '{self.name}' is not supported by attnlab_torch --predict")
+        self.char_level = self.name == "add"
+        self.tokens = SPECIALS + self.symbols
+        self.ids = {t: i for i, t in enumerate(self.tokens)}
+
+    def from_text(self, text):
+        pattern = r"<[^>]*>?|\S" if self.char_level else r"<[^>]*>?|[^\s<]+"
+        ids = []
+        for token in re.findall(pattern, text):
+            if token not in self.ids:
+                known = f'one of "{"".join(self.symbols)}"' if self.char_level else f"0..{len(self.symbols) - 1}"
+                raise LoadError(f"unknown symbol '{token}' (known: {known} and <pad> <bos> <eos> <sep>)")
+            ids.append(self.ids[token])
+        return ids
+
+    def to_text(self, ids):
+        return ("" if self.char_level else " ").join(self.tokens[i] for i in ids)
+
+    def answer_length(self, source):
+        """The correct answer's length (the encoder's answer is cut to it), as the task's solve."""
+        if self.name == "duplicate":
+            return 2 * len(source)
+        if self.name == "add":
+            plus = self.ids["+"]
+            if source.count(plus) != 1 or source[0] == plus or source[-1] == plus:
+                raise LoadError(f"add: the input '{self.to_text(source)}' must be digits, one '+', digits")
+            i = source.index(plus)
+            return max(i, len(source) - i - 1) + 1
+        return len(source)
+
+
+def predict(run, text, step=0):
+    """The line `attnlab predict --run RUN TEXT` prints first."""
+    model = load(run, step)
+    cfg = model.attnlab_config
+    task = TaskText(read_config_ini(run), cfg["arch"])
+    source = task.from_text(text)
+    if not source:
+        raise LoadError("the input sequence is empty")
+    for i in source:
+        if i < len(SPECIALS):
+            raise LoadError(f"the input holds the special token {task.tokens[i]}; write only the task's symbols")
+    answer = greedy(model, source)
+    if cfg["arch"] == "encoder":
+        answer = answer[:task.answer_length(source)]
+    return task.to_text(answer)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run", help="a run directory (or, without --predict, a .safetensors model file)")
+    ap.add_argument("--predict", metavar="INPUT", help="print the greedy answer for INPUT, as attnlab predict")
+    ap.add_argument("--step", type=int, default=0, help="the checkpoint of this step (default: the latest)")
+    args = ap.parse_args()
+    try:
+        if args.predict is not None:
+            print(predict(args.run, args.predict, args.step))
+        else:
+            model = load(args.run, args.step)
+            n = sum(p.numel() for p in model.parameters())
+            print(f"{model.attnlab_path}: {model.attnlab_config['arch']}, {n} parameters, "
+                  f"config {json.dumps(model.attnlab_config, sort_keys=True)}")
+    except LoadError as e:
+        print(f"attnlab_torch: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""scripts/attnlab_torch.py against attnlab itself (a ctest test; needs torch, else skipped).
+
+1. Runs trained here with the given attnlab, one per model kind and option mix:
+   `attnlab predict --run R --logits --top V X` against the loader on 20 random
+   inputs each: the answer line must be equal, and every probability attnlab
+   prints (3 decimals) must be the loader's, rounded.
+2. The parity fixtures tests/data/model_*.json (whose logits attnlab's forward
+   matches, tests/test_parity.cpp): their weights written as an attnlab model file
+   with the fixture's model_config, loaded with attnlab_torch.load, must give the
+   fixture's logits to 1e-5 on its padded batch.
+
+Exit 0: passed; 1: failed; 77: torch cannot be imported (ctest: skipped).
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SKIP = 77
+
+try:
+    import torch
+except ImportError:
+    print("test_torch_loader: SKIPPED: torch cannot be imported by", sys.executable)
+    sys.exit(SKIP)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import attnlab_torch  # noqa: E402
+import torch_reference as ref  # noqa: E402
+
+SMALL = ["--d-model", "16", "--layers", "1", "--d-ff", "32", "--batch-size", "16",
+         "--lr", "0.01", "--eval-every", "40", "--heldout", "16", "--threads", "1", "--quiet"]
+
+# name, train flags, the input generator's (kind, longest input)
+RUNS = [
+    ("encoder_gelu_scale_none", ["--task", "reverse", "--model", "encoder", "--activation", "gelu",
+                                 "--attn-scale", "none", "--vocab", "6", "--min-len", "3", "--max-len", "5"],
+     ("numbered", 6, 7)),
+    ("decoder_short_table", ["--task", "reverse", "--model", "decoder", "--vocab", "6", "--min-len", "2",
+                             "--max-len", "4", "--positions", "10"], ("numbered", 6, 6)),
+    ("seq2seq_rope_dk_dv_linear", ["--task", "sort", "--model", "seq2seq", "--positional", "rope", "--d-k", "4",
+                                   "--d-v", "6", "--attn-scale", "linear", "--vocab", "6", "--min-len", "2",
+                                   "--max-len", "5", "--positions", "8"], ("numbered", 6, 8)),
+    ("decoder_post_tied_learned", ["--task", "copy", "--model", "decoder", "--norm", "post", "--tie-embeddings",
+                                   "--positional", "learned", "--vocab", "5", "--min-len", "2", "--max-len", "4",
+                                   "--positions", "12", "--steps", "150"], ("numbered", 5, 6)),
+    ("encoder_add_parameter_free_rope", ["--task", "add", "--digits", "2", "--model", "encoder",
+                                         "--parameter-free-attention", "--positional", "rope", "--attn-scale", "0.5"],
+     ("add", 2, None)),
+    ("seq2seq_post_parameter_free_learned", ["--task", "reverse", "--model", "seq2seq", "--norm", "post",
+                                             "--parameter-free-attention", "--positional", "learned",
+                                             "--vocab", "6", "--min-len", "2", "--max-len", "4"], ("numbered", 6, 6)),
+]
+
+
+class Failed(Exception):
+    pass
+
+
+def random_inputs(gen, rng, n):
+    kind = gen[0]
+    out = []
+    while len(out) < n:
+        if kind == "add":
+            digits = gen[1]
+            a = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, digits)))
+            b = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, digits)))
+            out.append(f"{a}+{b}")
+        else:
+            _, vocab, longest = gen
+            out.append(" ".join(str(rng.randrange(vocab)) for _ in range(rng.randint(1, longest))))
+    return out
+
+
+def attnlab_predict(exe, run, text, vocab_size):
+    """(answer line, [{token: probability}] per position) as attnlab predict --logits prints them."""
+    r = subprocess.run([exe, "predict", "--run", run, "--logits", "--top", str(vocab_size), text],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failed(f"attnlab predict --run {run} {text!r} exited {r.returncode}: {r.stderr.strip()}")
+    lines = r.stdout.split("\n")
+    positions = []
+    for line in lines[2:]:
+        if not line.startswith("  position "):
+            continue
+        fields = line.split(":", 1)[1].split()
+        positions.append({fields[i]: float(fields[i + 1]) for i in range(0, len(fields), 2)})
+    return lines[0], positions
+
+
+def teacher_forced_target(cfg, source, answer):
+    """training/evaluate.cpp's: what predict --logits runs the model on."""
+    target = list(answer)
+    if cfg["arch"] == "encoder":
+        target = (target + [source[0]] * len(source))[:len(source)]
+    else:
+        filled = (len(source) + len(answer) >= cfg["max_len"] - 1 if cfg["arch"] == "decoder"
+                  else len(answer) >= cfg["max_len"])
+        if filled and target:
+            target.pop()
+    return target
+
+
+def loader_probabilities(model, task, source, answer):
+    cfg = model.attnlab_config
+    target = teacher_forced_target(cfg, source, answer)
+    batch = ref.format_batch(cfg["arch"], [(source, target)])
+    inputs = {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items() if k != "targets"}
+    with torch.no_grad():
+        probs = torch.softmax(model(inputs), dim=-1)[0]
+    return [{task.tokens[i]: p for i, p in enumerate(probs[t].tolist())}
+            for t, y in enumerate(batch["targets"][0]) if y != ref.IGNORE]
+
+
+def check_run(exe, work, name, flags, gen, rng):
+    run = os.path.join(work, name)
+    heads = [] if "--parameter-free-attention" in flags else ["--heads", "2"]
+    steps = [] if "--steps" in flags else ["--steps", "40"]
+    r = subprocess.run([exe, "train", "--run", run] + SMALL + heads + steps + flags, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failed(f"attnlab train {name} exited {r.returncode}: {r.stderr.strip()}")
+    model = attnlab_torch.load(run)
+    task = attnlab_torch.TaskText(attnlab_torch.read_config_ini(run), model.attnlab_config["arch"])
+    answers = set()
+    for text in random_inputs(gen, rng, 20):
+        want, want_probs = attnlab_predict(exe, run, text, model.attnlab_config["vocab_size"])
+        got = attnlab_torch.predict(run, text)
+        if got != want:
+            raise Failed(f"{name}: {text!r}: attnlab predicts {want!r}, attnlab_torch {got!r}")
+        source = task.from_text(text)
+        got_probs = loader_probabilities(model, task, source, task.from_text(got))
+        if len(got_probs) != len(want_probs):
+            raise Failed(f"{name}: {text!r}: {len(want_probs)} positions printed, the loader has {len(got_probs)}")
+        for k, (w, g) in enumerate(zip(want_probs, got_probs)):
+            for token, p in w.items():
+                if abs(p - g[token]) > 0.0005 + 1e-9:  # printed with 3 decimals
+                    raise Failed(f"{name}: {text!r} position {k}: attnlab prints p({token}) = {p:.3f}, "
+                                 f"the loader gives {g[token]:.6f}")
+        answers.add(want)
+    print(f"  {name}: 20 inputs, answers and probabilities equal ({len(answers)} distinct answers)")
+    return len(answers)
+
+
+def write_model_file(path, cfg, weights):
+    """An attnlab model file (safetensors, float32) with the fixture's weights and config."""
+    header = {"__metadata__": {"format": "attnlab-checkpoint", "kind": "model",
+                               "model_config": json.dumps(cfg, sort_keys=True)}}
+    data = b""
+    for name, t in weights.items():
+        raw = struct.pack(f"<{len(t['values'])}f", *t["values"])
+        header[name] = {"dtype": "F32", "shape": t["shape"], "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+def check_fixture(work, path):
+    with open(path) as f:
+        fx = json.load(f)
+    file = os.path.join(work, os.path.basename(path).replace(".json", ".safetensors"))
+    write_model_file(file, fx["config"], fx["weights"])
+    model = attnlab_torch.load(file)
+    inputs = {}
+    for key, t in fx["inputs"].items():
+        if key != "targets":
+            inputs[key] = torch.tensor(t["values"], dtype=torch.long).reshape(t["shape"])
+    with torch.no_grad():
+        logits = model(inputs)
+    want = torch.tensor(fx["logits"]["values"], dtype=torch.float64).reshape(fx["logits"]["shape"])
+    err = (logits - want).abs().max().item()
+    if list(logits.shape) != list(want.shape) or not err <= 1e-5:
+        raise Failed(f"{os.path.basename(path)}: logits differ from the fixture's by {err:.3g} (limit 1e-5)")
+    print(f"  {os.path.basename(path)}: logits equal the fixture's to {err:.1e}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--attnlab", required=True, help="the attnlab executable")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="attnlab-test-torch-loader-")
+    rng = random.Random(17)
+    try:
+        for path in sorted(os.path.join(ROOT, "tests", "data", f) for f in os.listdir(os.path.join(ROOT, "tests", "data"))
+                           if f.startswith("model_") and f.endswith(".json")):
+            check_fixture(work, path)
+        distinct = [check_run(args.attnlab, work, name, flags, gen, rng) for name, flags, gen in RUNS]
+        # Equal answers prove little if every input got the same one.
+        if min(distinct) < 3:
+            raise Failed(f"too few distinct answers to compare ({distinct}): train longer")
+    except (Failed, attnlab_torch.LoadError) as e:
+        print(f"test_torch_loader: FAILED: {e}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("test_torch_loader: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
