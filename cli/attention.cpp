@@ -10,13 +10,13 @@
 #include <utility>
 
 #include "cli/command_line.h"
-#include "cli/evaluate.h"
 #include "cli/load_run.h"
 #include "cli/signals.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/csv.h"
 #include "framework/probe/attention_stats.h"
 #include "models/batch.h"
+#include "training/evaluate.h"
 
 namespace attnlab::cli {
 

@@ -9,6 +9,10 @@ namespace attnlab::cli {
 
 using Args = std::vector<std::string>;
 
+// `attnlab ARGS...`: runs the subcommand argv[1] and returns the exit code
+// (cli/dispatch.cpp; main() is cli/main.cpp).
+int run_command_line(int argc, char** argv);
+
 int run_train(const Args& args);
 int run_eval(const Args& args);
 int run_predict(const Args& args);

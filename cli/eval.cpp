@@ -6,9 +6,9 @@
 #include <iostream>
 
 #include "cli/command_line.h"
-#include "cli/evaluate.h"
 #include "cli/load_run.h"
 #include "datasets/splits.h"
+#include "training/evaluate.h"
 
 namespace attnlab::cli {
 

@@ -28,9 +28,9 @@
 // A factor-of-1.1 error in one tensor's gradient gives errors near 0.09 on
 // every element above atol; the default tolerance is 1e-2.
 //
-// Test hook: ATTNLAB_GRADCHECK_BREAK=<parameter name> multiplies that
-// parameter's analytic gradient by 1.1 after backward, standing in for a wrong
-// backward so that tests can see the check fail. Only this command reads it.
+// Test seam (cli/test_seams.h): set_gradcheck_break_for_tests(NAME) multiplies
+// that parameter's analytic gradient by 1.1 after backward, standing in for a
+// wrong backward so that tests can see the check fail.
 #include <omp.h>
 
 #include <algorithm>
@@ -40,15 +40,22 @@
 #include <iostream>
 
 #include "cli/command_line.h"
-#include "cli/train_settings.h"
+#include "cli/test_seams.h"
+#include "cli/train_options.h"
 #include "datasets/splits.h"
 #include "framework/ops/loss.h"
 #include "models/batch.h"
 #include "models/sequence_model.h"
+#include "training/train_state.h"
 
 namespace attnlab::cli {
 
 namespace {
+
+std::string& gradcheck_break() {
+  static std::string parameter;
+  return parameter;
+}
 
 // Mean cross-entropy over the targets that are not ignored, in double.
 double loss_in_double(const Tensor& logits, const IntTensor& targets) {
@@ -90,6 +97,8 @@ struct TensorResult {
 };
 
 }  // namespace
+
+void set_gradcheck_break_for_tests(std::string parameter) { gradcheck_break() = std::move(parameter); }
 
 int run_gradcheck(const Args& args) {
   TrainSettings s = default_settings();
@@ -135,7 +144,7 @@ int run_gradcheck(const Args& args) {
   omp_set_num_threads(1);
 
   auto task = make_task(s.task);
-  auto model = make_model(s.model, derive_seed(seed, 3));
+  auto model = make_model(s.model, derive_seed(seed, kInitStream));
   model->eval();  // no dropout: the loss must be a function of the weights alone
   Rng rng(derive_seed(seed, 7));
   std::vector<Example> examples;
@@ -148,10 +157,10 @@ int run_gradcheck(const Args& args) {
   Var loss = cross_entropy(model->forward(batch.input), batch.targets, ce);
   backward(loss);
   const auto params = model->named_parameters();
-  if (const char* broken = std::getenv("ATTNLAB_GRADCHECK_BREAK")) {
+  if (const std::string& broken = gradcheck_break(); !broken.empty()) {
     Var p = model->parameter(broken);  // ValueError naming it if absent
     if (p.has_grad()) p.grad().flat() *= Real(1.1);
-    std::cerr << "attnlab gradcheck: ATTNLAB_GRADCHECK_BREAK: the gradient of " << broken << " is scaled by 1.1\n";
+    std::cerr << "attnlab gradcheck: test fault: the gradient of " << broken << " is scaled by 1.1\n";
   }
 
   NoGradGuard no_grad;

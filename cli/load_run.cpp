@@ -108,4 +108,9 @@ std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text) 
   return input;
 }
 
+void note_answer_filled_table(const TransformerConfig& config) {
+  std::cerr << "note: the answer reached the end of the model's positional table (" << config.max_len
+            << " positions, --positions when it was trained) before <eos>; it may be cut short\n";
+}
+
 }  // namespace attnlab::cli

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/run_dir.h"
+#include "training/evaluate.h"
 #include "datasets/task.h"
 #include "models/sequence_model.h"
 
@@ -40,5 +41,9 @@ std::string run_vocab_path(const RunDir& run);
 // (predict, attention). ValueError for an empty input, a special token, or an
 // input longer than the model's positional table.
 std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text);
+
+// The note on stderr for an answer that filled the positional table
+// (answer_filled_table in training/evaluate.h): predict, attention.
+void note_answer_filled_table(const TransformerConfig& config);
 
 }  // namespace attnlab::cli

@@ -7,10 +7,10 @@
 #include <iostream>
 
 #include "cli/command_line.h"
-#include "cli/evaluate.h"
 #include "cli/load_run.h"
 #include "framework/ops/softmax.h"
 #include "models/batch.h"
+#include "training/evaluate.h"
 
 namespace attnlab::cli {
 

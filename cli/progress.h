@@ -7,14 +7,9 @@
 #include <utility>
 #include <vector>
 
-namespace attnlab::cli {
+#include "training/metrics_log.h"
 
-struct ProgressStats {
-  int64_t step = 0;
-  double loss = 0, token_acc = 0, exact_acc = 0;  // train batch, teacher-forced
-  double tokens_per_s = 0;
-  double heldout_exact = -1;  // < 0: not evaluated yet
-};
+namespace attnlab::cli {
 
 class Progress {
  public:

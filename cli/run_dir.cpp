@@ -10,6 +10,7 @@
 
 #include "framework/io/atomic_file.h"
 #include "framework/io/checkpoint.h"
+#include "training/checkpoints.h"
 
 namespace attnlab::cli {
 
@@ -115,28 +116,9 @@ bool holds_only_own_files(const RunDir& run) {
   return !ec;
 }
 
-std::string RunDir::checkpoint_stem(int64_t step) const {
-  char name[32];
-  std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
-  return checkpoint_dir() + "/" + name;
-}
+std::string RunDir::checkpoint_stem(int64_t step) const { return CheckpointStore(checkpoint_dir()).stem(step); }
 
-std::vector<int64_t> RunDir::checkpoint_steps() const {
-  std::vector<int64_t> steps;
-  std::error_code ec;
-  if (!fs::is_directory(checkpoint_dir(), ec)) return steps;
-  for (const auto& entry : fs::directory_iterator(checkpoint_dir(), ec)) {
-    std::string name = entry.path().filename().string();
-    long long step = 0;
-    char tail[64] = {0};
-    // step-00000200.safetensors (not the .optim file)
-    if (std::sscanf(name.c_str(), "step-%lld.%63s", &step, tail) == 2 && std::string(tail) == "safetensors" &&
-        fs::exists(optimizer_path(checkpoint_stem(step)), ec))
-      steps.push_back(step);
-  }
-  std::sort(steps.begin(), steps.end());
-  return steps;
-}
+std::vector<int64_t> RunDir::checkpoint_steps() const { return CheckpointStore(checkpoint_dir()).steps(); }
 
 void RunDir::require_trained() const {
   std::error_code ec;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/train_settings.h"
+#include "cli/train_options.h"
 
 namespace attnlab::cli {
 

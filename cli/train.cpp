@@ -9,7 +9,7 @@
 
 #include "cli/command_line.h"
 #include "cli/run_claim.h"
-#include "cli/trainer.h"
+#include "cli/train_job.h"
 
 namespace attnlab::cli {
 
@@ -79,7 +79,7 @@ int run_train(const Args& args) {
                           "  attnlab train --config runs/rev/config.ini --seed 1 --run runs/rev-seed1\n"
                           "  attnlab train --resume runs/rev --steps 4000\n"))
     return kExitOk;
-  s.command_line = given_options(vm);  // before --config adds its values: finalize checks what the user wrote
+  const std::set<std::string> given = given_options(vm);  // before --config adds its values
   if (!resume_path.empty() && !config_file.empty()) throw ValueError("--resume reads the run's own config.ini; drop --config");
   std::optional<RunClaim> claim;
   if (!resume_path.empty()) {
@@ -104,6 +104,7 @@ int run_train(const Args& args) {
     run_path = run_given;
   }
   try {
+    check_given_flags(s, given);
     finalize(s);
   } catch (const ValueError& e) {
     if (config_file.empty() || !resume_path.empty()) throw;
@@ -117,7 +118,7 @@ int run_train(const Args& args) {
   }
   if (run_path.empty()) run_path = "runs/" + s.task.name + "-" + s.model.arch;
 
-  TrainInvocation job;
+  TrainJob job;
   job.settings = s;
   job.run = RunDir(run_path);
   job.resume = !resume_path.empty();

@@ -21,9 +21,9 @@ struct CliResult {
   std::string out;  // stdout and stderr together
 };
 
-// Runs `attnlab ARGS` (with optional `VAR=value` environment prefix) through the shell.
-inline CliResult run_attnlab(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + " " + std::string(ATTNLAB_EXE) + " " + args + " 2>&1";
+// Runs `EXE ARGS` (with optional `VAR=value` environment prefix) through the shell.
+inline CliResult run_executable(const std::string& exe, const std::string& args, const std::string& env) {
+  std::string cmd = env + " " + exe + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string out;
@@ -32,6 +32,17 @@ inline CliResult run_attnlab(const std::string& args, const std::string& env = "
   while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
   int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// Runs `attnlab ARGS` (with optional `VAR=value` environment prefix).
+inline CliResult run_attnlab(const std::string& args, const std::string& env = "") {
+  return run_executable(ATTNLAB_EXE, args, env);
+}
+
+// The same command line built with faults injected from `env`
+// (tests/fault_injection_main.cpp says which variables it reads).
+inline CliResult run_attnlab_faults(const std::string& args, const std::string& env) {
+  return run_executable(ATTNLAB_FAULTS_EXE, args, env);
 }
 
 // A fresh directory under the system temp dir, removed at scope exit. Names

@@ -18,6 +18,7 @@
 
 namespace fs = std::filesystem;
 using attnlab::testing::run_attnlab;
+using attnlab::testing::run_attnlab_faults;
 using attnlab::testing::TempDir;
 using Result = attnlab::testing::CliResult;
 
@@ -80,7 +81,7 @@ TEST_CASE("gradcheck passes for the three models and fails when one gradient is 
     CHECK(r.out.find("gradcheck passed") != std::string::npos);
   }
   // A 10% error in one tensor's gradient (the test-only hook) must be caught.
-  Result broken = run_attnlab("gradcheck --task reverse --model encoder" + dims,
+  Result broken = run_attnlab_faults("gradcheck --task reverse --model encoder" + dims,
                               "ATTNLAB_GRADCHECK_BREAK=blocks.0.ff.fc1.weight");
   INFO(broken.out);
   CHECK(broken.code == 1);

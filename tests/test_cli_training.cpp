@@ -18,6 +18,7 @@
 
 namespace fs = std::filesystem;
 using attnlab::testing::run_attnlab;
+using attnlab::testing::run_attnlab_faults;
 using attnlab::testing::TempDir;
 using Result = attnlab::testing::CliResult;
 using Catch::Matchers::Contains;
@@ -151,7 +152,7 @@ TEST_CASE("a weight made non-finite by an update with finite loss and gradients 
   for (const std::string policy : {"stop", "skip"}) {
     SECTION("--on-nan " + policy) {
       const std::string run = dir / policy;
-      Result r = run_attnlab("train" + flags + " --on-nan " + policy + " --run " + run, inject + "head.bias");
+      Result r = run_attnlab_faults("train" + flags + " --on-nan " + policy + " --run " + run, inject + "head.bias");
       INFO(r.out);
       CHECK(r.code == 1);
       CHECK_THAT(r.out, Contains("non-finite parameter value after step 20 (first parameter affected: head.bias)") &&
@@ -167,7 +168,7 @@ TEST_CASE("a weight made non-finite by an update with finite loss and gradients 
     // table, row 32: sequences of 5 never read it, so every later loss stays
     // finite and only the check of the weights sees it.
     const std::string run = dir / "unread";
-    Result r = run_attnlab("train" + flags + " --positional learned --run " + run,
+    Result r = run_attnlab_faults("train" + flags + " --positional learned --run " + run,
                            "ATTNLAB_DEBUG_NAN_AT_STEP=13 ATTNLAB_DEBUG_NAN_WEIGHT=1 ATTNLAB_DEBUG_NAN_PARAM=pos_emb.weight");
     INFO(r.out);
     CHECK(r.code == 1);

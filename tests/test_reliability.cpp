@@ -34,6 +34,7 @@
 
 namespace fs = std::filesystem;
 using attnlab::testing::run_attnlab;
+using attnlab::testing::run_attnlab_faults;
 using attnlab::testing::slurp;
 using attnlab::testing::spawn;
 using attnlab::testing::wait_exit;
@@ -336,7 +337,7 @@ TEST_CASE("train --on-nan stop names the step and the first parameter affected a
 
   SECTION("stop on a NaN gradient") {
     const std::string run = dir / "stop";
-    Result r = run_attnlab("train" + flags + " --steps 30 --run " + run, inject);
+    Result r = run_attnlab_faults("train" + flags + " --steps 30 --run " + run, inject);
     INFO(r.out);
     CHECK(r.code == 1);
     CHECK_THAT(r.out, Contains("non-finite gradient at step 15") && Contains("first parameter affected: " + param + ")") &&
@@ -349,7 +350,7 @@ TEST_CASE("train --on-nan stop names the step and the first parameter affected a
     CHECK_THAT(e.out, Contains("(step 10)"));
   }
   SECTION("stop on a NaN loss") {
-    Result r = run_attnlab("train" + flags + " --steps 30 --run " + (dir / "loss"),
+    Result r = run_attnlab_faults("train" + flags + " --steps 30 --run " + (dir / "loss"),
                            "ATTNLAB_DEBUG_NAN_AT_STEP=15 ATTNLAB_DEBUG_NAN_PARAM=loss");
     INFO(r.out);
     CHECK(r.code == 1);
@@ -362,7 +363,7 @@ TEST_CASE("train --on-nan stop names the step and the first parameter affected a
   }
   SECTION("skip, also on the last step, which still gets its checkpoint") {
     const std::string run = dir / "skip";
-    Result r = run_attnlab("train" + flags + " --steps 30 --on-nan skip --run " + run,
+    Result r = run_attnlab_faults("train" + flags + " --steps 30 --on-nan skip --run " + run,
                            "ATTNLAB_DEBUG_NAN_AT_STEP=30 ATTNLAB_DEBUG_NAN_PARAM=" + param);
     INFO(r.out);
     CHECK(r.code == 0);
@@ -373,7 +374,7 @@ TEST_CASE("train --on-nan stop names the step and the first parameter affected a
     REQUIRE(run_attnlab("train" + flags + " --steps 29 --run " + (dir / "29")).code == 0);
     CHECK(same_tensors(checkpoint(run, 30), checkpoint(dir / "29", 29)));
     CHECK(same_tensors(checkpoint(run, 30, ".optim.safetensors"), checkpoint(dir / "29", 29, ".optim.safetensors")));
-    Result mid = run_attnlab("train" + flags + " --steps 30 --on-nan skip --run " + (dir / "skip-mid"),
+    Result mid = run_attnlab_faults("train" + flags + " --steps 30 --on-nan skip --run " + (dir / "skip-mid"),
                              "ATTNLAB_DEBUG_NAN_AT_STEP=15 ATTNLAB_DEBUG_NAN_PARAM=" + param);
     CHECK(mid.code == 0);
     CHECK(all_finite(checkpoint(dir / "skip-mid", 30)));

@@ -33,6 +33,7 @@ namespace fs = std::filesystem;
 using namespace attnlab;
 using attnlab::testing::read_summary;
 using attnlab::testing::run_attnlab;
+using attnlab::testing::run_attnlab_faults;
 using attnlab::testing::TempDir;
 
 namespace {
@@ -40,7 +41,7 @@ namespace {
 constexpr uint64_t kSeed = 7;       // not the default 0: a trainer ignoring --seed fails the replica
 constexpr int64_t kBatch = 6;       // not the default 64, for the same reason
 constexpr int64_t kHeldout = 20;
-constexpr uint64_t kInitStream = 3;  // the trainer's seed stream of the initial weights (cli/trainer.cpp)
+constexpr uint64_t kInitStream = 3;  // training/train_state.h's, written out: a changed stream would change every run of a seed
 const std::string kCore =  // without --seed, --heldout and --clip, for the tests that set them
     " --task reverse --vocab 4 --min-len 4 --max-len 4 --d-model 16 --heads 2 --layers 1 --d-ff 32"
     " --batch-size 6 --threads 1 --quiet";
@@ -54,7 +55,8 @@ using Params = std::map<std::string, Tensor>;
 std::string train(const TempDir& dir, const std::string& name, const std::string& flags, const std::string& env = "",
                   const std::string& base = kTiny) {
   const std::string run = dir / name;
-  const auto r = run_attnlab("train" + base + " " + flags + " --run " + run, env);
+  const std::string args = "train" + base + " " + flags + " --run " + run;
+  const auto r = env.empty() ? run_attnlab(args) : run_attnlab_faults(args, env);  // env: injected faults
   INFO(r.out);
   REQUIRE(r.code == 0);
   return run;
@@ -537,7 +539,7 @@ TEST_CASE("train on-nan skip leaves the weights of a poisoned step untouched and
   const StepGrad g3 = next_gradient(r);
   require_update(weights_at(run, 2), weights_at(run, 3),
                  [&](const std::string& n, int64_t i, double w) { return sgd_rule(g3, 0.1, 0, false, n, i, w); });
-  const auto stopped = run_attnlab("train" + kTiny + " " + flags + " --on-nan stop --run " + (dir / "stop"), env);
+  const auto stopped = run_attnlab_faults("train" + kTiny + " " + flags + " --on-nan stop --run " + (dir / "stop"), env);
   REQUIRE(stopped.code == 1);
   REQUIRE(fs::exists(model_path(stem(dir / "stop", 1))));
   REQUIRE_FALSE(fs::exists(model_path(stem(dir / "stop", 2))));

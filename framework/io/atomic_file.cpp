@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "framework/error.h"
@@ -111,6 +112,15 @@ std::string read_file(const std::string& path) {
   }
   ::close(fd);
   return out;
+}
+
+void remove_stale_temporaries(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string::npos)
+      std::filesystem::remove(entry.path(), ec);
+  }
 }
 
 }  // namespace attnlab

@@ -12,6 +12,11 @@ namespace attnlab {
 // that failed and the system's reason.
 void write_file_atomic(const std::string& path, const std::string& bytes);
 
+// Removes the temporaries that a write_file_atomic killed mid-write left in
+// `dir` (".NAME.tmp.XXXXXX"), and nothing else. Errors are ignored: a
+// temporary that cannot be removed harms nothing.
+void remove_stale_temporaries(const std::string& dir);
+
 // The whole content of a file; IoError naming the path and the reason.
 std::string read_file(const std::string& path);
 

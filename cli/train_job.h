@@ -1,14 +1,15 @@
 #pragma once
-// The training loop of `attnlab train`: data, model, optimizer, evaluation,
-// metrics, checkpoints, progress.
+// `attnlab train` around the library's Trainer (training/trainer.h): the run
+// directory's files, the progress display, the interrupt signals, and the
+// report of how the run ended.
 #include <string>
 
 #include "cli/run_dir.h"
-#include "cli/train_settings.h"
+#include "training/settings.h"
 
 namespace attnlab::cli {
 
-struct TrainInvocation {
+struct TrainJob {
   TrainSettings settings;  // finalized
   RunDir run{""};
   bool resume = false;  // continue from the run's latest checkpoint
@@ -17,6 +18,6 @@ struct TrainInvocation {
 };
 
 // Runs training and returns the exit code.
-int train(const TrainInvocation& job);
+int train(const TrainJob& job);
 
 }  // namespace attnlab::cli

@@ -1,13 +1,12 @@
-#include "cli/evaluate.h"
+#include "training/evaluate.h"
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
 
 #include "framework/ops/loss.h"
 #include "models/batch.h"
 
-namespace attnlab::cli {
+namespace attnlab {
 
 namespace {
 
@@ -109,11 +108,6 @@ bool answer_filled_table(const TransformerConfig& config, const std::vector<int3
   return false;  // the tagger: one token per input position
 }
 
-void note_answer_filled_table(const TransformerConfig& config) {
-  std::cerr << "note: the answer reached the end of the model's positional table (" << config.max_len
-            << " positions, --positions when it was trained) before <eos>; it may be cut short\n";
-}
-
 std::vector<int32_t> teacher_forced_target(const TransformerConfig& config, const std::vector<int32_t>& input,
                                            const std::vector<int32_t>& output) {
   std::vector<int32_t> target = output;
@@ -122,4 +116,21 @@ std::vector<int32_t> teacher_forced_target(const TransformerConfig& config, cons
   return target;
 }
 
-}  // namespace attnlab::cli
+std::optional<HeldoutScore> score_heldout(SequenceModel& model, const std::vector<Example>& examples,
+                                          bool language_model, const StopCheck& stop) {
+  HeldoutScore score;
+  score.language_model = language_model;
+  try {
+    if (language_model) {
+      score.lm = lm_score(model, examples, 64, stop);
+      score.accuracy = Accuracy{score.lm.token, 0, static_cast<int64_t>(examples.size())};
+    } else {
+      score.accuracy = greedy_accuracy(model, examples, 256, nullptr, stop);
+    }
+  } catch (const EvaluationAbandoned&) {
+    return std::nullopt;
+  }
+  return score;
+}
+
+}  // namespace attnlab

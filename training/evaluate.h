@@ -1,15 +1,16 @@
 #pragma once
 // Accuracy of a model: teacher-forced on a training batch (from its logits)
-// and by greedy decoding on held-out examples.
+// and by greedy decoding on held-out examples; the decoding limits.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include "datasets/task.h"
 #include "models/sequence_model.h"
 
-namespace attnlab::cli {
+namespace attnlab {
 
 struct Accuracy {
   double token = 0;  // fraction of target tokens right
@@ -43,8 +44,6 @@ Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examp
 // True when `output`, decoded from `input`, was cut there rather than ended by <eos>.
 bool answer_filled_table(const TransformerConfig& config, const std::vector<int32_t>& input,
                          const std::vector<int32_t>& output);
-// The note on stderr for such an answer (predict, attention).
-void note_answer_filled_table(const TransformerConfig& config);
 // The target of a teacher-forced pass over the greedy answer that fits the
 // table: the answer, less its last token when the answer filled the table
 // (that token was never read; every distribution decoding saw is still there).
@@ -61,4 +60,16 @@ struct LmScore {
 LmScore lm_score(SequenceModel& model, const std::vector<Example>& windows, int64_t batch_size,
                  const StopCheck& stop = {});
 
-}  // namespace attnlab::cli
+// A held-out evaluation's figures: greedy accuracy (batches of 256), or a
+// language model's teacher-forced score (batches of 64; accuracy.token is
+// then its next-token accuracy, accuracy.exact 0). Empty when `stop`
+// abandoned it.
+struct HeldoutScore {
+  Accuracy accuracy;
+  LmScore lm;
+  bool language_model = false;
+};
+std::optional<HeldoutScore> score_heldout(SequenceModel& model, const std::vector<Example>& examples,
+                                          bool language_model, const StopCheck& stop = {});
+
+}  // namespace attnlab

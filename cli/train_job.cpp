@@ -1,0 +1,162 @@
+#include "cli/train_job.h"
+
+#include <omp.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/load_run.h"
+#include "cli/progress.h"
+#include "cli/signals.h"
+#include "cli/test_seams.h"
+#include "framework/io/atomic_file.h"
+#include "training/trainer.h"
+
+namespace attnlab::cli {
+
+namespace {
+
+StepHooks& test_hooks() {
+  static StepHooks hooks;
+  return hooks;
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  out << v;
+  return out.str();
+}
+
+// config.ini and the vocabulary of a new run; a resumed run's are checked
+// instead: an edited config.ini or a changed data file is refused, not trained on.
+void prepare_run_files(const TrainJob& job, const Task& task) {
+  const TrainSettings& s = job.settings;
+  const RunDir& run = job.run;
+  const std::string vocab = task.saved_vocab();
+  if (!job.resume) {
+    write_file_atomic(run.config_path(), job.config_ini);
+    if (!vocab.empty()) write_file_atomic(run_vocab_path(run), vocab);
+    return;
+  }
+  if (!vocab.empty() && read_file(run_vocab_path(run)) != vocab)
+    throw ValueError(s.task.file + " has changed since run '" + run.path() + "' started: its vocabulary is no longer " +
+                     run_vocab_path(run) + "; start a new run");
+  check_checkpoint_config(s.model, run.checkpoint_stem(run.latest_step()));
+}
+
+// Stops on a NaN or Inf: nothing more is written; the last checkpoint stays the run's state.
+int report_nonfinite(const TrainOutcome& out, const RunDir& run) {
+  std::cerr << "attnlab train: " << out.problem << "; stopped (" << out.policy << "). ";
+  auto steps = run.checkpoint_steps();
+  if (steps.empty()) std::cerr << "No checkpoint had been written yet.\n";
+  else std::cerr << "The last checkpoint (step " << steps.back() << ") is kept.\n";
+  return kExitFailure;
+}
+
+int report_interrupted(const TrainOutcome& out, const TrainJob& job) {
+  const int signal = interrupt_signal();
+  if (out.end == TrainEnd::interrupted_in_final_evaluation) {  // every step is done and checkpointed already
+    std::cerr << "attnlab train: interrupted by " << signal_name(signal) << " during the final evaluation\n";
+  } else {
+    std::cerr << "attnlab train: interrupted by " << signal_name(signal) << " after step " << out.last_step
+              << "; checkpoint written. Resume with: attnlab train --resume " << job.run.path() << " --steps "
+              << job.settings.steps << "\n";
+  }
+  return interrupt_exit_code(signal);
+}
+
+void write_summary(const TrainOutcome& out, const TrainState& state, const RunDir& run) {
+  const TrainSettings& s = state.settings();
+  const HeldoutScore& held = out.heldout;
+  nlohmann::json summary = {
+      {"task", s.task.name},
+      {"model", s.model.arch},
+      {"parameters", state.model().parameter_count()},
+      {"steps", out.last_step},
+      {"heldout_examples", state.heldout().size()},
+      {"heldout_token_acc", held.accuracy.token},
+      {"heldout_exact", held.accuracy.exact},
+      {"target", s.target},
+      {"solved_at_step", state.solved_at},
+      {"seconds", out.seconds},
+      {"threads", s.threads},
+  };
+  if (held.language_model) {
+    summary["heldout_loss"] = held.lm.loss;
+    summary["heldout_bits_per_char"] = held.lm.bits_per_token;
+    summary["heldout_chars"] = held.lm.tokens;
+  }
+  write_file_atomic(run.summary_path(), summary.dump(2) + "\n");
+}
+
+void print_result(const TrainOutcome& out, const TrainState& state, const RunDir& run) {
+  const HeldoutScore& held = out.heldout;
+  if (held.language_model) {
+    std::cout << "held-out loss " << fixed(held.lm.loss, 4) << " nats = " << fixed(held.lm.bits_per_token, 3)
+              << " bits per character, next-character accuracy " << fixed(100 * held.lm.token, 1) << "% on "
+              << held.lm.tokens << " characters after " << out.last_step << " steps (" << fixed(out.seconds, 1)
+              << " s)\nrun directory: " << run.path() << "\n";
+    return;
+  }
+  std::cout << "held-out exact match " << fixed(100 * held.accuracy.exact, 1) << "%, token accuracy "
+            << fixed(100 * held.accuracy.token, 1) << "% on " << state.heldout().size() << " examples after "
+            << out.last_step << " steps (" << fixed(out.seconds, 1) << " s)";
+  if (state.solved_at > 0)
+    std::cout << "; target " << fixed(100 * state.settings().target, 1) << "% reached at step " << state.solved_at;
+  std::cout << "\nrun directory: " << run.path() << "\n";
+}
+
+// The Trainer's options for this job: its files, the signals, the display.
+TrainerOptions trainer_options(const TrainJob& job, Progress& progress) {
+  TrainerOptions o;
+  o.run_dir = job.run.path();
+  o.resume = job.resume;
+  o.stop_requested = [] { return interrupt_signal() != 0; };
+  o.on_step = [&progress](const ProgressStats& stats) { progress.update(stats); };
+  o.on_warning = [&progress](const std::string& warning) {
+    progress.finish();  // a warning, printed even with --quiet: a skipped step is lost data
+    std::cerr << "attnlab train: warning: " << warning << "\n";
+  };
+  o.hooks = test_hooks();
+  return o;
+}
+
+}  // namespace
+
+void set_step_hooks_for_tests(StepHooks hooks) { test_hooks() = std::move(hooks); }
+
+int train(const TrainJob& job) {
+  const TrainSettings& s = job.settings;
+  const InterruptGuard interrupts;  // SIGINT/SIGTERM/SIGHUP: finish the step, checkpoint, exit 128 + signal
+  omp_set_num_threads(s.threads);
+  TrainState state(s);
+  prepare_run_files(job, state.task());
+  Progress progress(job.resume ? job.run.latest_step() + 1 : 1, s.steps, job.quiet, s.log_every);
+  Trainer trainer(state, trainer_options(job, progress));
+  if (!job.quiet) {
+    progress.message("task: " + state.task().describe());
+    progress.message("model: " + s.model.arch + ", " + std::to_string(state.model().parameter_count()) +
+                     " parameters; run: " + job.run.path() +
+                     (job.resume ? " (resuming at step " + std::to_string(state.step + 1) + ")" : ""));
+  }
+  TrainOutcome out;
+  try {
+    out = trainer.run();
+  } catch (const CheckpointFailure& e) {
+    throw RunFailure(std::string(e.what()) +
+                     (e.intact_step < 0 ? "" : " (continue with: attnlab train --resume " + job.run.path() +
+                                                   " --steps " + std::to_string(s.steps) + ")"));
+  }
+  progress.finish();
+  if (out.end == TrainEnd::nonfinite) return report_nonfinite(out, job.run);
+  if (out.end != TrainEnd::finished) return report_interrupted(out, job);
+  write_summary(out, state, job.run);
+  if (!job.quiet) print_result(out, state, job.run);
+  return kExitOk;
+}
+
+}  // namespace attnlab::cli

@@ -1,0 +1,26 @@
+#pragma once
+// The flags of `attnlab train` (and the model/task flags other commands
+// share), bound to the fields of TrainSettings (training/settings.h).
+#include <set>
+#include <string>
+
+#include "cli/option_set.h"
+#include "training/settings.h"
+
+namespace attnlab::cli {
+
+// The option groups of `train`.
+OptionSet task_options(TaskConfig& task);
+OptionSet model_options(TrainSettings& s);
+OptionSet optimization_options(TrainSettings& s);
+OptionSet training_options(TrainSettings& s);
+OptionSet all_train_options(TrainSettings& s);
+
+// Refuses the options the user wrote on the command line (`given`, the names
+// given_options returns right after parsing) that the task or model would
+// ignore (--digits with copy): ValueError naming them. A config file is not
+// checked this way, since a run's config.ini holds every option, applicable
+// or not. Call it before finalize().
+void check_given_flags(const TrainSettings& s, const std::set<std::string>& given);
+
+}  // namespace attnlab::cli

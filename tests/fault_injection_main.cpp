@@ -1,0 +1,64 @@
+// attnlab_faults: the attnlab command line with faults injected, for the
+// tests of what a run does when something goes wrong (tests/cli_harness.h,
+// run_attnlab_faults). The faults come from environment variables that only
+// this test binary reads, through the seams of cli/test_seams.h:
+//   ATTNLAB_DEBUG_NAN_AT_STEP=N   train: step N's gradient of parameter
+//       ATTNLAB_DEBUG_NAN_PARAM (default: the last one) gets a NaN, or its
+//       loss when that is "loss"; with ATTNLAB_DEBUG_NAN_WEIGHT non-empty the
+//       gradient stays finite and the parameter's value becomes +Inf after
+//       step N's update instead, as an overflowing update would.
+//   ATTNLAB_GRADCHECK_BREAK=NAME  gradcheck: that parameter's analytic
+//       gradient is scaled by 1.1 (a wrong backward).
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/test_seams.h"
+
+namespace {
+
+using namespace attnlab;
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+// The element in the middle of `t`, where the fault goes.
+Real& middle(Tensor& t) { return t[t.numel() / 2]; }
+
+StepHooks nan_hooks() {
+  StepHooks hooks;
+  const std::string at = env("ATTNLAB_DEBUG_NAN_AT_STEP");
+  if (at.empty()) return hooks;
+  const int64_t step = std::stoll(at);
+  const std::string param = env("ATTNLAB_DEBUG_NAN_PARAM");
+  const auto target = [param](const TrainState& state) {
+    return param.empty() ? state.model().named_parameters().back().second : state.model().parameter(param);
+  };
+  if (!env("ATTNLAB_DEBUG_NAN_WEIGHT").empty()) {
+    hooks.after_update = [=](TrainState& state) {
+      if (state.step == step) middle(target(state).value()) = std::numeric_limits<Real>::infinity();
+    };
+    return hooks;
+  }
+  hooks.after_backward = [=](TrainState& state, double& loss) {
+    if (state.step != step) return;
+    if (param == "loss") {
+      loss = std::numeric_limits<double>::quiet_NaN();
+      return;
+    }
+    Var v = target(state);
+    if (v.has_grad() && v.grad().numel() > 0) middle(v.grad()) = std::numeric_limits<Real>::quiet_NaN();
+  };
+  return hooks;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  attnlab::cli::set_step_hooks_for_tests(nan_hooks());
+  attnlab::cli::set_gradcheck_break_for_tests(env("ATTNLAB_GRADCHECK_BREAK"));
+  return attnlab::cli::run_command_line(argc, argv);
+}

@@ -1,0 +1,96 @@
+#include "training/metrics_log.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "framework/io/atomic_file.h"
+
+namespace attnlab {
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  out << v;
+  return out.str();
+}
+
+// Keeps the rows up to `last_step`. Only complete rows count: a run killed
+// mid-write leaves an unterminated one.
+void truncate_metrics(const std::string& path, int64_t last_step) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  const std::string content = read_file(path);
+  std::string kept;
+  for (size_t begin = 0, end; (end = content.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    const std::string line = content.substr(begin, end + 1 - begin);
+    char* rest = nullptr;
+    const long long step = std::strtoll(line.c_str(), &rest, 10);
+    if (begin == 0 || (rest != line.c_str() && *rest == ',' && step <= last_step)) kept += line;
+  }
+  write_file_atomic(path, kept);
+}
+
+}  // namespace
+
+const std::vector<std::string>& MetricsLog::columns() {
+  static const std::vector<std::string> kColumns = {
+      "step",          "loss",          "lr",           "grad_norm", "train_token_acc", "train_exact",
+      "heldout_token_acc", "heldout_exact", "tokens_per_s", "elapsed_s", "heldout_loss"};
+  return kColumns;
+}
+
+MetricsLog::MetricsLog(const std::string& path, int64_t resume_step) {
+  if (path.empty()) return;
+  if (resume_step < 0) {
+    csv_ = std::make_unique<CsvWriter>(path, columns());
+    return;
+  }
+  truncate_metrics(path, resume_step);
+  csv_ = std::make_unique<CsvWriter>(CsvWriter::append(path, columns()));
+}
+
+void MetricsLog::start_interval() {
+  start_ = std::chrono::steady_clock::now();
+  excluded_s_ = 0;
+}
+
+void MetricsLog::add(const StepResult& step) {
+  sum_loss_ += step.loss;
+  sum_token_ += step.accuracy.token;
+  sum_exact_ += step.accuracy.exact;
+  sum_norm_ += step.grad_norm;
+  ++steps_;
+  tokens_ += step.tokens;
+}
+
+void MetricsLog::exclude(double seconds) { excluded_s_ += seconds; }
+
+ProgressStats MetricsLog::write_row(int64_t step, double lr, const HeldoutScore* heldout, double elapsed_s) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() - excluded_s_;
+  ProgressStats out;
+  out.step = step;
+  out.tokens_per_s = seconds > 0 ? static_cast<double>(tokens_) / seconds : 0;
+  const double n = static_cast<double>(steps_);
+  out.loss = sum_loss_ / n;
+  out.token_acc = sum_token_ / n;
+  out.exact_acc = sum_exact_ / n;
+  auto number = CsvWriter::format_number;
+  if (csv_)
+    csv_->row(std::vector<std::string>{
+        std::to_string(step), number(out.loss), number(lr), number(sum_norm_ / n), number(out.token_acc),
+        number(out.exact_acc), heldout ? number(heldout->accuracy.token) : "",
+        heldout ? number(heldout->accuracy.exact) : "", number(std::round(out.tokens_per_s)), fixed(elapsed_s, 3),
+        heldout && heldout->language_model ? number(heldout->lm.loss) : ""});
+  sum_loss_ = sum_token_ = sum_exact_ = sum_norm_ = 0;
+  steps_ = tokens_ = 0;
+  start_interval();
+  return out;
+}
+
+}  // namespace attnlab

@@ -1,0 +1,52 @@
+#pragma once
+// metrics.csv: one row every --log-every steps with the training figures
+// averaged over the steps since the last row (held-out columns filled at
+// evaluations), and the figures a progress display shows.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/io/csv.h"
+#include "training/evaluate.h"
+#include "training/step.h"
+
+namespace attnlab {
+
+// What a progress display shows after a step.
+struct ProgressStats {
+  int64_t step = 0;
+  double loss = 0, token_acc = 0, exact_acc = 0;  // train batch, teacher-forced
+  double tokens_per_s = 0;
+  double heldout_exact = -1;  // < 0: not evaluated yet (or a language model, which has no exact match)
+};
+
+class MetricsLog {
+ public:
+  static const std::vector<std::string>& columns();  // heldout_loss: language models (text) only
+
+  // Writes to `path` (nothing when empty): a new file, or with resume_step >= 0
+  // the existing one cut back to the rows up to resume_step (a resumed run
+  // redoes later steps; an unterminated row from a kill goes too), appended to.
+  MetricsLog(const std::string& path, int64_t resume_step);
+
+  void start_interval();                // the clock of tokens_per_s starts (again)
+  void add(const StepResult& step);     // a step that made an update
+  void exclude(double seconds);         // time of the interval not spent training (evaluation, checkpoints)
+  int64_t interval_steps() const { return steps_; }
+
+  // The row of `step` (held-out columns from `heldout`, when it was
+  // evaluated), averaged over the interval, which then starts again.
+  // Returns the averages for display.
+  ProgressStats write_row(int64_t step, double lr, const HeldoutScore* heldout, double elapsed_s);
+
+ private:
+  std::unique_ptr<CsvWriter> csv_;
+  double sum_loss_ = 0, sum_token_ = 0, sum_exact_ = 0, sum_norm_ = 0;
+  int64_t steps_ = 0, tokens_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double excluded_s_ = 0;
+};
+
+}  // namespace attnlab

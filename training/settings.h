@@ -1,0 +1,57 @@
+#pragma once
+// Everything a training run is made of: the task, the model, the optimizer and
+// its schedule, and how the loop runs. The attnlab CLI fills it from its flags
+// (cli/train_options.h); a library user sets the fields and calls finalize().
+#include <cstdint>
+#include <string>
+
+#include "datasets/task.h"
+#include "framework/optim/optimizer.h"
+#include "framework/optim/schedule.h"
+#include "models/config.h"
+
+namespace attnlab {
+
+struct TrainSettings {
+  TaskConfig task;
+  TransformerConfig model;  // vocab_size and max_len are derived from the task
+  OptimizerConfig optim;
+  ScheduleConfig schedule;  // total_steps defaults to `steps`, d_model to the model's
+  int64_t positions = 0;    // positional table size; 0 = automatic
+  int64_t steps = 2000;
+  int64_t batch_size = 64;
+  double clip = 1.0;  // 0 = no clipping
+  double label_smoothing = 0;
+  int64_t eval_every = 100;
+  int64_t heldout = 500;
+  double target = 1.0;  // stop once held-out exact match reaches this; 0 = never
+  int64_t log_every = 50;
+  int64_t keep = 3;  // checkpoints kept
+  uint64_t seed = 0;
+  int threads = 1;
+  std::string on_nan = "stop";  // stop | skip
+  int64_t probe_every = 0;  // gradient-flow and attention instruments every this many steps (and step 1); 0 = off
+};
+
+// Defaults of the experiment: the settings of `attnlab train` with no flags.
+TrainSettings default_settings();
+
+// Validates and completes the settings: derives the vocabulary size,
+// positions and schedule fields, checks ranges and combinations. Throws
+// ValueError naming the option (as its CLI flag) and the value. The first
+// form builds the task s.task names; the second takes a task of the
+// caller's own (a Task subclass), whose vocabulary and lengths it uses.
+void finalize(TrainSettings& s);
+void finalize(TrainSettings& s, const Task& task);
+
+// The held-out set a training run draws: ValueError when --heldout takes more
+// than half of a generated task's distinct inputs, or --heldout-fraction of a
+// pairs file is 0 or more than half of its inputs, saying how many inputs
+// there are and how many would be left to train on.
+void check_heldout(const TrainSettings& s);
+void check_heldout(const TrainSettings& s, const Task& task);
+
+// The longest sequence the model sees for this task and architecture.
+int64_t needed_positions(const Task& task, const std::string& arch);
+
+}  // namespace attnlab

@@ -1,0 +1,44 @@
+#pragma once
+// One training step: a batch from the stream, forward, loss, backward, the
+// gradient hook, clipping, the scheduled learning rate, the update.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "framework/probe/training_probe.h"
+#include "training/evaluate.h"
+#include "training/train_state.h"
+
+namespace attnlab {
+
+struct StepResult {
+  int64_t step = 0;        // the step this was (state.step after it)
+  double loss = 0;         // the batch's training loss, before the update
+  double grad_norm = 0;    // the global gradient norm, before clipping
+  double lr = 0;           // the learning rate of the update (0 when none was made)
+  Accuracy accuracy;       // teacher-forced, on this batch
+  int64_t tokens = 0;      // tokens trained on: targets, and a seq2seq model's source tokens
+  bool finite = true;      // false: the loss or a gradient was NaN or Inf and no update was made
+  std::string nonfinite_param;  // then: the first parameter with a non-finite gradient, or "(none: the loss itself)"
+};
+
+// Where a caller steps into a step. Data-parallel training combines the
+// gradients (and the loss it reports) of its processes in after_backward;
+// tests inject faults in both. Empty hooks do nothing.
+struct StepHooks {
+  std::function<void(TrainState& state, double& loss)> after_backward;  // before clipping and the finiteness check
+  std::function<void(TrainState& state)> after_update;                   // after the optimizer's update
+};
+
+// Advances `state` by one step (state.step + 1). With a probe, records the
+// gradient-flow and attention instruments of this step. A non-finite loss or
+// gradient makes no update (and abandons the probe's step, clears the
+// gradients): the caller's NaN policy decides what follows.
+StepResult train_step(TrainState& state, const StepHooks& hooks = {}, TrainingProbe* probe = nullptr);
+
+// The first parameter whose gradient holds a NaN or Inf, or "(none: the loss itself)".
+std::string first_nonfinite_gradient(const Module& model);
+// The first parameter whose value holds a NaN or Inf; empty when all are finite.
+std::string first_nonfinite_parameter(const Module& model);
+
+}  // namespace attnlab

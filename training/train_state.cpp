@@ -1,0 +1,24 @@
+#include "training/train_state.h"
+
+namespace attnlab {
+
+TrainState::TrainState(const TrainSettings& s) : TrainState(s, make_task(s.task)) {}
+
+TrainState::TrainState(const TrainSettings& s, std::unique_ptr<Task> task)
+    : settings_(s), task_(std::move(task)) {
+  // Tasks read from files bring their own held-out split; make_heldout draws the others'.
+  const bool own = task_->own_heldout() != nullptr;
+  drawn_heldout_ = make_heldout(*task_, own ? 0 : s.heldout, derive_seed(s.seed, kHeldoutStream));
+  batch_format_ = task_->language_model() ? "lm" : s.model.arch;
+  stream_ = std::make_unique<TrainStream>(*task_, drawn_heldout_, derive_seed(s.seed, kTrainStream));
+  model_ = make_model(s.model, derive_seed(s.seed, kInitStream));
+  optimizer_ = make_optimizer(s.optim, model_->named_parameters());
+  parameters_ = model_->parameters();
+}
+
+const std::vector<Example>& TrainState::heldout() const {
+  const std::vector<Example>* own = task_->own_heldout();
+  return own ? *own : drawn_heldout_.examples();
+}
+
+}  // namespace attnlab

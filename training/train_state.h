@@ -1,0 +1,57 @@
+#pragma once
+// TrainState: what a training run holds between steps — the settings, the
+// task with its held-out set and training stream, the model, the optimizer
+// and the step count. A checkpoint saves it and a resumed run restores it
+// (training/checkpoints.h); train_step (training/step.h) advances it.
+#include <memory>
+#include <vector>
+
+#include "datasets/splits.h"
+#include "framework/optim/optimizer.h"
+#include "models/sequence_model.h"
+#include "training/settings.h"
+
+namespace attnlab {
+
+// The seed stream of the initial weights, beside datasets/splits.h's
+// kHeldoutStream (1) and kTrainStream (2): derive_seed(s.seed, kInitStream).
+constexpr uint64_t kInitStream = 3;
+
+class TrainState {
+ public:
+  // The task s.task names, or one of the caller's own; `s` finalized for it.
+  // The held-out set comes from derive_seed(s.seed, kHeldoutStream) unless
+  // the task brings its own, the training stream from kTrainStream, the
+  // initial weights from kInitStream.
+  explicit TrainState(const TrainSettings& s);
+  TrainState(const TrainSettings& s, std::unique_ptr<Task> task);
+  TrainState(const TrainState&) = delete;  // the stream refers to the task
+  TrainState& operator=(const TrainState&) = delete;
+
+  const TrainSettings& settings() const { return settings_; }
+  Task& task() const { return *task_; }
+  SequenceModel& model() const { return *model_; }
+  Optimizer& optimizer() const { return *optimizer_; }
+  TrainStream& stream() { return *stream_; }
+  const TrainStream& stream() const { return *stream_; }
+  const std::vector<Var>& parameters() const { return parameters_; }
+  // The examples evaluation scores: the task's own held-out set, or the one drawn.
+  const std::vector<Example>& heldout() const;
+  // How batches are laid out for the model: "lm" for a language model, else the architecture.
+  const std::string& batch_format() const { return batch_format_; }
+
+  int64_t step = 0;       // optimizer steps done (a skipped non-finite step counts)
+  int64_t solved_at = -1;  // the step whose evaluation first reached settings().target; -1: not yet
+
+ private:
+  TrainSettings settings_;
+  std::unique_ptr<Task> task_;
+  HeldOut drawn_heldout_;
+  std::unique_ptr<TrainStream> stream_;
+  std::unique_ptr<SequenceModel> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<Var> parameters_;
+  std::string batch_format_;
+};
+
+}  // namespace attnlab

@@ -1,0 +1,186 @@
+#include "training/trainer.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "framework/error.h"
+#include "framework/io/atomic_file.h"
+
+namespace attnlab {
+
+namespace {
+
+// Names of the residual-stream points the models append (see SequenceModel::observe_residual_stream).
+std::vector<std::string> residual_stream_labels(const TransformerConfig& c) {
+  std::vector<std::string> out;
+  for (const std::string& stack : c.arch == "seq2seq" ? std::vector<std::string>{"enc.", "dec."} : std::vector<std::string>{""}) {
+    out.push_back(stack + "emb");
+    for (int64_t i = 0; i < c.n_layers; ++i) out.push_back(stack + "block" + std::to_string(i));
+  }
+  return out;
+}
+
+std::string describe_nonfinite(const StepResult& r) {
+  return "non-finite " + std::string(std::isfinite(r.loss) ? "gradient" : "loss") + " at step " +
+         std::to_string(r.step) + " (loss " + std::to_string(r.loss) + ", first parameter affected: " +
+         r.nonfinite_param + ")";
+}
+
+TrainOutcome ended(TrainEnd end, int64_t step) {
+  TrainOutcome out;
+  out.end = end;
+  out.last_step = step;
+  return out;
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainState& state, TrainerOptions options)
+    : state_(state), s_(state.settings()), options_(std::move(options)) {
+  const std::string& dir = options_.run_dir;
+  if (dir.empty() && (options_.resume || s_.probe_every > 0))
+    throw ValueError("resuming and --probe-every need a run directory");
+  if (dir.empty()) {
+    metrics_.emplace("", -1);
+    return;
+  }
+  checkpoints_.emplace(dir + "/checkpoints");
+  std::filesystem::create_directories(checkpoints_->dir());
+  int64_t resumed = -1;
+  if (options_.resume) {
+    const std::vector<int64_t> steps = checkpoints_->steps();
+    if (steps.empty()) throw IoError("run directory '" + dir + "' has no checkpoint yet");
+    resumed = steps.back();
+    elapsed_before_ = checkpoints_->restore(state_, resumed);
+    remove_stale_temporaries(dir);
+    remove_stale_temporaries(checkpoints_->dir());
+  }
+  metrics_.emplace(dir + "/metrics.csv", resumed);
+  // Observers only: a probed run is bitwise an unprobed one.
+  if (s_.probe_every > 0)
+    probe_ = std::make_unique<TrainingProbe>(state_.model(), dir, residual_stream_labels(s_.model), resumed);
+}
+
+Trainer::~Trainer() = default;
+
+TrainOutcome Trainer::run() {
+  clock_start_ = std::chrono::steady_clock::now();
+  metrics_->start_interval();
+  for (int64_t step = state_.step + 1; step <= s_.steps && !solved_; ++step) {
+    const bool probing = probe_ && (step == 1 || step % s_.probe_every == 0);
+    const StepResult r = train_step(state_, options_.hooks, probing ? probe_.get() : nullptr);
+    if (auto end = r.finite ? after_update(r) : after_nonfinite(r)) return *end;
+  }
+  if (!held_valid_ && !evaluate()) return ended(TrainEnd::interrupted_in_final_evaluation, state_.step);
+  TrainOutcome out = ended(TrainEnd::finished, state_.step);
+  out.heldout = held_;
+  out.seconds = elapsed();
+  return out;
+}
+
+std::optional<TrainOutcome> Trainer::after_update(const StepResult& r) {
+  const int64_t step = r.step;
+  metrics_->add(r);
+  const bool eval_now = step % s_.eval_every == 0 || step == s_.steps;
+  const bool log_now = step % s_.log_every == 0 || eval_now;
+  if (log_now)
+    if (auto end = check_weights(step)) return end;
+  if (eval_now) {
+    bool evaluated = false;
+    excluded([&] { evaluated = evaluate(); });
+    if (!evaluated) return interrupted(step, false);  // no metrics row: the evaluation is not done
+    if (s_.target > 0 && held_.accuracy.exact >= s_.target && state_.solved_at < 0) state_.solved_at = step;
+  }
+  report(r, log_now, eval_now);
+  if (eval_now) excluded([&] { save(); });
+  if (eval_now && state_.solved_at == step) {
+    solved_ = true;
+    return std::nullopt;
+  }
+  if (stop_requested()) return interrupted(step, eval_now);
+  return std::nullopt;
+}
+
+std::optional<TrainOutcome> Trainer::after_nonfinite(const StepResult& r) {
+  const std::string what = describe_nonfinite(r);
+  if (s_.on_nan != "skip") {
+    TrainOutcome out = ended(TrainEnd::nonfinite, r.step);
+    out.problem = what;
+    out.policy = "--on-nan stop";
+    return out;
+  }
+  if (options_.on_warning) options_.on_warning(what + "; step skipped (--on-nan skip)");
+  const bool save_now = r.step % s_.eval_every == 0 || r.step == s_.steps;  // the state after the skipped step
+  if (save_now || r.step % s_.log_every == 0)
+    if (auto end = check_weights(r.step)) return end;
+  if (save_now) excluded([&] { save(); });
+  if (stop_requested()) return interrupted(r.step, save_now);
+  return std::nullopt;
+}
+
+// An update can overflow a weight to Inf (or make it NaN) although the loss
+// and gradients were finite. Such weights must never reach a checkpoint, and
+// the run stops as for a NaN loss. Whether all weights are finite costs a pass
+// over every parameter, so it is asked only where it matters: before every
+// checkpoint and at every log row (so a run stops within log_every steps),
+// not every step. (A NaN weight that a later forward reads makes that step's
+// loss non-finite, which every step checks.) on_nan "skip" cannot skip an
+// update already applied, so both policies stop here.
+std::optional<TrainOutcome> Trainer::check_weights(int64_t step) const {
+  const std::string name = first_nonfinite_parameter(state_.model());
+  if (name.empty()) return std::nullopt;
+  TrainOutcome out = ended(TrainEnd::nonfinite, step);
+  out.problem = "non-finite parameter value after step " + std::to_string(step) + " (first parameter affected: " +
+                name + ")";
+  out.policy = s_.on_nan == "skip" ? "--on-nan skip cannot skip an update already applied" : "--on-nan stop";
+  return out;
+}
+
+std::optional<TrainOutcome> Trainer::interrupted(int64_t step, bool checkpointed) {
+  if (!checkpointed) {
+    if (auto end = check_weights(step)) return end;
+    save();
+  }
+  return ended(TrainEnd::interrupted, step);
+}
+
+// Train figures are averaged over each logging interval; between rows the
+// display shows the first step of the interval.
+void Trainer::report(const StepResult& r, bool log_now, bool evaluated) {
+  if (log_now) {
+    stats_ = metrics_->write_row(r.step, state_.optimizer().lr(), evaluated ? &held_ : nullptr, elapsed());
+  } else if (metrics_->interval_steps() == 1) {
+    stats_.loss = r.loss;
+    stats_.token_acc = r.accuracy.token;
+    stats_.exact_acc = r.accuracy.exact;
+  }
+  stats_.step = r.step;
+  stats_.heldout_exact = held_valid_ && !held_.language_model ? held_.accuracy.exact : -1;
+  if (options_.on_step) options_.on_step(stats_);
+}
+
+bool Trainer::evaluate() {
+  const auto stop = [this] { return stop_requested(); };
+  std::optional<HeldoutScore> score =
+      score_heldout(state_.model(), state_.heldout(), state_.task().language_model(), stop);
+  if (!score) return false;
+  held_ = *score;
+  held_valid_ = true;
+  return true;
+}
+
+void Trainer::save() {
+  if (checkpoints_) checkpoints_->save(state_, elapsed(), s_.keep);
+}
+
+void Trainer::excluded(const std::function<void()>& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  metrics_->exclude(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+double Trainer::elapsed() const {
+  return elapsed_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - clock_start_).count();
+}
+
+}  // namespace attnlab
