@@ -1,0 +1,112 @@
+#include "framework/gradcheck.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "framework/error.h"
+#include "framework/ops/elementwise.h"
+#include "framework/ops/reduce.h"
+
+namespace attnlab {
+namespace {
+
+void check_options(const GradcheckOptions& o) {
+  auto positive = [](double v, const char* what) {
+    if (!(v > 0) || !std::isfinite(v))
+      throw ValueError(std::string("gradcheck: ") + what + " must be > 0 and finite, got " + exact_text(v));
+  };
+  positive(o.step, "step");
+  positive(o.rtol, "rtol");
+  positive(o.atol, "atol");
+}
+
+// L = sum(out * P), accumulated in double so the sum adds no float32 rounding of its own.
+double projected(const Var& out, const Tensor& projection) {
+  if (!out.defined()) throw ValueError("gradcheck: fn returned an undefined Var");
+  if (out.shape() != projection.shape())
+    throw ValueError("gradcheck: fn's output shape changed from " + shape_str(projection.shape()) + " to " +
+                     shape_str(out.shape()) + " between calls");
+  double s = 0;
+  for (int64_t i = 0; i < out.numel(); ++i) s += static_cast<double>(out.value()[i]) * projection[i];
+  return s;
+}
+
+// The central difference of L along element i of x, over the perturbation actually stored.
+double numeric_derivative(const GradcheckFn& fn, const std::vector<Var>& inputs, Var& x, int64_t i,
+                          const Tensor& projection, double step) {
+  const Real saved = x.value()[i];
+  const Real up = static_cast<Real>(saved + step);
+  const Real down = static_cast<Real>(saved - step);
+  x.value()[i] = up;
+  const double plus = projected(fn(inputs), projection);
+  x.value()[i] = down;
+  const double minus = projected(fn(inputs), projection);
+  x.value()[i] = saved;
+  double width = static_cast<double>(up) - static_cast<double>(down);
+  // An infinite input (a -inf mask entry) does not move: the nominal width keeps its difference 0, not NaN.
+  if (!std::isfinite(width) || width == 0) width = 2 * step;
+  return (plus - minus) / width;
+}
+
+std::string element_text(size_t k, int64_t i, double analytic, double numeric) {
+  std::ostringstream s;
+  s.precision(9);
+  s << "input " << k << " [" << i << "]: analytic " << analytic << ", numeric " << numeric;
+  return s.str();
+}
+
+}  // namespace
+
+Tensor uniform_tensor(Shape shape, Rng& rng, double lo, double hi) {
+  Tensor t(std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<Real>(rng.uniform(lo, hi));
+  return t;
+}
+
+GradcheckResult gradcheck(const GradcheckFn& fn, std::vector<Var> inputs, const GradcheckOptions& options) {
+  check_options(options);
+  if (std::none_of(inputs.begin(), inputs.end(), [](const Var& v) { return v.defined() && v.requires_grad(); }))
+    throw ValueError("gradcheck: no input requires a gradient, so there is nothing to check");
+
+  // Analytic gradients of the projected loss.
+  for (Var& v : inputs)
+    if (v.defined()) v.zero_grad();
+  Var out = fn(inputs);
+  if (!out.defined()) throw ValueError("gradcheck: fn returned an undefined Var");
+  Rng rng(options.seed);
+  const Tensor projection = uniform_tensor(out.shape(), rng);
+  backward(sum(mul(out, Var(projection))));
+
+  GradcheckResult result;
+  NoGradGuard no_grad;
+  const double floor = options.atol / options.rtol;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    Var& x = inputs[k];
+    if (!x.defined() || !x.requires_grad()) continue;
+    const Tensor analytic = x.has_grad() ? x.grad() : Tensor(x.shape());  // never reached: zero
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const double numeric = numeric_derivative(fn, inputs, x, i, projection, options.step);
+      const double a = analytic[i];
+      double rel = std::abs(a - numeric) / std::max({std::abs(a), std::abs(numeric), floor});
+      if (std::isnan(rel)) rel = INFINITY;  // a NaN on either side is the worst error there is
+      ++result.checked;
+      if (rel > result.max_rel_error) {
+        result.max_rel_error = rel;
+        result.worst = element_text(k, i, a, numeric);
+      }
+    }
+  }
+  result.ok = result.max_rel_error <= options.rtol;
+  return result;
+}
+
+std::string GradcheckResult::message() const {
+  std::ostringstream s;
+  s << (ok ? "gradcheck ok" : "gradcheck FAILED") << ": max relative error " << max_rel_error << " over "
+    << checked << " elements";
+  if (!worst.empty()) s << ", worst at " << worst;
+  return s.str();
+}
+
+}  // namespace attnlab
