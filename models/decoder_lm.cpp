@@ -1,5 +1,6 @@
 #include "models/decoder_lm.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "models/batch.h"
@@ -28,17 +29,76 @@ Var DecoderLM::forward(const ModelInput& input) {
   return head_logits(h);  // (B, T, V)
 }
 
-std::vector<std::vector<int32_t>> DecoderLM::greedy(const std::vector<std::vector<int32_t>>& sources,
-                                                    int64_t max_new_tokens) {
-  const size_t n = sources.size();
-  std::vector<std::vector<int32_t>> out(n);
-  std::vector<std::vector<int32_t>> seqs(n);  // what the model reads: [bos] src [sep] generated...
-  for (size_t i = 0; i < n; ++i) {
+std::vector<std::vector<int32_t>> DecoderLM::prompts(const std::vector<std::vector<int32_t>>& sources) const {
+  std::vector<std::vector<int32_t>> seqs(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
     seqs[i].push_back(SpecialTokens::bos);
     seqs[i].insert(seqs[i].end(), sources[i].begin(), sources[i].end());
     seqs[i].push_back(SpecialTokens::sep);
     check_length(seqs[i].size(), ("prompt [bos] src [sep] of source " + std::to_string(i)).c_str());
   }
+  return seqs;
+}
+
+bool DecoderLM::accept(int32_t token, std::vector<int32_t>& out, std::vector<int32_t>& seq,
+                       int64_t max_new_tokens) const {
+  if (token == SpecialTokens::eos) return false;
+  out.push_back(token);
+  seq.push_back(token);
+  // The next step would read more positions than the model has.
+  return static_cast<int64_t>(out.size()) < max_new_tokens && static_cast<int64_t>(seq.size()) <= config_.max_len;
+}
+
+std::vector<std::vector<int32_t>> DecoderLM::greedy(const std::vector<std::vector<int32_t>>& sources,
+                                                    int64_t max_new_tokens) {
+  return greedy_cached(sources, max_new_tokens);
+}
+
+std::vector<std::vector<int32_t>> DecoderLM::greedy_cached(const std::vector<std::vector<int32_t>>& sources,
+                                                           int64_t max_new_tokens, DecodeLogits* logits) {
+  const size_t n = sources.size();
+  std::vector<std::vector<int32_t>> out(n), seqs = prompts(sources);
+  if (logits) logits->assign(n, {});
+  if (max_new_tokens <= 0 || n == 0) return out;
+  InferenceGuard guard(*this);
+  // Every sequence starts at position 0 and advances one position per step,
+  // so all active ones share the position and the cache length: a sequence
+  // still reading its prompt is fed its next prompt token, and one that
+  // reached its end its last generated token.
+  DecoderCache cache = make_decoder_cache(blocks_, static_cast<int64_t>(n), config_.max_len);
+  std::vector<int64_t> active(n);
+  for (size_t i = 0; i < n; ++i) active[i] = static_cast<int64_t>(i);
+  for (int64_t pos = 0; !active.empty(); ++pos) {
+    IntTensor ids({static_cast<int64_t>(active.size()), 1});
+    for (size_t a = 0; a < active.size(); ++a)
+      ids.data[a] = seqs[static_cast<size_t>(active[a])][static_cast<size_t>(pos)];
+    Var h = embed(ids, pos);  // (B', 1, d)
+    for (size_t l = 0; l < blocks_.size(); ++l)
+      h = decoder_block_step(*blocks_[l], config_.norm == "pre", h, cache.self[l], nullptr, active);
+    if (ln_f_) h = ln_f_->forward(h);
+    Var step_logits = head_logits(h);  // (B', 1, V)
+    const std::vector<int32_t> best = argmax_rows(step_logits);
+    std::vector<int64_t> next;
+    for (size_t a = 0; a < active.size(); ++a) {
+      const auto i = static_cast<size_t>(active[a]);
+      // Still inside the prompt (or, after a token was chosen, its next input is known).
+      if (pos + 1 < static_cast<int64_t>(seqs[i].size())) {
+        next.push_back(active[a]);
+        continue;
+      }
+      record_logits(logits, i, step_logits, static_cast<int64_t>(a));
+      if (accept(best[a], out[i], seqs[i], max_new_tokens)) next.push_back(active[a]);
+    }
+    active = std::move(next);
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> DecoderLM::greedy_uncached(const std::vector<std::vector<int32_t>>& sources,
+                                                             int64_t max_new_tokens, DecodeLogits* logits) {
+  const size_t n = sources.size();
+  std::vector<std::vector<int32_t>> out(n), seqs = prompts(sources);  // seqs: [bos] src [sep] generated...
+  if (logits) logits->assign(n, {});
   InferenceGuard guard(*this);
   std::vector<bool> done(n, max_new_tokens <= 0);
   for (int64_t step = 0; step < max_new_tokens; ++step) {
@@ -54,24 +114,17 @@ std::vector<std::vector<int32_t>> DecoderLM::greedy(const std::vector<std::vecto
     if (active.empty()) break;
     ModelInput in;
     pad_sequences(batch, in.tgt_in, in.tgt_pad);
-    Var logits = forward(in);  // (B', T, V)
-    const int64_t t_len = logits.size(1);
-    ConstMatMap rows = std::as_const(logits).value().matrix();
+    Var all = forward(in);  // (B', T, V)
+    const int64_t t_len = all.size(1), v = all.size(2);
     for (size_t a = 0; a < active.size(); ++a) {
       const size_t i = active[a];
-      Eigen::Index best = 0;
-      rows.row(static_cast<int64_t>(a) * t_len + static_cast<int64_t>(seqs[i].size()) - 1).maxCoeff(&best);
-      const int32_t token = static_cast<int32_t>(best);
-      if (token == SpecialTokens::eos) {
-        done[i] = true;
-        continue;
-      }
-      out[i].push_back(token);
-      seqs[i].push_back(token);
-      // The next step would read more positions than the model has.
-      if (static_cast<int64_t>(out[i].size()) >= max_new_tokens ||
-          static_cast<int64_t>(seqs[i].size()) > config_.max_len)
-        done[i] = true;
+      // The logits at the sequence's last position, as a (1, 1, V) row.
+      const int64_t row = static_cast<int64_t>(a) * t_len + static_cast<int64_t>(seqs[i].size()) - 1;
+      Tensor last = Tensor::uninitialized({1, 1, v});
+      std::copy(all.value().data() + row * v, all.value().data() + (row + 1) * v, last.data());
+      Var last_row(std::move(last));
+      record_logits(logits, i, last_row, 0);
+      done[i] = !accept(argmax_rows(last_row)[0], out[i], seqs[i], max_new_tokens);
     }
   }
   return out;

@@ -1,5 +1,6 @@
 #include "models/encoder_decoder.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "models/batch.h"
@@ -61,8 +62,58 @@ Var EncoderDecoder::forward(const ModelInput& input) {
 
 std::vector<std::vector<int32_t>> EncoderDecoder::greedy(const std::vector<std::vector<int32_t>>& sources,
                                                          int64_t max_new_tokens) {
+  return greedy_cached(sources, max_new_tokens);
+}
+
+std::vector<std::vector<int32_t>> EncoderDecoder::greedy_cached(const std::vector<std::vector<int32_t>>& sources,
+                                                                int64_t max_new_tokens, DecodeLogits* logits) {
   const size_t n = sources.size();
   std::vector<std::vector<int32_t>> out(n);
+  if (logits) logits->assign(n, {});
+  if (n == 0 || max_new_tokens <= 0) return out;
+  for (size_t i = 0; i < n; ++i) check_length(sources[i].size(), ("source " + std::to_string(i)).c_str());
+  InferenceGuard guard(*this);
+  ModelInput in;
+  pad_sequences(sources, in.src, in.src_pad);
+  Var memory = encode(in.src, in.src_pad);
+  const int64_t steps = std::min(max_new_tokens, config_.max_len);
+  DecoderCache cache = make_decoder_cache(decoder_blocks_, static_cast<int64_t>(n), steps);
+  for (auto& block : decoder_blocks_)
+    cache.cross.push_back(block->cross_attn->memory_cache(memory, pad_or_null(in.src_pad)));  // once for every step
+
+  // Every sequence decodes from [bos] at position 0, one position per step;
+  // a finished one leaves the batch (its slot stays, unread).
+  std::vector<int64_t> active(n);
+  std::vector<int32_t> last(n, SpecialTokens::bos);
+  for (size_t i = 0; i < n; ++i) active[i] = static_cast<int64_t>(i);
+  for (int64_t pos = 0; pos < steps && !active.empty(); ++pos) {
+    IntTensor ids({static_cast<int64_t>(active.size()), 1});
+    for (size_t a = 0; a < active.size(); ++a) ids.data[a] = last[static_cast<size_t>(active[a])];
+    Var h = embed(ids, pos);  // (B', 1, d)
+    for (size_t l = 0; l < decoder_blocks_.size(); ++l)
+      h = decoder_block_step(*decoder_blocks_[l], config_.norm == "pre", h, cache.self[l], &cache.cross[l], active);
+    if (decoder_ln_f_) h = decoder_ln_f_->forward(h);
+    Var step_logits = head_logits(h);  // (B', 1, V)
+    const std::vector<int32_t> best = argmax_rows(step_logits);
+    std::vector<int64_t> next;
+    for (size_t a = 0; a < active.size(); ++a) {
+      const auto i = static_cast<size_t>(active[a]);
+      record_logits(logits, i, step_logits, static_cast<int64_t>(a));
+      if (best[a] == SpecialTokens::eos) continue;
+      out[i].push_back(best[a]);
+      last[i] = best[a];
+      next.push_back(active[a]);
+    }
+    active = std::move(next);
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> EncoderDecoder::greedy_uncached(const std::vector<std::vector<int32_t>>& sources,
+                                                                  int64_t max_new_tokens, DecodeLogits* logits) {
+  const size_t n = sources.size();
+  std::vector<std::vector<int32_t>> out(n);
+  if (logits) logits->assign(n, {});
   if (n == 0 || max_new_tokens <= 0) return out;
   for (size_t i = 0; i < n; ++i) check_length(sources[i].size(), ("source " + std::to_string(i)).c_str());
   InferenceGuard guard(*this);
@@ -79,8 +130,8 @@ std::vector<std::vector<int32_t>> EncoderDecoder::greedy(const std::vector<std::
   for (int64_t t = 1; t <= std::min(max_new_tokens, config_.max_len) && remaining > 0; ++t) {
     IntTensor tgt_in({b, t});
     tgt_in.data = tokens;
-    Var logits = decode(tgt_in, Tensor(), memory, in.src_pad);  // (B, t, V)
-    ConstMatMap rows = std::as_const(logits).value().matrix();
+    Var all = decode(tgt_in, Tensor(), memory, in.src_pad);  // (B, t, V)
+    ConstMatMap rows = std::as_const(all).value().matrix();
     std::vector<int32_t> next(static_cast<size_t>(b * (t + 1)));
     for (int64_t i = 0; i < b; ++i) {
       std::copy(tokens.begin() + i * t, tokens.begin() + (i + 1) * t, next.begin() + i * (t + 1));
@@ -90,6 +141,10 @@ std::vector<std::vector<int32_t>> EncoderDecoder::greedy(const std::vector<std::
       next[static_cast<size_t>(i * (t + 1) + t)] = token;
       const size_t row = static_cast<size_t>(i);
       if (done[row]) continue;
+      if (logits) {
+        const Real* r = rows.row(i * t + t - 1).data();
+        (*logits)[row].emplace_back(r, r + rows.cols());
+      }
       if (token == SpecialTokens::eos) {
         done[row] = true;
         --remaining;

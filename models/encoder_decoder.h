@@ -3,6 +3,7 @@
 // over [bos] tgt with causal self-attention and cross-attention to the
 // encoder output. Source and target share tok_emb (one vocabulary).
 #include "models/blocks.h"
+#include "models/kv_cache.h"
 #include "models/sequence_model.h"
 
 namespace attnlab {
@@ -17,8 +18,18 @@ class EncoderDecoder : public SequenceModel {
   // Reads src, src_pad, tgt_in, tgt_pad -> logits (B, T_tgt, V).
   Var forward(const ModelInput& input) override;
   // Encodes each src and decodes from [bos]; returns the tokens without eos.
+  // KV-cached (greedy_cached).
   std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources,
                                            int64_t max_new_tokens) override;
+  // One target position per step, attending over cached self-attention keys
+  // and values and over the memory's keys and values computed once. With
+  // logits, receives each chosen token's logits.
+  std::vector<std::vector<int32_t>> greedy_cached(const std::vector<std::vector<int32_t>>& sources,
+                                                  int64_t max_new_tokens, DecodeLogits* logits = nullptr);
+  // The reference the cached path is tested against: the decoder reruns over
+  // the whole target prefix for every new token.
+  std::vector<std::vector<int32_t>> greedy_uncached(const std::vector<std::vector<int32_t>>& sources,
+                                                    int64_t max_new_tokens, DecodeLogits* logits = nullptr);
 
   // The two halves, for decoding with a fixed memory.
   Var encode(const IntTensor& src, const Tensor& src_pad);  // -> memory (B, T_src, d)

@@ -41,11 +41,11 @@ void SequenceModel::build_head() {
                                                       init_rng_));
 }
 
-Var SequenceModel::embed(const IntTensor& ids) const {
+Var SequenceModel::embed(const IntTensor& ids, int64_t offset) const {
   const int64_t t = ids.shape[1];
-  Var h = tok_emb_->forward(ids);                         // (B, T, d)
-  if (learned_pos_) h = h + learned_pos_->forward(t);     // + (T, d), broadcast over B
-  else if (sin_pos_) h = h + sin_pos_->forward(t);
+  Var h = tok_emb_->forward(ids);                                 // (B, T, d)
+  if (learned_pos_) h = h + learned_pos_->forward(t, offset);     // + (T, d), broadcast over B
+  else if (sin_pos_) h = h + sin_pos_->forward(t, offset);
   return emb_dropout_->forward(h);
 }
 

@@ -71,8 +71,8 @@ class SequenceModel : public Module {
   void build_embeddings();
   // Registers `head` (call last, so it comes last in the parameter order).
   void build_head();
-  // ids (B, T) -> tok_emb(ids) + positions, with dropout: (B, T, d).
-  Var embed(const IntTensor& ids) const;
+  // ids (B, T) -> tok_emb(ids) + positions offset..offset+T-1, with dropout: (B, T, d).
+  Var embed(const IntTensor& ids, int64_t offset = 0) const;
   Var head_logits(const Var& h) const;  // (B, T, d) -> (B, T, V)
   // Checks ids (B, T) with 1 <= T <= max_len and pad empty or (B, T).
   void check_sequence(const IntTensor& ids, const Tensor& pad, const char* what) const;

@@ -4,6 +4,7 @@
 // parameter-free variant.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "framework/nn/linear.h"
 #include "framework/ops/attention.h"
@@ -23,6 +24,24 @@ struct AttentionScale {
 };
 // Throws ValueError naming the text unless it is one of the forms above.
 AttentionScale parse_attention_scale(const std::string& text);
+
+// The keys and values of positions already read, kept for incremental
+// (KV-cached) decoding: one slot per sequence, every slot filled to the same
+// length (the decoders step all their sequences through the same position).
+// A self-attention cache grows by one position per step; a cross-attention
+// memory is filled once, with its key padding.
+struct KvCache {
+  KvCache() = default;
+  // Room for `capacity` positions in each of `slots` slots; length 0.
+  KvCache(int64_t slots, int64_t capacity, int64_t key_width, int64_t value_width);
+  int64_t slots() const { return keys.numel() ? keys.size(0) : 0; }
+  int64_t capacity() const { return keys.numel() ? keys.size(1) : 0; }
+
+  Tensor keys;          // (S, capacity, h·d_k), rotated when rope is on
+  Tensor values;        // (S, capacity, h·d_v)
+  Tensor key_padding;   // (S, capacity), non-zero = never attended; empty = none
+  int64_t length = 0;   // positions filled, in every slot
+};
 
 struct MultiHeadAttentionOptions {
   int64_t d_model = 0;  // d: width of the queries' sequence and of the output
@@ -56,6 +75,23 @@ class MultiHeadAttention : public Module {
   // Rotary positions start at 0 for both queries and keys.
   Var forward(const Var& x, const Var& memory = Var(), bool causal = false, const Tensor* key_padding = nullptr);
 
+  // Incremental self-attention, one position per call: x (B, 1, d) is the
+  // next position, cache.length, of the sequences in cache slots `slots` (B of
+  // them, distinct). Their keys and values are stored there, cache.length
+  // advances, and each row attends over its slot's positions 0..length-1:
+  // what forward(x_full, Var(), true) computes for that position, where
+  // x_full holds every position of the sequence. Rotary positions use the
+  // absolute position. A full cache or wrong shapes throw ShapeError. The
+  // weights are not captured.
+  Var forward_step(const Var& x, KvCache& cache, const std::vector<int64_t>& slots) const;
+  // The keys and values of a cross-attention memory (B, T_k, kv_dim), computed
+  // once for every decoding step; key_padding (B, T_k) or null.
+  KvCache memory_cache(const Var& memory, const Tensor* key_padding) const;
+  // x (B, 1, d) of the sequences in `slots` attends over their memory, as
+  // forward(x, memory, false, key_padding) does per query row. Not with rope
+  // (ValueError: cross-attention has no shared positions).
+  Var forward_memory(const Var& x, const KvCache& memory, const std::vector<int64_t>& slots) const;
+
   // While on, each forward keeps its attention weights (B, h, T_q, T_k)
   // (before dropout) for inspection.
   void capture_weights(bool on) { capture_ = on; }
@@ -74,6 +110,16 @@ class MultiHeadAttention : public Module {
 
  private:
   MultiHeadAttentionOptions opt_;
+  // q, k, v of new rows x (B, 1, d) at `position`, as (B, h·w) tensors;
+  // k and q rotated when rope is on.
+  struct StepProjections {
+    Tensor q, k, v;
+  };
+  StepProjections project_step(const Var& x, int64_t position) const;
+  void check_step_input(const Var& x, const std::vector<int64_t>& slots, const KvCache& cache) const;
+  // ctx (B, h·d_v) -> (B, 1, d): out_proj, or the context itself without projections.
+  Var step_output(Tensor ctx) const;
+
   Real scale_;
   Rng* dropout_rng_;
   bool capture_ = false;
