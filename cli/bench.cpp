@@ -10,6 +10,9 @@
 // step (building and walking the graph, launching each op, AdamW's loop over
 // the parameter list); step_ms / nodes_per_step is the cost of one op.
 //
+// --decode times greedy decoding instead (cli/bench_decode.cpp): KV-cached
+// tokens/s against the uncached reference, at the sizes of --config.
+//
 // MFU: achieved model FLOP/s over a peak measured here with the same
 // threads: the best of several single-precision Eigen matrix products
 // (n = 512 and 1024, row-major as attnlab uses them), i.e. what this
@@ -22,6 +25,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_decode.h"
 #include "cli/command_line.h"
 #include "cli/option_set.h"
 #include "framework/ops/loss.h"
@@ -79,13 +83,20 @@ int run_bench(const Args& args) {
   int64_t steps = 0, warmup = 5;
   uint64_t seed = 0;
   bool no_peak = false;
+  bool decode = false, no_reference = false;
+  std::string arch = "decoder";
+  int64_t batch = 0;
   OptionSet opts("Options");
   opts.add("config", &config_name, "S | M | L (BENCHMARK.md), or graph: a width-4 model whose step is the engine's fixed cost")
       .add("threads", &threads, "OpenMP threads")
       .add("steps", &steps, "timed steps; 0 = 20 (S), 10 (M), 5 (L)")
       .add("warmup", &warmup, "untimed steps first")
       .add("seed", &seed, "seed of weights and data")
-      .flag("no-peak", &no_peak, "skip measuring the matrix-product peak (no MFU)");
+      .flag("no-peak", &no_peak, "skip measuring the matrix-product peak (no MFU)")
+      .flag("decode", &decode, "time greedy decoding (KV-cached, and uncached as the reference) instead of training")
+      .add("arch", &arch, "with --decode: decoder | seq2seq")
+      .add("batch", &batch, "with --decode: sequences per greedy call; 0 = the config's batch")
+      .flag("no-reference", &no_reference, "with --decode: skip timing the uncached path");
   po::options_description all = options_with_help();
   all.add(opts.description());
   po::variables_map vm;
@@ -94,7 +105,9 @@ int run_bench(const Args& args) {
                           "Times training steps (forward, backward, AdamW) of the encoder tagger of BENCHMARK.md on\n"
                           "fixed random batches and prints one JSON line: median step_ms, tokens_per_s, params,\n"
                           "achieved GFLOP/s, MFU against a matrix-product peak measured here with the same\n"
-                          "threads, and peak RSS.\n\n",
+                          "threads, and peak RSS.\n"
+                          "With --decode: times greedy decoding of random prompts (KV-cached, then the uncached\n"
+                          "reference) and prints tokens_per_s, uncached_tokens_per_s, speedup, answers_equal.\n\n",
                           "", nullptr, [](const std::string& word) {
                             for (const BenchShape& s : kShapes)
                               if (word == s.name) return "--config " + word;
@@ -107,6 +120,12 @@ int run_bench(const Args& args) {
   if (!shape) throw ValueError("--config must be S, M, L or graph, got '" + config_name + "'");
   if (threads < 1 || threads > 1024) throw ValueError("--threads must be in [1, 1024], got " + std::to_string(threads));
   if (steps < 0 || warmup < 0) throw ValueError("--steps and --warmup must be >= 0");
+  if (decode) {
+    if (std::string(shape->name) == "graph") throw ValueError("--decode takes --config S, M or L, got 'graph'");
+    DecodeBenchOptions d{shape->name, arch, shape->V, shape->T, shape->d, shape->h, shape->L, shape->d_ff,
+                         batch > 0 ? batch : shape->B, steps > 0 ? steps : 3, threads, seed, !no_reference};
+    return run_decode_bench(d);
+  }
   if (steps == 0) {
     const std::string name = shape->name;
     steps = name == "S" ? 20 : name == "M" ? 10 : name == "L" ? 5 : 2000;
