@@ -44,94 +44,116 @@ void check_memory(const TrainSettings& s) {
                      " GiB; lower --batch-size, --d-model, --d-k, --d-v, --d-ff, --layers, --heads, --heldout or the sequence length");
 }
 
+// The command line of `train`, beside the experiment's own options.
+struct TrainArgs {
+  std::string run_path, config_file, resume_path;
+  bool quiet = false, overwrite = false, check_only = false;
+  std::set<std::string> given;  // the options written on the command line (not from --config)
+};
+
+const char* const kTrainUsage =
+    "usage: attnlab train [options]\n\n"
+    "Trains a transformer on a generated sequence task, evaluates it on held-out examples\n"
+    "(greedy decoding, exact match) every --eval-every steps, checkpoints, and stops at\n"
+    "--steps or once held-out exact match reaches --target. Writes a run directory:\n"
+    "config.ini, metrics.csv, checkpoints/ (safetensors), summary.json.\n"
+    "SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed; not under nohup) stop it\n"
+    "cleanly: the current step is finished (a held-out evaluation under way is abandoned) and\n"
+    "checkpointed; exit code 130, 143 or 129 (128 + the signal). A second SIGINT or SIGTERM\n"
+    "exits at once, keeping the last checkpoint.\n\n";
+const char* const kTrainExamples =
+    "\nexamples:\n"
+    "  attnlab train --task reverse --run runs/rev\n"
+    "  attnlab train --task add --model decoder --layers 2 --steps 3000 --run runs/add\n"
+    "  attnlab train --config runs/rev/config.ini --seed 1 --run runs/rev-seed1\n"
+    "  attnlab train --resume runs/rev --steps 4000\n";
+
+OptionSet general_options(TrainArgs& a) {
+  OptionSet general("General");
+  general.add("run", &a.run_path, "run directory to create (default runs/<task>-<model>)", false)
+      .add("config", &a.config_file, "read options from an INI file (name = value, as the long flags); flags win", false)
+      .add("resume", &a.resume_path, "continue the run in this directory from its latest checkpoint (--steps may be raised)", false)
+      .flag("overwrite", &a.overwrite, "replace an existing run directory", false)
+      .flag("quiet", &a.quiet, "print nothing but errors", false)
+      .flag("check", &a.check_only, "validate the options (and --config file), print the resolved config and exit; writes nothing",
+            false);
+  return general;
+}
+
+// A resumed run is the same experiment: only how long it runs, how it reports
+// and how many threads it uses (which changes its bits) may change. Its
+// config.ini becomes the config file; unless --check, the run is locked from
+// here to the end (returned).
+std::optional<RunClaim> prepare_resume(TrainArgs& a, const po::variables_map& vm, const OptionSet& experiment) {
+  if (!a.config_file.empty()) throw ValueError("--resume reads the run's own config.ini; drop --config");
+  const std::set<std::string> may_change = {"steps", "threads", "eval-every", "log-every", "keep", "target", "on-nan", "probe-every"};
+  for (const auto& [name, value] : vm)
+    if (!value.defaulted() && experiment.description().find_nothrow(name, false) && !may_change.count(name))
+      throw ValueError("--" + name + " cannot change when resuming (it is part of the run's config.ini); start a new run instead");
+  if (!a.run_path.empty() && a.run_path != a.resume_path) throw ValueError("--resume and --run name different directories");
+  std::optional<RunClaim> claim;
+  if (a.check_only) RunDir(a.resume_path).require_trained();  // --check writes nothing, not even the lock file
+  else claim = RunClaim::resume(RunDir(a.resume_path));
+  a.config_file = RunDir(a.resume_path).config_path();
+  a.run_path = a.resume_path;
+  return claim;
+}
+
+// The config file's values under the command line's, then the settings checked and completed.
+void resolve_settings(TrainSettings& s, TrainArgs& a, const OptionSet& experiment, po::variables_map& vm) {
+  if (!a.config_file.empty()) {
+    store_config_file(a.config_file, experiment.description(), vm);
+    // notify() assigns every stored value again, the general options'
+    // defaults included: keep what the command line said about them.
+    const std::string run_given = a.run_path;
+    po::notify(vm);
+    a.run_path = run_given;
+  }
+  try {
+    check_given_flags(s, a.given);
+    finalize(s);
+  } catch (const ValueError& e) {
+    if (a.config_file.empty() || !a.resume_path.empty()) throw;
+    throw ValueError(std::string(e.what()) + " (with --config " + a.config_file + ")");
+  }
+  check_heldout(s);
+  check_memory(s);
+}
+
+TrainJob make_job(const TrainSettings& s, const TrainArgs& a, const OptionSet& experiment) {
+  TrainJob job;
+  job.settings = s;
+  job.run = RunDir(a.run_path.empty() ? "runs/" + s.task.name + "-" + s.model.arch : a.run_path);
+  job.resume = !a.resume_path.empty();
+  job.quiet = a.quiet;
+  job.config_ini = "# attnlab train: resolved options; repeat with  attnlab train --config " + job.run.config_path() +
+                   " --run NEW_DIR\n" + experiment.to_ini();
+  if (job.resume && job.run.latest_step() >= s.steps)
+    throw ValueError("run '" + job.run.path() + "' is already at step " + std::to_string(job.run.latest_step()) +
+                     "; pass --steps N with N > " + std::to_string(job.run.latest_step()) + " to continue it");
+  return job;
+}
+
 }  // namespace
 
 int run_train(const Args& args) {
   TrainSettings s = default_settings();
   OptionSet experiment = all_train_options(s);
-  std::string run_path, config_file, resume_path;
-  bool quiet = false, overwrite = false, check_only = false;
-  OptionSet general("General");
-  general.add("run", &run_path, "run directory to create (default runs/<task>-<model>)", false)
-      .add("config", &config_file, "read options from an INI file (name = value, as the long flags); flags win", false)
-      .add("resume", &resume_path, "continue the run in this directory from its latest checkpoint (--steps may be raised)", false)
-      .flag("overwrite", &overwrite, "replace an existing run directory", false)
-      .flag("quiet", &quiet, "print nothing but errors", false)
-      .flag("check", &check_only, "validate the options (and --config file), print the resolved config and exit; writes nothing",
-            false);
+  TrainArgs a;
   po::options_description all = options_with_help();
-  all.add(general.description()).add(experiment.description());
-
+  all.add(general_options(a).description()).add(experiment.description());
   po::variables_map vm;  // command-line values win: they are stored first
-  if (!parse_command_line(args, all, vm,
-                          "usage: attnlab train [options]\n\n"
-                          "Trains a transformer on a generated sequence task, evaluates it on held-out examples\n"
-                          "(greedy decoding, exact match) every --eval-every steps, checkpoints, and stops at\n"
-                          "--steps or once held-out exact match reaches --target. Writes a run directory:\n"
-                          "config.ini, metrics.csv, checkpoints/ (safetensors), summary.json.\n"
-                          "SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed; not under nohup) stop it\n"
-                          "cleanly: the current step is finished (a held-out evaluation under way is abandoned) and\n"
-                          "checkpointed; exit code 130, 143 or 129 (128 + the signal). A second SIGINT or SIGTERM\n"
-                          "exits at once, keeping the last checkpoint.\n\n",
-                          "\nexamples:\n"
-                          "  attnlab train --task reverse --run runs/rev\n"
-                          "  attnlab train --task add --model decoder --layers 2 --steps 3000 --run runs/add\n"
-                          "  attnlab train --config runs/rev/config.ini --seed 1 --run runs/rev-seed1\n"
-                          "  attnlab train --resume runs/rev --steps 4000\n"))
-    return kExitOk;
-  const std::set<std::string> given = given_options(vm);  // before --config adds its values
-  if (!resume_path.empty() && !config_file.empty()) throw ValueError("--resume reads the run's own config.ini; drop --config");
+  if (!parse_command_line(args, all, vm, kTrainUsage, kTrainExamples)) return kExitOk;
+  a.given = given_options(vm);  // before --config adds its values: check_given_flags checks what the user wrote
   std::optional<RunClaim> claim;
-  if (!resume_path.empty()) {
-    // A resumed run is the same experiment: only how long it runs, how it
-    // reports and how many threads it uses (which changes its bits) may change.
-    const std::set<std::string> may_change = {"steps", "threads", "eval-every", "log-every", "keep", "target", "on-nan", "probe-every"};
-    for (const auto& [name, value] : vm)
-      if (!value.defaulted() && experiment.description().find_nothrow(name, false) && !may_change.count(name))
-        throw ValueError("--" + name + " cannot change when resuming (it is part of the run's config.ini); start a new run instead");
-    if (!run_path.empty() && run_path != resume_path) throw ValueError("--resume and --run name different directories");
-    if (check_only) RunDir(resume_path).require_trained();  // --check writes nothing, not even the lock file
-    else claim = RunClaim::resume(RunDir(resume_path));     // locked from here to the end of the run
-    config_file = RunDir(resume_path).config_path();
-    run_path = resume_path;
-  }
-  if (!config_file.empty()) {
-    store_config_file(config_file, experiment.description(), vm);
-    // notify() assigns every stored value again, the general options'
-    // defaults included: keep what the command line said about them.
-    const std::string run_given = run_path;
-    po::notify(vm);
-    run_path = run_given;
-  }
-  try {
-    check_given_flags(s, given);
-    finalize(s);
-  } catch (const ValueError& e) {
-    if (config_file.empty() || !resume_path.empty()) throw;
-    throw ValueError(std::string(e.what()) + " (with --config " + config_file + ")");
-  }
-  check_heldout(s);
-  check_memory(s);
-  if (check_only) {
+  if (!a.resume_path.empty()) claim = prepare_resume(a, vm, experiment);
+  resolve_settings(s, a, experiment, vm);
+  if (a.check_only) {
     std::cout << experiment.to_ini();
     return kExitOk;
   }
-  if (run_path.empty()) run_path = "runs/" + s.task.name + "-" + s.model.arch;
-
-  TrainJob job;
-  job.settings = s;
-  job.run = RunDir(run_path);
-  job.resume = !resume_path.empty();
-  job.quiet = quiet;
-  job.config_ini = "# attnlab train: resolved options; repeat with  attnlab train --config " + job.run.config_path() +
-                   " --run NEW_DIR\n" + experiment.to_ini();
-  if (job.resume) {
-    if (job.run.latest_step() >= s.steps)
-      throw ValueError("run '" + run_path + "' is already at step " + std::to_string(job.run.latest_step()) +
-                       "; pass --steps N with N > " + std::to_string(job.run.latest_step()) + " to continue it");
-  } else {
-    claim = RunClaim::start(job.run, overwrite);  // created (or replaced) and locked before config.ini is written
-  }
+  const TrainJob job = make_job(s, a, experiment);
+  if (!job.resume) claim = RunClaim::start(job.run, a.overwrite);  // created (or replaced) and locked before config.ini is written
   try {
     return train(job);
   } catch (...) {
