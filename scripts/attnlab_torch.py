@@ -87,7 +87,12 @@ def read_checkpoint(path):
 def config_from_metadata(meta, path):
     if "model_config" not in meta:
         raise LoadError(f"{path}: no model_config metadata (not written by attnlab train)")
-    cfg = json.loads(meta["model_config"])
+    try:
+        cfg = json.loads(meta["model_config"])
+    except ValueError as e:
+        raise LoadError(f"{path}: its model_config metadata is not JSON ({e})") from None
+    if not isinstance(cfg, dict):
+        raise LoadError(f"{path}: its model_config metadata is not a JSON object")
     for key, value in cfg.items():
         kind = CONFIG_FIELDS.get(key)
         if kind is None:

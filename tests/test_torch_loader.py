@@ -4,7 +4,10 @@
 1. Runs trained here with the given attnlab, one per model kind and option mix:
    `attnlab predict --run R --logits --top V X` against the loader on 20 random
    inputs each: the answer line must be equal, and every probability attnlab
-   prints (3 decimals) must be the loader's, rounded.
+   prints (3 decimals) must be the loader's, rounded. On 5 of them, every
+   attention weight `attnlab attention` writes (full float32 precision) must be
+   the loader's to 1e-5, layer by layer and head by head: the model's insides
+   in full precision, on the real checkpoint.
 2. The parity fixtures tests/data/model_*.json (whose logits attnlab's forward
    matches, tests/test_parity.cpp): their weights written as an attnlab model file
    with the fixture's model_config, loaded with attnlab_torch.load, must give the
@@ -35,8 +38,8 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import attnlab_torch  # noqa: E402
 import torch_reference as ref  # noqa: E402
 
-SMALL = ["--d-model", "16", "--layers", "1", "--d-ff", "32", "--batch-size", "16",
-         "--lr", "0.01", "--eval-every", "40", "--heldout", "16", "--threads", "1", "--quiet"]
+SMALL = ["--d-model", "16", "--layers", "2", "--d-ff", "32", "--batch-size", "16",
+         "--lr", "0.01", "--heldout", "16", "--threads", "1", "--quiet"]
 
 # name, train flags, the input generator's (kind, longest input)
 RUNS = [
@@ -44,7 +47,12 @@ RUNS = [
                                  "--attn-scale", "none", "--vocab", "6", "--min-len", "3", "--max-len", "5"],
      ("numbered", 6, 7)),
     ("decoder_short_table", ["--task", "reverse", "--model", "decoder", "--vocab", "6", "--min-len", "2",
-                             "--max-len", "4", "--positions", "10"], ("numbered", 6, 6)),
+                             "--max-len", "4", "--positions", "10"],
+     ("numbered", 6, 8)),  # inputs up to 8 + [bos] [sep]: answers reach the end of the table
+    # One step: near its initial weights it seldom says <eos>, so its answers run to the end of the table.
+    ("decoder_untrained_fills_table", ["--task", "reverse", "--model", "decoder", "--vocab", "6", "--min-len", "2",
+                                       "--max-len", "4", "--positions", "10", "--steps", "1", "--eval-every", "1"],
+     ("numbered", 6, 8)),
     ("seq2seq_rope_dk_dv_linear", ["--task", "sort", "--model", "seq2seq", "--positional", "rope", "--d-k", "4",
                                    "--d-v", "6", "--attn-scale", "linear", "--vocab", "6", "--min-len", "2",
                                    "--max-len", "5", "--positions", "8"], ("numbered", 6, 8)),
@@ -119,17 +127,86 @@ def loader_probabilities(model, task, source, answer):
             for t, y in enumerate(batch["targets"][0]) if y != ref.IGNORE]
 
 
+def recorded_attention(model, inputs):
+    """{module name: weights (h, T_q, T_k)} from the loader's own forward: torch.softmax
+    is watched while each attention module runs (the reference computes its weights with it)."""
+    names = {m: n for n, m in model.named_modules() if isinstance(m, ref.MultiHeadAttention)}
+    running, maps = [], {}
+    real_softmax = torch.softmax
+
+    def watching_softmax(x, *args, **kwargs):
+        out = real_softmax(x, *args, **kwargs)
+        if running:
+            maps[running[-1]] = out[0]
+        return out
+
+    def enter(module, _):
+        running.append(names[module])
+
+    def leave(module, _, __):  # returns None: the output stays as it is
+        running.pop()
+
+    hooks = [m.register_forward_pre_hook(enter) for m in names] + [m.register_forward_hook(leave) for m in names]
+    torch.softmax = watching_softmax
+    try:
+        with torch.no_grad():
+            model(inputs)
+    finally:
+        torch.softmax = real_softmax
+        for h in hooks:
+            h.remove()
+    return maps
+
+
+def check_attention(exe, work, run, model, task, text):
+    out = os.path.join(work, "attention")
+    r = subprocess.run([exe, "attention", "--run", run, "--out", out, text], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failed(f"attnlab attention --run {run} {text!r} exited {r.returncode}: {r.stderr.strip()}")
+    with open(os.path.join(out, "attention.json")) as f:
+        layers = json.load(f)["layers"]
+    ids = {layer["name"]: [[task.ids[t] for t in layer["queries"]]] for layer in layers}
+    arch = model.attnlab_config["arch"]
+    first = layers[0]["name"]
+    if arch == "encoder":
+        inputs = {"src": ids[first], "src_pad": None}
+    elif arch == "decoder":
+        inputs = {"tgt_in": ids[first], "tgt_pad": None}
+    else:
+        self_attn = next(n for n in ids if n.startswith("decoder.") and n.endswith(".self_attn"))
+        inputs = {"src": ids[first], "src_pad": None, "tgt_in": ids[self_attn], "tgt_pad": None}
+    maps = recorded_attention(model, {k: v and torch.tensor(v, dtype=torch.long) for k, v in inputs.items()})
+    if sorted(maps) != sorted(layer["name"] for layer in layers):
+        raise Failed(f"{run}: attnlab writes layers {[l['name'] for l in layers]}, the loader has {sorted(maps)}")
+    worst = 0.0
+    for layer in layers:
+        for h, file in enumerate(layer["files"]):
+            with open(os.path.join(out, file)) as f:
+                want = torch.tensor([[float(x) for x in line.split(",")] for line in f.read().split()],
+                                    dtype=torch.float64)
+            got = maps[layer["name"]][h]
+            if got.shape != want.shape:
+                raise Failed(f"{run} {text!r}: {file} is {list(want.shape)}, the loader's {list(got.shape)}")
+            worst = max(worst, (got - want).abs().max().item())
+    if not worst <= 1e-5:
+        raise Failed(f"{run} {text!r}: attention weights differ from attnlab's by {worst:.3g} (limit 1e-5)")
+    shutil.rmtree(out)
+    return worst
+
+
 def check_run(exe, work, name, flags, gen, rng):
     run = os.path.join(work, name)
     heads = [] if "--parameter-free-attention" in flags else ["--heads", "2"]
-    steps = [] if "--steps" in flags else ["--steps", "40"]
+    steps = [] if "--steps" in flags else ["--steps", "40", "--eval-every", "40"]
     r = subprocess.run([exe, "train", "--run", run] + SMALL + heads + steps + flags, capture_output=True, text=True)
     if r.returncode != 0:
         raise Failed(f"attnlab train {name} exited {r.returncode}: {r.stderr.strip()}")
     model = attnlab_torch.load(run)
     task = attnlab_torch.TaskText(attnlab_torch.read_config_ini(run), model.attnlab_config["arch"])
-    answers = set()
-    for text in random_inputs(gen, rng, 20):
+    answers, worst = set(), 0.0
+    for n, text in enumerate(random_inputs(gen, rng, 20)):
+        if n < 5:
+            worst = max(worst, check_attention(exe, work, run, model, task, text))
         want, want_probs = attnlab_predict(exe, run, text, model.attnlab_config["vocab_size"])
         got = attnlab_torch.predict(run, text)
         if got != want:
@@ -144,7 +221,8 @@ def check_run(exe, work, name, flags, gen, rng):
                     raise Failed(f"{name}: {text!r} position {k}: attnlab prints p({token}) = {p:.3f}, "
                                  f"the loader gives {g[token]:.6f}")
         answers.add(want)
-    print(f"  {name}: 20 inputs, answers and probabilities equal ({len(answers)} distinct answers)")
+    print(f"  {name}: 20 inputs, answers and probabilities equal ({len(answers)} distinct answers); "
+          f"attention weights to {worst:.1e}")
     return len(answers)
 
 
@@ -182,6 +260,43 @@ def check_fixture(work, path):
     print(f"  {os.path.basename(path)}: logits equal the fixture's to {err:.1e}")
 
 
+def expect_refusal(what, action, *words):
+    try:
+        action()
+    except attnlab_torch.LoadError as e:
+        if all(w in str(e) for w in words):
+            return
+        raise Failed(f"{what}: refused, but the message {str(e)!r} does not name {words}")
+    raise Failed(f"{what}: loaded without complaint")
+
+
+def check_refusals(exe, work):
+    """What the loader cannot represent is refused by name, never loaded as something else."""
+    with open(os.path.join(ROOT, "tests", "data", "model_encoder_pre_sinusoidal.json")) as f:
+        fx = json.load(f)
+    file = os.path.join(work, "refused.safetensors")
+    cases = [
+        ("an unknown positional kind", dict(fx["config"], positional="alibi"), fx["weights"], ("positional", "alibi")),
+        ("an unknown config field", dict(fx["config"], moe_experts=4), fx["weights"], ("moe_experts",)),
+        ("a missing config field", {k: v for k, v in fx["config"].items() if k != "norm"}, fx["weights"], ("norm",)),
+        ("a tensor the model lacks", fx["config"], dict(fx["weights"], **{"blocks.0.gate.weight": fx["weights"]["head.bias"]}),
+         ("blocks.0.gate.weight",)),
+        ("a tensor of another shape", dict(fx["config"], d_ff=8), fx["weights"], ("blocks.0.ff.fc1.weight", "shape")),
+    ]
+    for what, cfg, weights, words in cases:
+        write_model_file(file, cfg, weights)
+        expect_refusal(what, lambda: attnlab_torch.load(file), *words)
+    run = os.path.join(work, RUNS[0][0])
+    for text, word in (("3 x 1", "'x'"), ("3 <eos>", "<eos>"), (" ".join(["1"] * 100), "at most 64 positions")):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "attnlab_torch.py"), run, "--predict", text],
+                           capture_output=True, text=True)
+        lines = r.stderr.strip().split("\n")
+        if r.returncode != 2 or len(lines) != 1 or word not in lines[0] or r.stdout:
+            raise Failed(f"attnlab_torch.py --predict {text!r}: exit {r.returncode}, stderr {r.stderr!r}; "
+                         f"expected exit 2 and one line naming {word}")
+    print(f"  {len(cases)} unrepresentable checkpoints and 3 bad inputs refused by name")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--attnlab", required=True, help="the attnlab executable")
@@ -193,6 +308,7 @@ def main():
                            if f.startswith("model_") and f.endswith(".json")):
             check_fixture(work, path)
         distinct = [check_run(args.attnlab, work, name, flags, gen, rng) for name, flags, gen in RUNS]
+        check_refusals(args.attnlab, work)
         # Equal answers prove little if every input got the same one.
         if min(distinct) < 3:
             raise Failed(f"too few distinct answers to compare ({distinct}): train longer")
