@@ -123,6 +123,46 @@ void write_outputs(const std::string& out_dir, const OutputFiles& files) {
   fs::remove(stage, ec);
 }
 
+// One layer's maps: a CSV matrix per head into `files`, and its entry of attention.json.
+nlohmann::json layer_maps(const std::string& name, const MultiHeadAttention& mha, const std::string& arch,
+                          const std::vector<std::string>& src, const std::vector<std::string>& tgt, OutputFiles& files) {
+  const Tensor& w = mha.last_weights();  // (1, h, T_q, T_k)
+  const int64_t h = w.size(1), t_q = w.size(2), t_k = w.size(3);
+  // Which sequences the layer's queries and keys run over.
+  const bool cross = ends_with(name, "cross_attn");
+  const bool over_src = arch == "encoder" || starts_with(name, "encoder.");
+  const auto& queries = over_src ? src : tgt;
+  const auto& keys = over_src || cross ? src : tgt;
+  nlohmann::json layer = {{"name", name}, {"heads", h}, {"queries", queries}, {"keys", keys},
+                          {"causal", arch != "encoder" && !over_src && !cross}, {"files", nlohmann::json::array()}};
+  for (int64_t head = 0; head < h; ++head) {
+    std::string text;
+    for (int64_t i = 0; i < t_q; ++i) {
+      for (int64_t j = 0; j < t_k; ++j)
+        text += (j ? "," : "") + CsvWriter::format_number(w[((head * t_q) + i) * t_k + j]);
+      text += "\n";
+    }
+    const std::string file = name + ".h" + std::to_string(head) + ".csv";
+    files.emplace_back(file, std::move(text));
+    layer["files"].push_back(file);
+  }
+  return layer;
+}
+
+const char* const kAttentionUsage =
+    "usage: attnlab attention --run DIR [--out DIR] \"INPUT\"\n\n"
+    "Runs the trained model on one input, teacher-forced on its own greedy answer (so decoders\n"
+    "attend over the sequence they generate), and writes each attention layer's weights, one\n"
+    "CSV matrix per head (rows: queries, columns: keys; each row sums to 1), named\n"
+    "<layer>.h<head>.csv, plus attention.json naming the layers, their files and tokens.\n"
+    "The answer is decoded greedily until <eos> or the end of the positional table (P =\n"
+    "--positions at training): a decoder reads [bos] INPUT [sep] ANSWER, at most P positions;\n"
+    "seq2seq decodes at most P tokens. An answer cut by the table gets a note on stderr, and\n"
+    "its last token (never read by the model) has no row. A language model (--task text)\n"
+    "reads the input text itself, at most its training context (the latest characters), and\n"
+    "answers with its most likely next character. All files are written, or none (exit 1).\n"
+    "Plot them with scripts/plot_attention.py OUT_DIR.\n\n";
+
 }  // namespace
 
 int run_attention(const Args& args) {
@@ -134,19 +174,7 @@ int run_attention(const Args& args) {
   opts.add_options()("out", po::value(&out_dir),
                      "output directory (default: RUN/attention); replaced files are overwritten");
   po::variables_map vm;
-  if (!parse_command_line(args, opts, vm,
-                          "usage: attnlab attention --run DIR [--out DIR] \"INPUT\"\n\n"
-                          "Runs the trained model on one input, teacher-forced on its own greedy answer (so decoders\n"
-                          "attend over the sequence they generate), and writes each attention layer's weights, one\n"
-                          "CSV matrix per head (rows: queries, columns: keys; each row sums to 1), named\n"
-                          "<layer>.h<head>.csv, plus attention.json naming the layers, their files and tokens.\n"
-                          "The answer is decoded greedily until <eos> or the end of the positional table (P =\n"
-                          "--positions at training): a decoder reads [bos] INPUT [sep] ANSWER, at most P positions;\n"
-                          "seq2seq decodes at most P tokens. An answer cut by the table gets a note on stderr, and\n"
-                          "its last token (never read by the model) has no row. A language model (--task text)\n"
-                          "reads the input text itself, at most its training context (the latest characters), and\n"
-                          "answers with its most likely next character. All files are written, or none (exit 1).\n"
-                          "Plot them with scripts/plot_attention.py OUT_DIR.\n\n",
+  if (!parse_command_line(args, opts, vm, kAttentionUsage,
                           "\nexample:\n  attnlab attention --run runs/rev \"3 1 4 1 5 9 2 6\"\n", &positional))
     return kExitOk;
   check_run_input(vm, in, "attention");
@@ -175,29 +203,7 @@ int run_attention(const Args& args) {
                          {"input", task.to_text(reading.input)}, {"output", task.to_text(reading.output)},
                          {"layers", nlohmann::json::array()}};
   OutputFiles files;
-  for (auto& [name, mha] : layers) {
-    const Tensor& w = mha->last_weights();  // (1, h, T_q, T_k)
-    const int64_t h = w.size(1), t_q = w.size(2), t_k = w.size(3);
-    // Which sequences the layer's queries and keys run over.
-    const bool cross = ends_with(name, "cross_attn");
-    const bool over_src = arch == "encoder" || starts_with(name, "encoder.");
-    const auto& queries = over_src ? src : tgt;
-    const auto& keys = over_src || cross ? src : tgt;
-    nlohmann::json layer = {{"name", name}, {"heads", h}, {"queries", queries}, {"keys", keys},
-                            {"causal", arch != "encoder" && !over_src && !cross}, {"files", nlohmann::json::array()}};
-    for (int64_t head = 0; head < h; ++head) {
-      std::string text;
-      for (int64_t i = 0; i < t_q; ++i) {
-        for (int64_t j = 0; j < t_k; ++j)
-          text += (j ? "," : "") + CsvWriter::format_number(w[((head * t_q) + i) * t_k + j]);
-        text += "\n";
-      }
-      const std::string file = name + ".h" + std::to_string(head) + ".csv";
-      files.emplace_back(file, std::move(text));
-      layer["files"].push_back(file);
-    }
-    meta["layers"].push_back(layer);
-  }
+  for (auto& [name, mha] : layers) meta["layers"].push_back(layer_maps(name, *mha, arch, src, tgt, files));
   files.emplace_back("attention.json", meta.dump(2) + "\n");
   write_outputs(out_dir, files);
   std::cout << task.to_text(reading.output) << "\n"

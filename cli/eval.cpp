@@ -14,6 +14,27 @@ namespace attnlab::cli {
 
 namespace {
 
+// The first `shown` examples with the model's answers.
+void print_examples(const Task& task, const std::vector<Example>& examples,
+                    const std::vector<std::vector<int32_t>>& predictions, int64_t shown) {
+  for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(shown), examples.size()); ++i) {
+    const Example& e = examples[i];
+    std::cout << "  " << task.to_text(e.input) << "  ->  " << task.to_text(predictions[i])
+              << (predictions[i] == e.output ? "   (correct)" : "   (expected " + task.to_text(e.output) + ")") << "\n";
+  }
+}
+
+// Held-out inputs of exactly `length` tokens (digits for add), drawn as training draws its held-out set.
+HeldOut heldout_at_length(const TrainSettings& s, int64_t length, int64_t n) {
+  auto task = make_task(with_length(s.task, length));
+  const int64_t positions = needed_positions(*task, s.model.arch);
+  if (positions > s.model.max_len)
+    throw ValueError("--len " + std::to_string(length) + " needs sequences of " + std::to_string(positions) +
+                     " positions; this model's positional table has " + std::to_string(s.model.max_len) +
+                     " (set by --positions when it was trained)");
+  return make_heldout(*task, n, derive_seed(s.seed, kHeldoutStream));
+}
+
 // Held-out metrics of a task read from a file: a language model's loss and
 // bits per character, or greedy exact match over the file's held-out pairs.
 int report_own_heldout(LoadedRun& loaded, const std::string& run_path, const std::vector<Example>& examples,
@@ -33,11 +54,7 @@ int report_own_heldout(LoadedRun& loaded, const std::string& run_path, const std
   std::cout << examples.size() << " held-out pairs of " << task.config().file << "\n"
             << "exact match     " << 100 * acc.exact << "%\n"
             << "token accuracy  " << 100 * acc.token << "%\n";
-  for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(examples_shown), examples.size()); ++i) {
-    const Example& e = examples[i];
-    std::cout << "  " << task.to_text(e.input) << "  ->  " << task.to_text(predictions[i])
-              << (predictions[i] == e.output ? "   (correct)" : "   (expected " + task.to_text(e.output) + ")") << "\n";
-  }
+  print_examples(task, examples, predictions, examples_shown);
   return kExitOk;
 }
 
@@ -87,13 +104,7 @@ int run_eval(const Args& args) {
     return report_own_heldout(loaded, run_path, examples, examples_shown);
   }
   if (length > 0) {
-    auto task = make_task(with_length(s.task, length));
-    const int64_t positions = needed_positions(*task, s.model.arch);
-    if (positions > s.model.max_len)
-      throw ValueError("--len " + std::to_string(length) + " needs sequences of " + std::to_string(positions) +
-                       " positions; this model's positional table has " + std::to_string(s.model.max_len) +
-                       " (set by --positions when it was trained)");
-    heldout = make_heldout(*task, n, derive_seed(s.seed, kHeldoutStream));
+    heldout = heldout_at_length(s, length, n);
     which = "inputs of length " + std::to_string(length);
   } else {
     heldout = make_heldout(*loaded.task, n, derive_seed(s.seed, kHeldoutStream));
@@ -105,12 +116,7 @@ int run_eval(const Args& args) {
             << heldout.size() << " examples, " << which << "\n"
             << "exact match     " << 100 * acc.exact << "%\n"
             << "token accuracy  " << 100 * acc.token << "%\n";
-  for (int64_t i = 0; i < std::min<int64_t>(examples_shown, heldout.size()); ++i) {
-    const Example& e = heldout.examples()[static_cast<size_t>(i)];
-    bool right = predictions[static_cast<size_t>(i)] == e.output;
-    std::cout << "  " << loaded.task->to_text(e.input) << "  ->  " << loaded.task->to_text(predictions[static_cast<size_t>(i)])
-              << (right ? "   (correct)" : "   (expected " + loaded.task->to_text(e.output) + ")") << "\n";
-  }
+  print_examples(*loaded.task, heldout.examples(), predictions, examples_shown);
   return kExitOk;
 }
 

@@ -38,6 +38,14 @@ int32_t draw_next(const Real* logits, int64_t V, double temperature, int64_t top
   return order.back();  // u landed on the rounding error at the end
 }
 
+const char* const kSampleUsage =
+    "usage: attnlab sample --run DIR [--prompt TEXT] [options]\n\n"
+    "Continues the prompt with text drawn from a trained character-level language model,\n"
+    "one character at a time from the model's next-character distribution, and prints\n"
+    "the prompt followed by the generated text.\n\n";
+const char* const kSampleExample =
+    "\nexample:\n  attnlab sample --run runs/text --prompt \"The \" --tokens 300 --temperature 0.8 --top-k 10\n";
+
 }  // namespace
 
 int run_sample(const Args& args) {
@@ -55,13 +63,7 @@ int run_sample(const Args& args) {
       ("seed", unsigned_value(&seed)->default_value(UnsignedArg{0}, "0"), "seed of the draws (the same seed gives the same text)")
       ("step", po::value(&step), "the checkpoint to use (default: the latest)");
   po::variables_map vm;
-  if (!parse_command_line(args, opts, vm,
-                          "usage: attnlab sample --run DIR [--prompt TEXT] [options]\n\n"
-                          "Continues the prompt with text drawn from a trained character-level language model,\n"
-                          "one character at a time from the model's next-character distribution, and prints\n"
-                          "the prompt followed by the generated text.\n\n",
-                          "\nexample:\n  attnlab sample --run runs/text --prompt \"The \" --tokens 300 --temperature 0.8 "
-                          "--top-k 10\n"))
+  if (!parse_command_line(args, opts, vm, kSampleUsage, kSampleExample))
     return kExitOk;
   check_run_and_step(vm, run_path, step);
   if (tokens < 0) throw ValueError("--tokens must be >= 0, got " + std::to_string(tokens));
