@@ -10,7 +10,8 @@ parses each Event and refuses any field the definitions do not know.
     check_tfevents.py --unit-tests BUILD/unit_tests
         runs the hidden Catch2 case "[.tfevents_fixture]", which writes an event
         file and the values it handed the writer, and compares them: scalars as
-        float32, histograms recomputed here with TensorFlow's default buckets.
+        float32, histograms recomputed here with TensorFlow's default buckets;
+        then checks its metrics.csv of the same scalars as --run does.
     check_tfevents.py --run RUN_DIR
         every events.out.tfevents.* file of a run parses, and every value of
         metrics.csv appears as a scalar tagged with its column at its row's step.
@@ -230,6 +231,7 @@ def check_fixture(unit_tests, event_class, workdir):
         v = histos.get((h["tag"], h["step"]))
         require(v is not None, f"{name}: no histogram {h['tag']} at step {h['step']}")
         check_histogram(f"{name}: {h['tag']} at step {h['step']}", v.histo, h["values"])
+    check_run(out, event_class)
     self_test(files[0], event_class)
     print(f"check_tfevents: {name}: {len(events)} records parse with TensorBoard's definitions, CRCs checked, "
           f"{len(scalars)} scalars and {len(histos)} histograms equal the values written")

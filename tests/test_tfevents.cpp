@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "framework/error.h"
+#include "framework/io/csv.h"
 #include "framework/io/tfevents.h"
 #include "tests/cli_harness.h"
 
@@ -230,7 +231,8 @@ TEST_CASE("TfEventsWriter refuses a missing directory with an IoError naming the
 
 // Not run by default: scripts/check_tfevents.py runs it with
 // ATTNLAB_TFEVENTS_FIXTURE=DIR, then parses DIR's event file with the official
-// .proto definitions and compares it with DIR/expected.json (the values handed in).
+// .proto definitions and compares it with DIR/expected.json (the values handed in)
+// and with DIR/metrics.csv (the scalars as a run's metrics.csv would hold them).
 TEST_CASE("write an event file and the values handed to it for check_tfevents.py", "[.tfevents_fixture]") {
   const char* out = std::getenv("ATTNLAB_TFEVENTS_FIXTURE");
   REQUIRE(out != nullptr);
@@ -239,12 +241,19 @@ TEST_CASE("write an event file and the values handed to it for check_tfevents.py
   nlohmann::json expected = {{"scalars", nlohmann::json::array()}, {"histograms", nlohmann::json::array()}};
   TfEventsWriter writer(out);
   const std::vector<std::string> tags = {"loss", "accuracy/token", "grad_norm/blocks.0.attn.q_proj.weight"};
+  // The same scalars as a metrics.csv, for check_tfevents.py --run.
+  std::vector<std::string> columns = {"step"};
+  columns.insert(columns.end(), tags.begin(), tags.end());
+  CsvWriter metrics(std::string(out) + "/metrics.csv", columns);
   for (int step = 1; step <= 5; ++step) {
+    std::vector<double> row = {static_cast<double>(step)};
     for (const auto& tag : tags) {
       const double v = std::exp(normal(rng)) * (tag == "loss" ? 3.0 : 1.0);
       writer.scalar(tag, step, v);
       expected["scalars"].push_back({{"tag", tag}, {"step", step}, {"value", v}});
+      row.push_back(v);
     }
+    metrics.row(row);
     std::vector<double> values;
     for (int i = 0; i < 50 * step; ++i) values.push_back(normal(rng) * std::pow(10.0, step - 3));
     values.push_back(0.0);
