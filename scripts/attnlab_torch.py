@@ -296,6 +296,11 @@ def predict(run, text, step=0):
         if i < len(SPECIALS):
             raise LoadError(f"the input holds the special token {task.tokens[i]}; write only the task's symbols")
     answer = greedy(model, source)
+    filled = (len(source) + len(answer) >= cfg["max_len"] - 1 if cfg["arch"] == "decoder"
+              else cfg["arch"] == "seq2seq" and len(answer) >= cfg["max_len"])
+    if filled:  # as attnlab predict says it (training/evaluate.cpp answer_filled_table)
+        print(f"note: the answer reached the end of the model's positional table ({cfg['max_len']} positions, "
+              "--positions when it was trained) before <eos>; it may be cut short", file=sys.stderr)
     if cfg["arch"] == "encoder":
         answer = answer[:task.answer_length(source)]
     return task.to_text(answer)
