@@ -447,6 +447,105 @@ def bench(name, threads, blas_threads, steps, warmup, seed=0):
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
 
 
+# ---- KV-cached greedy decoding (the PyTorch side of `attnlab bench --decode`) ------
+
+def rotary_at(x, pos, base=10000.0):
+    """rotary() for x (..., 1, d_k) standing at position pos."""
+    d_k = x.shape[-1]
+    inv_freq = base ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)
+    angle = pos * inv_freq
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(-2)
+
+
+def cached_self_attention(attn, x, cache, pos):
+    """x (B, 1, d) at position pos; cache {"k", "v"}: (B, h, pos, d_k|d_v), grown here."""
+    b = x.shape[0]
+    q = attn.q_proj(x).view(b, 1, attn.h, attn.d_k).transpose(1, 2)  # (B, h, 1, d_k)
+    k = attn.k_proj(x).view(b, 1, attn.h, attn.d_k).transpose(1, 2)
+    v = attn.v_proj(x).view(b, 1, attn.h, attn.d_v).transpose(1, 2)
+    if attn.rope:
+        q, k = rotary_at(q, pos), rotary_at(k, pos)
+    cache["k"] = k if "k" not in cache else torch.cat([cache["k"], k], dim=2)
+    cache["v"] = v if "v" not in cache else torch.cat([cache["v"], v], dim=2)
+    w = torch.softmax((q @ cache["k"].transpose(-1, -2)) * attn.scale, dim=-1)  # (B, h, 1, pos + 1)
+    return attn.out_proj((w @ cache["v"]).transpose(1, 2).reshape(b, 1, attn.h * attn.d_v))
+
+
+def greedy_decoder_cached(model, prompts, new_tokens):
+    """Greedy continuation of equal-length prompts ([bos] src [sep]) by the decoder LM,
+    one position per step as attnlab's greedy_cached (the prompt too); returns (B, new_tokens)."""
+    ids = torch.tensor(prompts)
+    b, p_len = ids.shape
+    caches = [{} for _ in model.blocks]
+    out = []
+    token = ids[:, :1]
+    for pos in range(p_len + new_tokens - 1):
+        h = model.tok_emb(token)
+        if model.cfg["positional"] == "learned":
+            h = h + model.pos_emb.weight[pos]
+        elif model.cfg["positional"] == "sinusoidal":
+            h = h + model.pe[pos].to(h.dtype)
+        for block, cache in zip(model.blocks, caches):
+            if block.pre:
+                h = h + cached_self_attention(block.attn, block.ln1(h), cache, pos)
+                h = h + block.ff(block.ln2(h))
+            else:
+                h = block.ln1(h + cached_self_attention(block.attn, h, cache, pos))
+                h = block.ln2(h + block.ff(h))
+        if hasattr(model, "ln_f"):
+            h = model.ln_f(h)
+        if pos + 1 < p_len:
+            token = ids[:, pos + 1:pos + 2]
+            continue
+        token = model.logits(h).argmax(-1)  # (B, 1)
+        out.append(token)
+    return torch.cat(out, dim=1)
+
+
+def greedy_decoder_uncached(model, prompts, new_tokens):
+    """The same answers by a full forward over the whole prefix for every token."""
+    ids = torch.tensor(prompts)
+    for _ in range(new_tokens):
+        nxt = model({"tgt_in": ids, "tgt_pad": None})[:, -1:].argmax(-1)
+        ids = torch.cat([ids, nxt], dim=1)
+    return ids[:, len(prompts[0]):]
+
+
+def bench_decode(name, threads, blas_threads, reps, seed=0):
+    """Times KV-cached greedy decoding as `attnlab bench --decode --config NAME`: random prompts
+    [bos] src [sep] of T/2 positions, T/2 new tokens, eos forbidden; prints one JSON line."""
+    import resource
+    import time
+    torch.set_num_threads(threads)
+    V, T, d, h, L, d_ff, B = BENCH_SHAPES[name]
+    torch.manual_seed(seed)
+    model = Model(base_config(arch="decoder", vocab_size=V, max_len=T, d_model=d, n_heads=h, n_layers=L, d_ff=d_ff))
+    model.eval()
+    with torch.no_grad():
+        model.head.bias[EOS] = -1e9
+    gen = torch.Generator().manual_seed(seed + 1)
+    src_len, new_tokens = T // 2 - 2, T - T // 2
+    prompts = [[BOS] + torch.randint(4, V, (src_len,), generator=gen).tolist() + [SEP] for _ in range(B)]
+    times = []
+    with torch.no_grad():
+        answers = greedy_decoder_cached(model, prompts, new_tokens)  # warm-up
+        for _ in range(reps):
+            t = time.perf_counter()
+            answers = greedy_decoder_cached(model, prompts, new_tokens)
+            times.append(time.perf_counter() - t)
+        equal = bool(torch.equal(answers, greedy_decoder_uncached(model, prompts, new_tokens)))
+    times.sort()
+    median = times[len(times) // 2]
+    print(json.dumps({
+        "impl": "pytorch", "torch": torch.__version__, "mode": "decode", "config": name, "arch": "decoder",
+        "threads": max(threads, blas_threads), "batch": B, "src_len": src_len, "new_tokens": new_tokens,
+        "generated": B * new_tokens, "ms": median * 1e3, "tokens_per_s": B * new_tokens / median,
+        "answers_equal": equal,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="tests/data", help="directory for the model_*.json fixtures")
@@ -455,7 +554,15 @@ def main():
     ap.add_argument("--blas-threads", type=int, default=0, help="--bench: OpenBLAS threads (0: as --threads)")
     ap.add_argument("--steps", type=int, default=0, help="--bench: timed steps (0: 20 S, 10 M, 5 L)")
     ap.add_argument("--warmup", type=int, default=5, help="--bench: untimed steps first")
+    ap.add_argument("--decode", action="store_true",
+                    help="--bench: time KV-cached greedy decoding of the decoder LM instead (as attnlab bench --decode)")
     args = ap.parse_args()
+    if args.bench and args.decode:
+        blas_threads = args.blas_threads or args.threads
+        if os.environ.get("OPENBLAS_NUM_THREADS") != str(blas_threads):
+            sys.exit("torch_reference: OPENBLAS_NUM_THREADS was not pinned before torch loaded")
+        bench_decode(args.bench, args.threads, blas_threads, args.steps or 3)
+        return
     if args.bench:
         blas_threads = args.blas_threads or args.threads
         if os.environ.get("OPENBLAS_NUM_THREADS") != str(blas_threads):
