@@ -66,7 +66,8 @@ double median_seconds(int64_t reps, Decode decode, Sources& answers) {
 int run_decode_bench(const DecodeBenchOptions& o) {
   if (o.arch != "decoder" && o.arch != "seq2seq")
     throw ValueError("--arch must be decoder or seq2seq for --decode, got '" + o.arch + "'");
-  if (o.batch < 1 || o.batch > 100000) throw ValueError("--batch must be in [1, 100000], got " + std::to_string(o.batch));
+  if (o.batch < 1 || o.batch > 100000)
+    throw ValueError("--batch must be in [1, 100000], got " + std::to_string(o.batch));
   if (o.reps < 1) throw ValueError("--steps must be >= 1 for --decode, got " + std::to_string(o.reps));
   omp_set_num_threads(o.threads);
   auto model = make_model(decode_config(o), o.seed);
