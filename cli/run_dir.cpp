@@ -38,6 +38,12 @@ bool is_checkpoint_file(const std::string& name) {
   return std::regex_match(without_temporary(name), pattern);
 }
 
+// --tensorboard's files, named as TfEventsWriter names them (framework/io/tfevents.h).
+bool is_own_file(const std::string& name) {
+  static const std::regex events(R"(events\.out\.tfevents\.[0-9]+\.attnlab(\.[0-9]+)?)");
+  return kOwnFiles.count(name) > 0 || std::regex_match(name, events);
+}
+
 void remove_own(const fs::path& path) {
   std::error_code ec;
   fs::remove(path, ec);
@@ -92,7 +98,7 @@ void remove_run_files(const RunDir& run) {
   for (const auto& entry : fs::directory_iterator(run.path(), ec)) {
     const std::string name = entry.path().filename().string(), base = without_temporary(name);
     if (name == ".attnlab-run" || name == ".lock") continue;
-    if (kOwnFiles.count(base) && !entry.is_directory(ec)) files.push_back(entry.path());
+    if (is_own_file(base) && !entry.is_directory(ec)) files.push_back(entry.path());
   }
   for (const fs::path& file : files) remove_own(file);
   const fs::path checkpoints = run.checkpoint_dir();
@@ -110,7 +116,7 @@ bool holds_only_own_files(const RunDir& run) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(run.path(), ec)) {
     const std::string name = entry.path().filename().string();
-    const bool own = entry.is_directory(ec) ? kOwnDirs.count(name) > 0 : kOwnFiles.count(without_temporary(name)) > 0;
+    const bool own = entry.is_directory(ec) ? kOwnDirs.count(name) > 0 : is_own_file(without_temporary(name));
     if (!own) return false;
   }
   return !ec;

@@ -81,12 +81,13 @@ OptionSet general_options(TrainArgs& a) {
 }
 
 // A resumed run is the same experiment: only how long it runs, how it reports
-// and how many threads it uses (which changes its bits) may change. Its
+// and how many threads and micro-batches it uses (which change its bits) may change. Its
 // config.ini becomes the config file; unless --check, the run is locked from
 // here to the end (returned).
 std::optional<RunClaim> prepare_resume(TrainArgs& a, const po::variables_map& vm, const OptionSet& experiment) {
   if (!a.config_file.empty()) throw ValueError("--resume reads the run's own config.ini; drop --config");
-  const std::set<std::string> may_change = {"steps", "threads", "eval-every", "log-every", "keep", "target", "on-nan", "probe-every"};
+  const std::set<std::string> may_change = {"steps", "threads", "grad-accum", "eval-every", "log-every", "keep", "target", "on-nan", "probe-every",
+                                            "tensorboard"};
   for (const auto& [name, value] : vm)
     if (!value.defaulted() && experiment.description().find_nothrow(name, false) && !may_change.count(name))
       throw ValueError("--" + name + " cannot change when resuming (it is part of the run's config.ini); start a new run instead");

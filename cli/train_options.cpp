@@ -80,7 +80,9 @@ OptionSet training_options(TrainSettings& s) {
       .add("seed", &s.seed, "seed of initialisation, data and dropout")
       .add("threads", &s.threads, "OpenMP threads (results are bitwise reproducible for a fixed seed and thread count)")
       .add("probe-every", &s.probe_every,
-           "log gradient-flow and attention instruments (probe_*.csv in the run) at step 1 and every this many steps; 0 = off");
+           "log gradient-flow and attention instruments (probe_*.csv in the run) at step 1 and every this many steps; 0 = off")
+      .flag("tensorboard", &s.tensorboard,
+            "also write metrics.csv's values (and with --probe-every the instruments) as TensorBoard event files in the run");
   return o;
 }
 

@@ -81,16 +81,23 @@ ProgressStats MetricsLog::write_row(int64_t step, double lr, const HeldoutScore*
   out.token_acc = sum_token_ / n;
   out.exact_acc = sum_exact_ / n;
   auto number = CsvWriter::format_number;
-  if (csv_)
-    csv_->row(std::vector<std::string>{
-        std::to_string(step), number(out.loss), number(lr), number(sum_norm_ / n), number(out.token_acc),
-        number(out.exact_acc), heldout ? number(heldout->accuracy.token) : "",
-        heldout ? number(heldout->accuracy.exact) : "", number(std::round(out.tokens_per_s)), fixed(elapsed_s, 3),
-        heldout && heldout->language_model ? number(heldout->lm.loss) : ""});
+  const std::vector<std::string> row = {
+      std::to_string(step), number(out.loss), number(lr), number(sum_norm_ / n), number(out.token_acc),
+      number(out.exact_acc), heldout ? number(heldout->accuracy.token) : "",
+      heldout ? number(heldout->accuracy.exact) : "", number(std::round(out.tokens_per_s)), fixed(elapsed_s, 3),
+      heldout && heldout->language_model ? number(heldout->lm.loss) : ""};
+  if (csv_) csv_->row(row);
+  if (events_) write_events(step, row);
   sum_loss_ = sum_token_ = sum_exact_ = sum_norm_ = 0;
   steps_ = tokens_ = 0;
   start_interval();
   return out;
+}
+
+// Empty cells (held-out columns between evaluations) are not values: no scalar.
+void MetricsLog::write_events(int64_t step, const std::vector<std::string>& row) {
+  for (size_t i = 1; i < row.size(); ++i)
+    if (!row[i].empty()) events_->scalar(columns()[i], step, std::strtod(row[i].c_str(), nullptr));
 }
 
 }  // namespace attnlab

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "framework/io/csv.h"
+#include "framework/io/tfevents.h"
 #include "training/evaluate.h"
 #include "training/step.h"
 
@@ -31,6 +32,11 @@ class MetricsLog {
   // redoes later steps; an unterminated row from a kill goes too), appended to.
   MetricsLog(const std::string& path, int64_t resume_step);
 
+  // Every value of every later row also goes to `events` as a TensorBoard
+  // scalar tagged with its column, the value read back from the row's text so
+  // that both files say the same (null: none). It must outlive the log.
+  void set_events(TfEventsWriter* events) { events_ = events; }
+
   void start_interval();                // the clock of tokens_per_s starts (again)
   void add(const StepResult& step);     // a step that made an update
   void exclude(double seconds);         // time of the interval not spent training (evaluation, checkpoints)
@@ -42,7 +48,10 @@ class MetricsLog {
   ProgressStats write_row(int64_t step, double lr, const HeldoutScore* heldout, double elapsed_s);
 
  private:
+  void write_events(int64_t step, const std::vector<std::string>& row);
+
   std::unique_ptr<CsvWriter> csv_;
+  TfEventsWriter* events_ = nullptr;
   double sum_loss_ = 0, sum_token_ = 0, sum_exact_ = 0, sum_norm_ = 0;
   int64_t steps_ = 0, tokens_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();

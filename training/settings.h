@@ -31,6 +31,7 @@ struct TrainSettings {
   int threads = 1;
   std::string on_nan = "stop";  // stop | skip
   int64_t probe_every = 0;  // gradient-flow and attention instruments every this many steps (and step 1); 0 = off
+  bool tensorboard = false;  // also TensorBoard event files (events.out.tfevents.*) in the run directory
 };
 
 // Defaults of the experiment: the settings of `attnlab train` with no flags.

@@ -38,8 +38,8 @@ TrainOutcome ended(TrainEnd end, int64_t step) {
 Trainer::Trainer(TrainState& state, TrainerOptions options)
     : state_(state), s_(state.settings()), options_(std::move(options)) {
   const std::string& dir = options_.run_dir;
-  if (dir.empty() && (options_.resume || s_.probe_every > 0))
-    throw ValueError("resuming and --probe-every need a run directory");
+  if (dir.empty() && (options_.resume || s_.probe_every > 0 || s_.tensorboard))
+    throw ValueError("resuming, --probe-every and --tensorboard need a run directory");
   if (dir.empty()) {
     metrics_.emplace("", -1);
     return;
@@ -59,6 +59,13 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
   // Observers only: a probed run is bitwise an unprobed one.
   if (s_.probe_every > 0)
     probe_ = std::make_unique<TrainingProbe>(state_.model(), dir, residual_stream_labels(s_.model), resumed);
+  // A resumed run starts a new event file: TensorBoard reads every file of
+  // the directory, and for a step written twice shows the later value.
+  if (s_.tensorboard) {
+    events_ = std::make_unique<TfEventsWriter>(dir);
+    metrics_->set_events(events_.get());
+    if (probe_) probe_->set_events(events_.get());
+  }
 }
 
 Trainer::~Trainer() = default;

@@ -88,6 +88,7 @@ class Trainer {
   TrainerOptions options_;
   std::optional<CheckpointStore> checkpoints_;
   std::optional<MetricsLog> metrics_;
+  std::unique_ptr<TfEventsWriter> events_;  // --tensorboard; metrics_ and probe_ write to it
   std::unique_ptr<TrainingProbe> probe_;
   double elapsed_before_ = 0;
   std::chrono::steady_clock::time_point clock_start_;

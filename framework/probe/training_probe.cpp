@@ -50,7 +50,8 @@ TrainingProbe::TrainingProbe(Module& model, const std::string& dir, std::vector<
       updates_(model.named_parameters()),
       params_csv_(open_csv(dir + "/probe_params.csv", param_columns(), resume_step)),
       stream_csv_(open_csv(dir + "/probe_stream.csv", stream_columns(), resume_step)),
-      heads_csv_(open_csv(dir + "/probe_heads.csv", head_columns(), resume_step)) {}
+      heads_csv_(open_csv(dir + "/probe_heads.csv", head_columns(), resume_step)),
+      params_(model.named_parameters()) {}
 
 void TrainingProbe::capture(bool on) {
   for (auto& [name, mha] : attention_) mha->capture_weights(on);
@@ -81,13 +82,19 @@ void TrainingProbe::after_backward() {
   stream_rms_.clear();
   for (const Var& v : stream_) stream_rms_.emplace_back(rms(v.value()), v.has_grad() ? rms(v.grad()) : 0.0);
   stream_.clear();  // releases the kept activations and gradients
+  grads_.clear();
+  if (events_)  // copied now: clipping and the update come before after_step
+    for (const auto& [name, var] : params_)
+      grads_.emplace_back(var.has_grad() ? std::vector<double>(var.grad().data(), var.grad().data() + var.numel())
+                                         : std::vector<double>());
   updates_.before_step();
 }
 
 void TrainingProbe::after_step(int64_t step) {
   if (!updates_.armed()) return;
   const std::string s = std::to_string(step);
-  for (const ParameterStats& p : updates_.after_step())
+  const std::vector<ParameterStats> params = updates_.after_step();
+  for (const ParameterStats& p : params)
     params_csv_.row({s, p.name, num(p.grad_norm), num(p.weight_norm), num(p.update_norm), num(p.update_ratio)});
   for (size_t i = 0; i < stream_rms_.size(); ++i) {
     const std::string label = i < stream_labels_.size() ? stream_labels_[i] : std::to_string(i);
@@ -97,7 +104,18 @@ void TrainingProbe::after_step(int64_t step) {
     for (const HeadStats& h : heads_[l])
       heads_csv_.row({s, attention_[l].first, std::to_string(h.head), num(h.entropy), num(h.max_weight),
                       num(h.saturated), num(h.logit_mean), num(h.logit_var)});
+  if (events_) write_events(step, params);
   abandon();
+}
+
+void TrainingProbe::write_events(int64_t step, const std::vector<ParameterStats>& params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    events_->scalar("grad_norm/" + params[i].name, step, params[i].grad_norm);
+    if (i < grads_.size() && !grads_[i].empty()) events_->histogram("gradients/" + params[i].name, step, grads_[i]);
+  }
+  for (size_t l = 0; l < heads_.size(); ++l)
+    for (const HeadStats& h : heads_[l])
+      events_->scalar("attention_entropy/" + attention_[l].first + "/head" + std::to_string(h.head), step, h.entropy);
 }
 
 void TrainingProbe::abandon() {
@@ -105,6 +123,7 @@ void TrainingProbe::abandon() {
   stream_.clear();
   heads_.clear();
   stream_rms_.clear();
+  grads_.clear();
   updates_.disarm();
 }
 

@@ -18,11 +18,15 @@
 //   probe_params.csv  step,param,grad_norm,weight_norm,update_norm,update_ratio
 //   probe_stream.csv  step,index,point,act_rms,grad_rms
 //   probe_heads.csv   step,layer,head,entropy,max_weight,saturated,logit_mean,logit_var
+// With set_events(), the same step also goes to TensorBoard: scalars
+// grad_norm/PARAM and attention_entropy/LAYER/headH, histograms gradients/PARAM
+// (the gradient's values as backward left them, before clipping).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "framework/io/csv.h"
+#include "framework/io/tfevents.h"
 #include "framework/probe/attention_stats.h"
 #include "framework/probe/gradient_stats.h"
 
@@ -44,12 +48,17 @@ class TrainingProbe {
   void after_step(int64_t step);
   void abandon();
 
+  // TensorBoard values of every probed step also go to `events` (null: none);
+  // it must outlive the probe.
+  void set_events(TfEventsWriter* events) { events_ = events; }
+
   static const std::vector<std::string>& param_columns();
   static const std::vector<std::string>& stream_columns();
   static const std::vector<std::string>& head_columns();
 
  private:
   void capture(bool on);
+  void write_events(int64_t step, const std::vector<ParameterStats>& params);
 
   std::vector<std::pair<std::string, MultiHeadAttention*>> attention_;
   std::vector<std::string> stream_labels_;
@@ -58,6 +67,9 @@ class TrainingProbe {
   std::vector<std::vector<HeadStats>> heads_;  // per attention layer
   std::vector<std::pair<double, double>> stream_rms_;  // (activation, gradient) per point
   CsvWriter params_csv_, stream_csv_, heads_csv_;
+  TfEventsWriter* events_ = nullptr;
+  std::vector<std::pair<std::string, Var>> params_;
+  std::vector<std::vector<double>> grads_;  // per parameter, kept for the histograms (only with events_)
 };
 
 }  // namespace attnlab

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Runs of `attnlab train --tensorboard` checked with TensorBoard's official definitions.
+
+Every event file these runs write parses (scripts/check_tfevents.py: framing,
+masked CRC-32Cs, no field event.proto does not define) and every metrics.csv
+value is a scalar of its column at its step:
+  - an encoder run, a decoder run with --probe-every (whose instruments must
+    also be there: grad_norm/PARAM and attention_entropy/LAYER/headH scalars
+    equal to probe_params.csv's and probe_heads.csv's, a gradients/PARAM
+    histogram per parameter and probed step);
+  - a run killed after its metrics rows of steps 15 and 20 but before their
+    checkpoint (simulated by removing the step-20 checkpoint), resumed with
+    --tensorboard: the rows are written again in a second file, whose values
+    (tokens_per_s, elapsed_s differ from the first attempt's) are those of
+    metrics.csv, as TensorBoard shows the later event of a step.
+
+    test_tensorboard_runs.py --attnlab BUILD/attnlab
+Exit 0: passed; 1: failed; 77: protoc or python3-protobuf missing (skipped).
+"""
+import argparse
+import csv
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import check_tfevents as ct  # noqa: E402
+
+TINY = ["--vocab", "6", "--min-len", "4", "--max-len", "5", "--d-model", "16", "--heads", "2", "--layers", "1",
+        "--d-ff", "32", "--batch-size", "16", "--heldout", "50", "--threads", "1", "--quiet"]
+
+
+def train(attnlab, *args):
+    r = subprocess.run([attnlab, "train", *args], capture_output=True, text=True)
+    ct.require(r.returncode == 0, f"attnlab train {' '.join(args)} exited {r.returncode}: {r.stdout}{r.stderr}")
+
+
+def event_values(run, event_class):
+    out = {}
+    for path in sorted(glob.glob(os.path.join(run, "events.out.tfevents.*"))):
+        for tag, step, v in ct.values(ct.parse_events(path, event_class)):
+            out[(tag, step)] = v
+    return out
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def check_probes(run, event_class):
+    got = event_values(run, event_class)
+    params = rows(os.path.join(run, "probe_params.csv"))
+    ct.require(params, f"{run}: probe_params.csv has no rows")
+    for r in params:
+        step, name = int(r["step"]), r["param"]
+        v = got.get((f"grad_norm/{name}", step))
+        ct.require(v is not None and v.simple_value == ct.float32(float(r["grad_norm"])),
+                   f"{run}: grad_norm/{name} at step {step}: {v} vs probe_params.csv {r['grad_norm']}")
+        h = got.get((f"gradients/{name}", step))
+        ct.require(h is not None and h.WhichOneof("value") == "histo", f"{run}: no histogram gradients/{name} at {step}")
+        ct.require(h.histo.num > 0, f"{run}: gradients/{name} at step {step} is empty")
+    for r in rows(os.path.join(run, "probe_heads.csv")):
+        tag = f"attention_entropy/{r['layer']}/head{r['head']}"
+        v = got.get((tag, int(r["step"])))
+        ct.require(v is not None and v.simple_value == ct.float32(float(r["entropy"])),
+                   f"{run}: {tag} at step {r['step']}: {v} vs probe_heads.csv {r['entropy']}")
+    print(f"test_tensorboard_runs: {run}: {len(params)} probe_params.csv rows equal their scalars, histograms present")
+
+
+def killed_and_resumed(attnlab, work, event_class):
+    run = os.path.join(work, "resumed")
+    common = ["--task", "reverse", *TINY, "--log-every", "5", "--eval-every", "10", "--tensorboard"]
+    train(attnlab, *common, "--steps", "20", "--run", run)
+    for f in glob.glob(os.path.join(run, "checkpoints", "step-00000020*")):
+        os.remove(f)  # as if killed after the rows of steps 15 and 20, before checkpoint 20
+    train(attnlab, "--resume", run, "--steps", "20", "--tensorboard")
+    files = glob.glob(os.path.join(run, "events.out.tfevents.*"))
+    ct.require(len(files) == 2, f"{run}: {len(files)} event files after one resume, not 2")
+    ct.check_run(run, event_class)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--attnlab", required=True)
+    attnlab = os.path.abspath(ap.parse_args().attnlab)
+    work = tempfile.mkdtemp(prefix="attnlab-test-tensorboard-")
+    try:
+        event_class = ct.load_event_class(ct.DEFAULT_PROTOS, work)
+        if event_class is None:
+            return ct.SKIP
+        encoder = os.path.join(work, "encoder")
+        train(attnlab, "--task", "reverse", *TINY, "--steps", "20", "--log-every", "5", "--eval-every", "10",
+              "--tensorboard", "--run", encoder)
+        ct.check_run(encoder, event_class)
+        decoder = os.path.join(work, "decoder")
+        train(attnlab, "--task", "copy", "--model", "decoder", *TINY, "--steps", "12", "--log-every", "3",
+              "--eval-every", "6", "--probe-every", "5", "--tensorboard", "--run", decoder)
+        ct.check_run(decoder, event_class)
+        check_probes(decoder, event_class)
+        killed_and_resumed(attnlab, work, event_class)
+        return 0
+    except ct.CheckFailed as e:
+        print(f"test_tensorboard_runs: FAILED: {e}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
