@@ -14,8 +14,10 @@ models/config.h. Anything this file does not know (a config field, a value, a
 parameter name or shape) is refused by name: never a silent mismatch. The
 weights are float32 in the file and are computed with in float64.
 
---predict reads the task from the run's config.ini (the generated tasks; the
-pairs and text tasks, whose symbols live in vocab.txt, are refused) and decodes
+--predict takes the vocabulary from the checkpoint's own "vocabulary" metadata
+(training/checkpoints.h; so a pairs run answers too, with a decoder or seq2seq),
+or from the run's config.ini for a checkpoint written before it (the generated
+tasks only); a text run (a language model) is refused, as by attnlab predict. It decodes
 as attnlab predict does: the encoder tagger gives one token per input position
 (cut to the correct answer's length), the decoder reads [bos] INPUT [sep] and
 stops at <eos>, at max_len new tokens or when the sequence fills the positional
@@ -180,6 +182,7 @@ def load(path, step=0):
     load_weights(model, tensors, file)
     model.attnlab_config = cfg
     model.attnlab_path = file
+    model.attnlab_metadata = meta
     return model
 
 
@@ -239,13 +242,18 @@ def read_config_ini(run):
 
 
 class TaskText:
-    """Text <-> ids of the generated tasks: numbered symbols, or add's characters."""
+    """Text <-> ids: the checkpoint's vocabulary, or for an older file the generated tasks' numbered symbols or add's characters."""
 
     NUMBERED = ("copy", "reverse", "sort", "duplicate", "induction", "recall")
+    WRITTEN = ("words", "chars", "chars_ignoring_whitespace")
 
-    def __init__(self, ini, arch):
+    def __init__(self, ini, arch, meta=None):
+        meta = meta or {}
         self.name = ini.get("task", "")
-        if self.name == "add":
+        self.written = None
+        if "vocabulary" in meta:
+            self.from_metadata(meta, arch)
+        elif self.name == "add":
             self.symbols = list("0123456789+")
         elif self.name in self.NUMBERED:
             self.symbols = [str(i) for i in range(int(ini["vocab"]))]
@@ -254,11 +262,33 @@ class TaskText:
                             "(its symbols are in vocab.txt); load() still gives the model")
         if arch == "encoder" and self.name not in ("copy", "reverse", "sort", "duplicate", "add"):
             raise LoadError(f"an encoder run of task '{self.name}' is not supported by attnlab_torch --predict")
-        self.char_level = self.name == "add"
-        self.tokens = SPECIALS + self.symbols
+        if self.written is None:
+            self.char_level = self.name == "add"
+            self.tokens = SPECIALS + self.symbols
         self.ids = {t: i for i, t in enumerate(self.tokens)}
 
+    def from_metadata(self, meta, arch):
+        try:
+            vocab, task = json.loads(meta["vocabulary"]), json.loads(meta.get("task", "{}"))
+            self.tokens, self.written = list(vocab["tokens"]), vocab["written"]
+            self.name = task.get("name", self.name)
+        except (ValueError, KeyError, TypeError) as e:
+            raise LoadError(f"the checkpoint's vocabulary metadata is malformed ({e})") from None
+        if self.tokens[:len(SPECIALS)] != SPECIALS or self.written not in self.WRITTEN:
+            raise LoadError(f"the checkpoint's vocabulary (written '{self.written}') is unknown to attnlab_torch")
+        if self.name == "text":
+            raise LoadError("a text run is a language model: attnlab predict refuses it too (use attnlab sample)")
+        if arch == "encoder" and self.name == "pairs":
+            raise LoadError("an encoder run of task 'pairs' is not supported by attnlab_torch --predict "
+                            "(its answer length comes from the pairs file)")
+        self.symbols = self.tokens[len(SPECIALS):]
+        self.char_level = self.written != "words"
+
     def from_text(self, text):
+        if self.written == "words" and self.name == "pairs":  # datasets/token_table.h: split on whitespace
+            return [self.id_of(token) for token in text.split()]
+        if self.written == "chars":  # every character a token, spaces included
+            return [self.id_of(token) for token in text]
         pattern = r"<[^>]*>?|\S" if self.char_level else r"<[^>]*>?|[^\s<]+"
         ids = []
         for token in re.findall(pattern, text):
@@ -267,6 +297,11 @@ class TaskText:
                 raise LoadError(f"unknown symbol '{token}' (known: {known} and <pad> <bos> <eos> <sep>)")
             ids.append(self.ids[token])
         return ids
+
+    def id_of(self, token):
+        if token not in self.ids:
+            raise LoadError(f"unknown token '{token}' (not in the run's vocabulary)")
+        return self.ids[token]
 
     def to_text(self, ids):
         return ("" if self.char_level else " ").join(self.tokens[i] for i in ids)
@@ -288,7 +323,7 @@ def predict(run, text, step=0):
     """The line `attnlab predict --run RUN TEXT` prints first."""
     model = load(run, step)
     cfg = model.attnlab_config
-    task = TaskText(read_config_ini(run), cfg["arch"])
+    task = TaskText(read_config_ini(run), cfg["arch"], model.attnlab_metadata)
     source = task.from_text(text)
     if not source:
         raise LoadError("the input sequence is empty")

@@ -4,12 +4,70 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "framework/error.h"
 #include "framework/io/checkpoint.h"
+
+// CMakeLists.txt defines it for this file only (so only it rebuilds when the version changes).
+#ifndef ATTNLAB_VERSION
+#define ATTNLAB_VERSION "unknown"
+#endif
 
 namespace attnlab {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json task_json(const TaskConfig& t) {
+  return {{"name", t.name},         {"vocab", t.vocab},
+          {"min_len", t.min_len},   {"max_len", t.max_len},
+          {"digits", t.digits},     {"seed", t.seed},
+          {"span", t.span},         {"file", t.file},
+          {"heldout_file", t.heldout_file}, {"heldout_fraction", t.heldout_fraction},
+          {"tokenize", t.tokenize}, {"seq_len", t.seq_len}};
+}
+
+// How text is cut into tokens: file tasks by their table's mode, add by characters (whitespace ignored).
+std::string written_form(const Task& task) {
+  const std::string& name = task.config().name;
+  if (name == "pairs") return task.config().tokenize;
+  if (name == "text") return "chars";
+  return task.vocab().char_level() ? "chars_ignoring_whitespace" : "words";
+}
+
+nlohmann::json vocabulary_json(const Task& task) {
+  nlohmann::json tokens = nlohmann::json::array(), ids = nlohmann::json::object();
+  for (int32_t id = 0; id < task.vocab_size(); ++id) {
+    const std::string token = task.token_text(id);
+    tokens.push_back(token);
+    ids[token] = id;
+  }
+  return {{"tokens", tokens}, {"ids", ids}, {"written", written_form(task)}};
+}
+
+}  // namespace
+
+const char* attnlab_version() { return ATTNLAB_VERSION; }
+
+std::string sequence_layout(const std::string& batch_format) {
+  if (batch_format == "encoder") return "input -> answer: one prediction per input position, [pad] past the answer's end";
+  if (batch_format == "decoder") return "[bos] input [sep] answer [eos]: the answer decoded greedily after [sep]";
+  if (batch_format == "seq2seq") return "encoder: input; decoder: [bos] answer [eos], decoded greedily after [bos]";
+  if (batch_format == "lm") return "text: each position predicts the next token (no special tokens)";
+  throw ValueError("no sequence layout for batch format '" + batch_format + "'");
+}
+
+Metadata checkpoint_description(const TrainSettings& s, const Task& task) {
+  Metadata meta;
+  meta["task"] = task_json(s.task).dump();
+  meta["vocabulary"] = vocabulary_json(task).dump();
+  meta["special_tokens"] = nlohmann::json{{"<pad>", kPad}, {"<bos>", kBos}, {"<eos>", kEos}, {"<sep>", kSep}}.dump();
+  meta["sequence_layout"] = sequence_layout(task.language_model() ? "lm" : s.model.arch);
+  meta["attnlab_version"] = attnlab_version();
+  return meta;
+}
 
 std::string CheckpointStore::stem(int64_t step) const {
   char name[32];
@@ -36,7 +94,7 @@ std::vector<int64_t> CheckpointStore::steps() const {
 
 void CheckpointStore::save(const TrainState& state, double elapsed_s, int64_t keep) const {
   const int64_t step = state.step;
-  Metadata meta;
+  Metadata meta = checkpoint_description(state.settings(), state.task());
   meta["model_config"] = state.settings().model.to_json().dump();
   meta["step"] = std::to_string(step);
   meta["data_stream"] = state.stream().state();

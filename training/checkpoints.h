@@ -4,12 +4,16 @@
 //   DIR/step-NNNNNNNN.optim.safetensors  the optimizer's state
 // The metadata also holds what resuming needs to continue bitwise: the data
 // stream's and the dropout generator's states, the step, the elapsed time and
-// the step that reached the target.
+// the step that reached the target; and, so that a model file can be used on
+// its own (scripts/attnlab_torch.py), what checkpoint_description() says.
+// Files written before those keys existed (format 2 too) still load: nothing
+// that loads a checkpoint requires them.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "framework/io/checkpoint.h"
 #include "training/train_state.h"
 
 namespace attnlab {
@@ -22,6 +26,21 @@ struct CheckpointFailure : std::runtime_error {
   CheckpointFailure(const std::string& what, int64_t intact) : std::runtime_error(what), intact_step(intact) {}
   int64_t intact_step;
 };
+
+// The self-describing keys of a model file, each a string (JSON where noted):
+//   task             JSON: the TaskConfig (name and every option)
+//   vocabulary       JSON: {"tokens": [written form of id 0, 1, ...], "ids": {token: id},
+//                    "written": "words" (separated by whitespace, joined by a space) |
+//                    "chars" (every character a token, joined by nothing) |
+//                    "chars_ignoring_whitespace" (add: "1 2+3" is "12+3")}
+//   special_tokens   JSON: {"<pad>": 0, "<bos>": 1, "<eos>": 2, "<sep>": 3}
+//   sequence_layout  what the model reads and predicts, per model kind (sequence_layout())
+//   attnlab_version  the version that wrote it (CMake's PROJECT_VERSION)
+Metadata checkpoint_description(const TrainSettings& s, const Task& task);
+// "encoder" | "decoder" | "seq2seq", or "lm" (a decoder trained on text).
+std::string sequence_layout(const std::string& batch_format);
+// The version this library was built as.
+const char* attnlab_version();
 
 class CheckpointStore {
  public:
