@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/command_line.h"
 #include "cli/load_run.h"
@@ -14,14 +16,69 @@ namespace attnlab::cli {
 
 namespace {
 
+// What an evaluation found, printed as text or (--json) as one JSON object.
+struct EvalReport {
+  std::string run_path;
+  int64_t step = 0;
+  std::string evaluated;  // what the examples were, e.g. "the held-out set"
+  size_t count = 0;       // examples (pairs), or characters (a language model)
+  std::optional<Accuracy> accuracy;  // greedy decoding
+  std::optional<LmScore> lm;         // a language model
+  const Task* task = nullptr;
+  const std::vector<Example>* examples = nullptr;
+  std::vector<std::vector<int32_t>> predictions;
+  int64_t shown = 0;
+};
+
 // The first `shown` examples with the model's answers.
-void print_examples(const Task& task, const std::vector<Example>& examples,
-                    const std::vector<std::vector<int32_t>>& predictions, int64_t shown) {
-  for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(shown), examples.size()); ++i) {
-    const Example& e = examples[i];
-    std::cout << "  " << task.to_text(e.input) << "  ->  " << task.to_text(predictions[i])
-              << (predictions[i] == e.output ? "   (correct)" : "   (expected " + task.to_text(e.output) + ")") << "\n";
+void print_examples(const EvalReport& r) {
+  const Task& task = *r.task;
+  for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(r.shown), r.predictions.size()); ++i) {
+    const Example& e = (*r.examples)[i];
+    std::cout << "  " << task.to_text(e.input) << "  ->  " << task.to_text(r.predictions[i])
+              << (r.predictions[i] == e.output ? "   (correct)" : "   (expected " + task.to_text(e.output) + ")")
+              << "\n";
   }
+}
+
+void print_text(const EvalReport& r, bool file_task) {
+  std::cout << std::fixed << std::setprecision(2) << "run " << r.run_path << " (step " << r.step << "), ";
+  if (r.lm) {
+    std::cout << r.count << " " << r.evaluated << "\n"
+              << std::setprecision(4) << "loss               " << r.lm->loss << " nats per character\n"
+              << "bits per character " << r.lm->bits_per_token << "\n"
+              << std::setprecision(2) << "next-char accuracy " << 100 * r.lm->token << "%\n";
+    return;
+  }
+  std::cout << r.count << (file_task ? " " : " examples, ") << r.evaluated << "\n"
+            << "exact match     " << 100 * r.accuracy->exact << "%\n"
+            << "token accuracy  " << 100 * r.accuracy->token << "%\n";
+  print_examples(r);
+}
+
+// Fractions, not percentages, at full precision (nlohmann writes the shortest round-trip form).
+void print_json(const EvalReport& r) {
+  nlohmann::json out = {{"run", r.run_path}, {"step", r.step}, {"evaluated", r.evaluated}};
+  if (r.lm) {
+    out["characters"] = r.count;
+    out["loss"] = r.lm->loss;
+    out["bits_per_character"] = r.lm->bits_per_token;
+    out["next_char_accuracy"] = r.lm->token;
+  } else {
+    out["examples_evaluated"] = r.count;
+    out["exact_match"] = r.accuracy->exact;
+    out["token_accuracy"] = r.accuracy->token;
+    nlohmann::json shown = nlohmann::json::array();
+    for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(r.shown), r.predictions.size()); ++i) {
+      const Example& e = (*r.examples)[i];
+      shown.push_back({{"input", r.task->to_text(e.input)},
+                       {"answer", r.task->to_text(r.predictions[i])},
+                       {"expected", r.task->to_text(e.output)},
+                       {"correct", r.predictions[i] == e.output}});
+    }
+    out["examples"] = shown;
+  }
+  std::cout << out.dump() << "\n";
 }
 
 // Held-out inputs of exactly `length` tokens (digits for add), drawn as training draws its held-out set.
@@ -37,25 +94,44 @@ HeldOut heldout_at_length(const TrainSettings& s, int64_t length, int64_t n) {
 
 // Held-out metrics of a task read from a file: a language model's loss and
 // bits per character, or greedy exact match over the file's held-out pairs.
-int report_own_heldout(LoadedRun& loaded, const std::string& run_path, const std::vector<Example>& examples,
-                       int64_t examples_shown) {
+void score_own_heldout(LoadedRun& loaded, EvalReport& r) {
   const Task& task = *loaded.task;
-  std::cout << std::fixed << std::setprecision(2) << "run " << run_path << " (step " << loaded.step << "), ";
   if (task.language_model()) {
-    LmScore lm = lm_score(*loaded.model, examples, 64);
-    std::cout << lm.tokens << " held-out characters (the end of " << task.config().file << ")\n"
-              << std::setprecision(4) << "loss               " << lm.loss << " nats per character\n"
-              << "bits per character " << lm.bits_per_token << "\n"
-              << std::setprecision(2) << "next-char accuracy " << 100 * lm.token << "%\n";
-    return kExitOk;
+    r.lm = lm_score(*loaded.model, *r.examples, 64);
+    r.count = static_cast<size_t>(r.lm->tokens);
+    r.evaluated = "held-out characters (the end of " + task.config().file + ")";
+    return;
   }
-  std::vector<std::vector<int32_t>> predictions;
-  Accuracy acc = greedy_accuracy(*loaded.model, examples, 256, &predictions);
-  std::cout << examples.size() << " held-out pairs of " << task.config().file << "\n"
-            << "exact match     " << 100 * acc.exact << "%\n"
-            << "token accuracy  " << 100 * acc.token << "%\n";
-  print_examples(task, examples, predictions, examples_shown);
-  return kExitOk;
+  r.accuracy = greedy_accuracy(*loaded.model, *r.examples, 256, &r.predictions);
+  r.count = r.examples->size();
+  r.evaluated = "held-out pairs of " + task.config().file;
+}
+
+// The examples a report points to.
+struct EvalSets {
+  HeldOut heldout;
+  std::vector<Example> own;
+};
+
+// Scores the run's held-out examples (count > 0: that many), or with length > 0
+// generated inputs of that length, into `r`.
+void score(LoadedRun& loaded, EvalReport& r, EvalSets& sets, int64_t length, int64_t count) {
+  const TrainSettings& s = loaded.settings;
+  if (const std::vector<Example>* own = loaded.task->own_heldout()) {
+    // pairs, text: the split fixed by the file (and seed); --heldout takes its first examples.
+    if (length > 0) throw ValueError("--len needs a generated task; task '" + s.task.name + "' reads its examples from " + s.task.file);
+    if (own->empty()) throw IoError("run '" + r.run_path + "' has no held-out examples to evaluate: " + loaded.task->describe());
+    sets.own.assign(own->begin(), own->begin() + (count > 0 ? std::min<int64_t>(count, own->size()) : own->size()));
+    r.examples = &sets.own;
+    score_own_heldout(loaded, r);
+    return;
+  }
+  const int64_t n = count > 0 ? count : s.heldout;
+  sets.heldout = length > 0 ? heldout_at_length(s, length, n) : make_heldout(*loaded.task, n, derive_seed(s.seed, kHeldoutStream));
+  r.evaluated = length > 0 ? "inputs of length " + std::to_string(length) : "the held-out set";
+  r.examples = &sets.heldout.examples();
+  r.accuracy = greedy_accuracy(*loaded.model, sets.heldout.examples(), 256, &r.predictions);
+  r.count = sets.heldout.size();
 }
 
 }  // namespace
@@ -64,6 +140,7 @@ int run_eval(const Args& args) {
   std::string run_path;
   int64_t length = 0, count = 0, examples_shown = 0, step = 0;
   int threads = 1;
+  bool json = false;
   po::options_description opts = options_with_help("Options");
   opts.add_options()
       ("run", po::value(&run_path), "the run directory (required)")
@@ -71,7 +148,8 @@ int run_eval(const Args& args) {
       ("heldout", po::value(&count), "number of held-out examples (default: as trained)")
       ("step", po::value(&step), "the checkpoint to evaluate (default: the latest)")
       ("examples", po::value(&examples_shown)->default_value(0), "print this many examples with the model's answers")
-      ("threads", po::value(&threads)->default_value(1), "OpenMP threads");
+      ("threads", po::value(&threads)->default_value(1), "OpenMP threads")
+      ("json", po::bool_switch(&json), "print the figures (fractions, full precision) and the --examples as one JSON object");
   po::variables_map vm;
   if (!parse_command_line(args, opts, vm,
                           "usage: attnlab eval --run DIR [options]\n\n"
@@ -92,31 +170,15 @@ int run_eval(const Args& args) {
   omp_set_num_threads(threads);
 
   LoadedRun loaded = load_run(RunDir(run_path), step);
-  const TrainSettings& s = loaded.settings;
-  int64_t n = count > 0 ? count : s.heldout;
-  HeldOut heldout;
-  std::string which;
-  if (const std::vector<Example>* own = loaded.task->own_heldout()) {
-    // pairs, text: the split fixed by the file (and seed); --heldout takes its first examples.
-    if (length > 0) throw ValueError("--len needs a generated task; task '" + s.task.name + "' reads its examples from " + s.task.file);
-    if (own->empty()) throw IoError("run '" + run_path + "' has no held-out examples to evaluate: " + loaded.task->describe());
-    std::vector<Example> examples(own->begin(), own->begin() + (count > 0 ? std::min<int64_t>(count, own->size()) : own->size()));
-    return report_own_heldout(loaded, run_path, examples, examples_shown);
-  }
-  if (length > 0) {
-    heldout = heldout_at_length(s, length, n);
-    which = "inputs of length " + std::to_string(length);
-  } else {
-    heldout = make_heldout(*loaded.task, n, derive_seed(s.seed, kHeldoutStream));
-    which = "the held-out set";
-  }
-  std::vector<std::vector<int32_t>> predictions;
-  Accuracy acc = greedy_accuracy(*loaded.model, heldout.examples(), 256, &predictions);
-  std::cout << std::fixed << std::setprecision(2) << "run " << run_path << " (step " << loaded.step << "), "
-            << heldout.size() << " examples, " << which << "\n"
-            << "exact match     " << 100 * acc.exact << "%\n"
-            << "token accuracy  " << 100 * acc.token << "%\n";
-  print_examples(*loaded.task, heldout.examples(), predictions, examples_shown);
+  EvalReport r;
+  r.run_path = run_path;
+  r.step = loaded.step;
+  r.task = loaded.task.get();
+  r.shown = examples_shown;
+  EvalSets sets;
+  score(loaded, r, sets, length, count);
+  if (json) print_json(r);
+  else print_text(r, loaded.task->own_heldout() != nullptr);
   return kExitOk;
 }
 
