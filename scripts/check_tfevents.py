@@ -14,7 +14,9 @@ parses each Event and refuses any field the definitions do not know.
         then checks its metrics.csv of the same scalars as --run does.
     check_tfevents.py --run RUN_DIR
         every events.out.tfevents.* file of a run parses, and every value of
-        metrics.csv appears as a scalar tagged with its column at its row's step.
+        metrics.csv appears as a scalar tagged with its column at its row's step,
+        as TensorBoard shows the directory (a resumed run's SessionLog START drops
+        the earlier files' values from its step on).
     check_tfevents.py --events FILE
         the file parses; prints its records.
 
@@ -127,7 +129,13 @@ def parse_events(path, event_class):
     require(events[0].file_version == "brain.Event:2",
             f"{path}: the first record's file_version is {events[0].file_version!r}, not 'brain.Event:2'")
     for i, e in enumerate(events[1:], 1):
-        require(e.WhichOneof("what") == "summary", f"{path}: record {i} holds {e.WhichOneof('what')}, not a summary")
+        what = e.WhichOneof("what")
+        if what == "session_log":  # a resumed run's start (TfEventsWriter::session_start)
+            require(e.session_log.status == e.session_log.START and e.step > 0,
+                    f"{path}: record {i} is a session log of status {e.session_log.status} at step {e.step}, "
+                    "not a START after a checkpoint")
+            continue
+        require(what == "summary", f"{path}: record {i} holds {what}, not a summary")
         require(len(e.summary.value) == 1, f"{path}: record {i} holds {len(e.summary.value)} values, not 1")
     return events
 
@@ -135,6 +143,20 @@ def parse_events(path, event_class):
 def values(events):
     """(tag, step, Summary.Value) for every summary value."""
     return [(v.tag, e.step, v) for e in events[1:] for v in e.summary.value]
+
+
+def shown_values(paths, event_class):
+    """{(tag, step): Summary.Value} as TensorBoard shows a directory of these files, read in name order:
+    a SessionLog START at step s drops the values read so far at steps >= s (its purge of
+    orphaned data, for files of version 2), and a later value of a (tag, step) replaces an earlier one."""
+    shown = {}
+    for path in paths:
+        for e in parse_events(path, event_class)[1:]:
+            if e.WhichOneof("what") == "session_log":
+                shown = {key: v for key, v in shown.items() if key[1] < e.step}
+            for v in e.summary.value:
+                shown[(v.tag, e.step)] = v
+    return shown
 
 
 # ---- TensorFlow's default histogram --------------------------------------------
@@ -260,11 +282,8 @@ def self_test(path, event_class):
 def check_run(run, event_class):
     files = sorted(glob.glob(os.path.join(run, "events.out.tfevents.*")))
     require(files, f"{run}: no events.out.tfevents.* file")
-    scalars = {}
-    for path in files:
-        for tag, step, v in values(parse_events(path, event_class)):
-            if v.WhichOneof("value") == "simple_value":
-                scalars[(tag, step)] = v.simple_value
+    scalars = {key: v.simple_value for key, v in shown_values(files, event_class).items()
+               if v.WhichOneof("value") == "simple_value"}
     with open(os.path.join(run, "metrics.csv"), newline="") as f:
         rows = list(csv.DictReader(f))
     checked = 0
@@ -279,6 +298,13 @@ def check_run(run, event_class):
             require(got == want or (math.isnan(got) and math.isnan(want)),
                     f"{run}: scalar {column} at step {step} is {got!r}, metrics.csv has {text}")
             checked += 1
+    # And nothing more: no scalar of a column at a step where metrics.csv has no value (a killed
+    # attempt's rows past the checkpoint it was resumed from must not be shown).
+    cells = {(column, int(row["step"])) for row in rows for column, text in row.items() if text != ""}
+    columns = set(rows[0]) if rows else set()
+    for tag, step in scalars:
+        require(tag not in columns or (tag, step) in cells,
+                f"{run}: scalar {tag} at step {step} is shown, metrics.csv has no such value")
     print(f"check_tfevents: {run}: {len(files)} event file(s) parse; {checked} metrics.csv values equal their scalars")
 
 

@@ -10,9 +10,11 @@ value is a scalar of its column at its step:
     histogram per parameter and probed step);
   - a run killed after its metrics rows of steps 15 and 20 but before their
     checkpoint (simulated by removing the step-20 checkpoint), resumed with
-    --tensorboard: the rows are written again in a second file, whose values
-    (tokens_per_s, elapsed_s differ from the first attempt's) are those of
-    metrics.csv, as TensorBoard shows the later event of a step.
+    --tensorboard: a second file starts with a SessionLog START at step 11,
+    which makes TensorBoard drop the first attempt's values from step 11 on:
+    resumed with --log-every 10, the row of step 15 is gone from metrics.csv
+    and must not be shown; the redone row of step 20 (tokens_per_s and
+    elapsed_s differ from the first attempt's) is metrics.csv's.
 
     test_tensorboard_runs.py --attnlab BUILD/attnlab
 Exit 0: passed; 1: failed; 77: protoc or python3-protobuf missing (skipped).
@@ -39,11 +41,7 @@ def train(attnlab, *args):
 
 
 def event_values(run, event_class):
-    out = {}
-    for path in sorted(glob.glob(os.path.join(run, "events.out.tfevents.*"))):
-        for tag, step, v in ct.values(ct.parse_events(path, event_class)):
-            out[(tag, step)] = v
-    return out
+    return ct.shown_values(sorted(glob.glob(os.path.join(run, "events.out.tfevents.*"))), event_class)
 
 
 def rows(path):
@@ -77,10 +75,13 @@ def killed_and_resumed(attnlab, work, event_class):
     train(attnlab, *common, "--steps", "20", "--run", run)
     for f in glob.glob(os.path.join(run, "checkpoints", "step-00000020*")):
         os.remove(f)  # as if killed after the rows of steps 15 and 20, before checkpoint 20
-    train(attnlab, "--resume", run, "--steps", "20", "--tensorboard")
-    files = glob.glob(os.path.join(run, "events.out.tfevents.*"))
+    # Rows every 10 steps now: the killed attempt's row of step 15 is not redone, only dropped.
+    train(attnlab, "--resume", run, "--steps", "20", "--log-every", "10", "--tensorboard")
+    files = sorted(glob.glob(os.path.join(run, "events.out.tfevents.*")))
     ct.require(len(files) == 2, f"{run}: {len(files)} event files after one resume, not 2")
-    ct.check_run(run, event_class)
+    starts = [e.step for e in ct.parse_events(files[1], event_class) if e.WhichOneof("what") == "session_log"]
+    ct.require(starts == [11], f"{run}: the resumed run's file has session starts at {starts}, not [11]")
+    ct.check_run(run, event_class)  # also: no value of the killed attempt's rows past step 10 is shown
 
 
 def main():

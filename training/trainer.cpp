@@ -59,10 +59,12 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
   // Observers only: a probed run is bitwise an unprobed one.
   if (s_.probe_every > 0)
     probe_ = std::make_unique<TrainingProbe>(state_.model(), dir, residual_stream_labels(s_.model), resumed);
-  // A resumed run starts a new event file: TensorBoard reads every file of
-  // the directory, and for a step written twice shows the later value.
+  // A resumed run starts a new event file (TensorBoard reads every file of
+  // the directory) that begins with a session start after the checkpoint:
+  // TensorBoard then drops what a killed run logged past it, as metrics.csv does.
   if (s_.tensorboard) {
     events_ = std::make_unique<TfEventsWriter>(dir);
+    if (resumed >= 0) events_->session_start(resumed + 1);
     metrics_->set_events(events_.get());
     if (probe_) probe_->set_events(events_.get());
   }

@@ -40,7 +40,8 @@ std::uint64_t double_bits(double v) {
 }
 
 // Field numbers of TensorBoard's messages.
-namespace event_field { constexpr int wall_time = 1, step = 2, file_version = 3, summary = 5; }
+namespace event_field { constexpr int wall_time = 1, step = 2, file_version = 3, summary = 5, session_log = 7; }
+namespace session_log_field { constexpr int status = 1, start = 1; }  // SessionLog.status, SessionStatus.START
 namespace value_field { constexpr int tag = 1, simple_value = 2, histo = 5; }
 constexpr int kSummaryValue = 1;
 namespace histo_field {
@@ -172,6 +173,14 @@ std::string event_bytes(double wall_time, std::int64_t step, const std::string& 
   return out;
 }
 
+std::string session_start_event(double wall_time, std::int64_t step) {
+  std::string log;
+  protowire::put_int64(log, session_log_field::status, session_log_field::start);
+  std::string out = event_bytes(wall_time, step, "", "");
+  protowire::put_bytes(out, event_field::session_log, log);
+  return out;
+}
+
 std::string scalar_summary(const std::string& tag, float value) {
   std::string v;
   protowire::put_bytes(v, value_field::tag, tag);
@@ -243,6 +252,8 @@ void TfEventsWriter::scalar(const std::string& tag, std::int64_t step, double va
 void TfEventsWriter::histogram(const std::string& tag, std::int64_t step, const std::vector<double>& values) {
   write_record(event_bytes(clock_(), step, "", histogram_summary(tag, Histogram::of(values))));
 }
+
+void TfEventsWriter::session_start(std::int64_t step) { write_record(session_start_event(clock_(), step)); }
 
 void TfEventsWriter::write_record(const std::string& event) {
   if (file_ == nullptr) throw IoError("event file " + path_ + " is closed");

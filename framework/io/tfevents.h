@@ -5,7 +5,8 @@
 //   uint64 length (little endian), uint32 masked CRC-32C of those 8 bytes,
 //   `length` bytes of a serialized tensorboard.Event, uint32 masked CRC-32C of them.
 // The first record carries file_version "brain.Event:2"; each later one a
-// Summary of one scalar (simple_value) or one histogram (HistogramProto).
+// Summary of one scalar (simple_value) or one histogram (HistogramProto), or
+// (a resumed run) a SessionLog START.
 // Field numbers are those of TensorBoard's event.proto, summary.proto and
 // histogram.proto (copies in tests/data/tensorboard/, which the suite parses
 // our files with).
@@ -56,6 +57,8 @@ std::string tfrecord(const std::string& data);
 std::string event_bytes(double wall_time, std::int64_t step, const std::string& file_version,
                         const std::string& summary);
 std::string scalar_summary(const std::string& tag, float value);
+// A serialized Event holding a SessionLog with status START.
+std::string session_start_event(double wall_time, std::int64_t step);
 std::string histogram_summary(const std::string& tag, const Histogram& histogram);
 
 class TfEventsWriter {
@@ -77,6 +80,10 @@ class TfEventsWriter {
   // record being written. IoError naming the path when a write fails.
   void scalar(const std::string& tag, std::int64_t step, double value);
   void histogram(const std::string& tag, std::int64_t step, const std::vector<double>& values);
+  // A SessionLog START at `step`: TensorBoard (for files of version 2) then
+  // drops the events of this directory at `step` and later that earlier files
+  // hold, so a resumed run's redone steps replace a killed run's.
+  void session_start(std::int64_t step);
 
   const std::string& path() const { return path_; }
   static double system_clock_seconds();
