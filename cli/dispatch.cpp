@@ -3,10 +3,12 @@
 #include <boost/program_options/errors.hpp>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <new>
 
 #include "cli/commands.h"
+#include "cli/processes.h"
 #include "framework/error.h"
 
 namespace attnlab::cli {
@@ -95,28 +97,31 @@ int run_command_line(int argc, char** argv) {
     print_version(std::cout);
     return kExitOk;
   }
+  // Under mpirun every process meets the same bad input: one of them says so.
+  std::ofstream silent;
+  std::ostream& err = launched_rank() == 0 ? std::cerr : silent;
   for (const Command& c : kCommands) {
     if (name != c.name) continue;
     Args args(argv + 2, argv + argc);
     try {
       return c.run(args);
     } catch (const boost::program_options::error& e) {
-      std::cerr << "attnlab " << name << ": " << e.what() << " (see attnlab " << name << " --help)\n";
+      err << "attnlab " << name << ": " << e.what() << " (see attnlab " << name << " --help)\n";
       return kExitUsage;
     } catch (const std::invalid_argument& e) {  // ShapeError, ValueError
-      std::cerr << "attnlab " << name << ": " << e.what() << '\n';
+      err << "attnlab " << name << ": " << e.what() << '\n';
       return kExitUsage;
     } catch (const RunFailure& e) {
-      std::cerr << "attnlab " << name << ": " << e.what() << '\n';
+      err << "attnlab " << name << ": " << e.what() << '\n';
       return kExitFailure;
     } catch (const IoError& e) {
-      std::cerr << "attnlab " << name << ": " << e.what() << '\n';
+      err << "attnlab " << name << ": " << e.what() << '\n';
       return kExitUsage;
     } catch (const std::bad_alloc&) {
-      std::cerr << "attnlab " << name << ": out of memory; lower --batch-size, --d-model, --d-ff, --layers or the sequence length\n";
+      err << "attnlab " << name << ": out of memory; lower --batch-size, --d-model, --d-ff, --layers or the sequence length\n";
       return kExitFailure;
     } catch (const std::exception& e) {
-      std::cerr << "attnlab " << name << ": internal error: " << e.what() << '\n';
+      err << "attnlab " << name << ": internal error: " << e.what() << '\n';
       return kExitFailure;
     }
   }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "cli/command_line.h"
+#include "cli/processes.h"
 #include "cli/run_claim.h"
 #include "cli/train_job.h"
 
@@ -84,7 +85,8 @@ OptionSet general_options(TrainArgs& a) {
 // and how many threads and micro-batches it uses (which change its bits) may change. Its
 // config.ini becomes the config file; unless --check, the run is locked from
 // here to the end (returned).
-std::optional<RunClaim> prepare_resume(TrainArgs& a, const po::variables_map& vm, const OptionSet& experiment) {
+std::optional<RunClaim> prepare_resume(TrainArgs& a, const po::variables_map& vm, const OptionSet& experiment,
+                                       bool root) {
   if (!a.config_file.empty()) throw ValueError("--resume reads the run's own config.ini; drop --config");
   const std::set<std::string> may_change = {"steps", "threads", "grad-accum", "eval-every", "log-every", "keep", "target", "on-nan", "probe-every",
                                             "tensorboard"};
@@ -93,7 +95,7 @@ std::optional<RunClaim> prepare_resume(TrainArgs& a, const po::variables_map& vm
       throw ValueError("--" + name + " cannot change when resuming (it is part of the run's config.ini); start a new run instead");
   if (!a.run_path.empty() && a.run_path != a.resume_path) throw ValueError("--resume and --run name different directories");
   std::optional<RunClaim> claim;
-  if (a.check_only) RunDir(a.resume_path).require_trained();  // --check writes nothing, not even the lock file
+  if (a.check_only || !root) RunDir(a.resume_path).require_trained();  // --check writes nothing, not even the lock file
   else claim = RunClaim::resume(RunDir(a.resume_path));
   a.config_file = RunDir(a.resume_path).config_path();
   a.run_path = a.resume_path;
@@ -119,6 +121,15 @@ void resolve_settings(TrainSettings& s, TrainArgs& a, const OptionSet& experimen
   }
   check_heldout(s);
   check_memory(s);
+}
+
+// Each optimizer step's batch is split into processes x --grad-accum micro-batches of equal size.
+void check_processes(const TrainSettings& s) {
+  const int64_t n = launched_processes(), parts = n * s.grad_accum;
+  if (s.batch_size % parts != 0)
+    throw ValueError("--batch-size " + std::to_string(s.batch_size) + " does not split into " + std::to_string(n) +
+                     " processes x --grad-accum " + std::to_string(s.grad_accum) + " = " + std::to_string(parts) +
+                     " micro-batches of equal size; choose a multiple of " + std::to_string(parts));
 }
 
 TrainJob make_job(const TrainSettings& s, const TrainArgs& a, const OptionSet& experiment) {
@@ -147,13 +158,17 @@ int run_train(const Args& args) {
   if (!parse_command_line(args, all, vm, kTrainUsage, kTrainExamples)) return kExitOk;
   a.given = given_options(vm);  // before --config adds its values: check_given_flags checks what the user wrote
   std::optional<RunClaim> claim;
-  if (!a.resume_path.empty()) claim = prepare_resume(a, vm, experiment);
+  if (!a.resume_path.empty()) claim = prepare_resume(a, vm, experiment, launched_rank() == 0);
   resolve_settings(s, a, experiment, vm);
   if (a.check_only) {
     std::cout << experiment.to_ini();
     return kExitOk;
   }
-  const TrainJob job = make_job(s, a, experiment);
+  check_processes(s);
+  TrainJob job = make_job(s, a, experiment);
+  const std::unique_ptr<Communicator> processes = start_processes();
+  job.processes = processes.get();
+  if (!processes->is_root()) return train(job);  // the root process claims, writes and prints
   if (!job.resume) claim = RunClaim::start(job.run, a.overwrite);  // created (or replaced) and locked before config.ini is written
   try {
     return train(job);

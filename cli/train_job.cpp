@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <csignal>
+
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -58,11 +60,12 @@ int report_nonfinite(const TrainOutcome& out, const RunDir& run) {
 }
 
 int report_interrupted(const TrainOutcome& out, const TrainJob& job) {
-  const int signal = interrupt_signal();
+  const int local = interrupt_signal(), signal = local ? local : SIGTERM;
+  const std::string by = local ? signal_name(local) : "a signal to another process of the run";
   if (out.end == TrainEnd::interrupted_in_final_evaluation) {  // every step is done and checkpointed already
-    std::cerr << "attnlab train: interrupted by " << signal_name(signal) << " during the final evaluation\n";
+    std::cerr << "attnlab train: interrupted by " << by << " during the final evaluation\n";
   } else {
-    std::cerr << "attnlab train: interrupted by " << signal_name(signal) << " after step " << out.last_step
+    std::cerr << "attnlab train: interrupted by " << by << " after step " << out.last_step
               << "; checkpoint written. Resume with: attnlab train --resume " << job.run.path() << " --steps "
               << job.settings.steps << "\n";
   }
@@ -111,13 +114,13 @@ void print_result(const TrainOutcome& out, const TrainState& state, const RunDir
 }
 
 // The Trainer's options for this job: its files, the signals, the display.
-TrainerOptions trainer_options(const TrainJob& job, Progress& progress) {
+TrainerOptions trainer_options(const TrainJob& job, Progress& progress, bool root) {
   TrainerOptions o;
   o.run_dir = job.run.path();
   o.resume = job.resume;
   o.stop_requested = [] { return interrupt_signal() != 0; };
   o.on_step = [&progress](const ProgressStats& stats) { progress.update(stats); };
-  o.on_warning = [&progress](const std::string& warning) {
+  if (root) o.on_warning = [&progress](const std::string& warning) {
     progress.finish();  // a warning, printed even with --quiet: a skipped step is lost data
     std::cerr << "attnlab train: warning: " << warning << "\n";
   };
@@ -134,10 +137,13 @@ int train(const TrainJob& job) {
   const InterruptGuard interrupts;  // SIGINT/SIGTERM/SIGHUP: finish the step, checkpoint, exit 128 + signal
   omp_set_num_threads(s.threads);
   TrainState state(s);
-  prepare_run_files(job, state.task());
-  Progress progress(job.resume ? job.run.latest_step() + 1 : 1, s.steps, job.quiet, s.log_every);
-  Trainer trainer(state, trainer_options(job, progress));
-  if (!job.quiet) {
+  state.set_communicator(*job.processes);
+  const bool root = job.processes->is_root();
+  if (root) prepare_run_files(job, state.task());
+  const bool quiet = job.quiet || !root;
+  Progress progress(job.resume ? job.run.latest_step() + 1 : 1, s.steps, quiet, s.log_every);
+  Trainer trainer(state, trainer_options(job, progress, root));
+  if (!quiet) {
     progress.message("task: " + state.task().describe());
     progress.message("model: " + s.model.arch + ", " + std::to_string(state.model().parameter_count()) +
                      " parameters; run: " + job.run.path() +
@@ -152,10 +158,12 @@ int train(const TrainJob& job) {
                                                    " --steps " + std::to_string(s.steps) + ")"));
   }
   progress.finish();
+  if (!root) return out.end == TrainEnd::finished ? kExitOk : out.end == TrainEnd::nonfinite ? kExitFailure
+                                                                                         : interrupt_exit_code(SIGTERM);
   if (out.end == TrainEnd::nonfinite) return report_nonfinite(out, job.run);
   if (out.end != TrainEnd::finished) return report_interrupted(out, job);
   write_summary(out, state, job.run);
-  if (!job.quiet) print_result(out, state, job.run);
+  if (!quiet) print_result(out, state, job.run);
   return kExitOk;
 }
 

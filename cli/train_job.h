@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/run_dir.h"
+#include "training/communicator.h"
 #include "training/settings.h"
 
 namespace attnlab::cli {
@@ -15,6 +16,7 @@ struct TrainJob {
   bool resume = false;  // continue from the run's latest checkpoint
   bool quiet = false;
   std::string config_ini;  // the resolved options, written to config.ini
+  const Communicator* processes = &single_process();  // the root process alone writes and prints
 };
 
 // Runs training and returns the exit code.

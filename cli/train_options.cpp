@@ -71,6 +71,8 @@ OptionSet training_options(TrainSettings& s) {
   OptionSet o("Training");
   o.add("steps", &s.steps, "optimizer steps (the last step when resuming)")
       .add("batch-size", &s.batch_size, "sequences per step")
+      .add("grad-accum", &s.grad_accum,
+           "micro-batches per step (and process): --batch-size is split into this many, their gradients summed")
       .add("eval-every", &s.eval_every, "held-out evaluation and checkpoint every this many steps")
       .add("heldout", &s.heldout, "held-out examples (disjoint from training)")
       .add("target", &s.target, "stop once held-out exact match reaches this fraction; 0 = run every step")

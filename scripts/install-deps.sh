@@ -6,7 +6,8 @@
 set -euo pipefail
 
 packages=(g++ cmake make libeigen3-dev libboost-program-options-dev catch2 nlohmann-json3-dev
-          python3 python3-numpy python3-matplotlib protobuf-compiler python3-protobuf)
+          python3 python3-numpy python3-matplotlib protobuf-compiler python3-protobuf
+          libopenmpi-dev openmpi-bin)
 # PyTorch is large and only the reference scripts use it: skip it with ATTNLAB_NO_TORCH=1.
 # libopenblas0-pthread: without it Debian's torch falls back to the reference BLAS (~2 GFLOP/s),
 # which would make the PyTorch side of scripts/bench_vs_torch.sh a straw man.

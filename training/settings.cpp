@@ -177,6 +177,11 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   s.model.validate();
   require_at_least("--steps", s.steps, 1);
   require_at_least("--batch-size", s.batch_size, 1);
+  require_at_least("--grad-accum", s.grad_accum, 1);
+  require(s.batch_size % s.grad_accum == 0, "--batch-size " + str(s.batch_size) + " is not divisible by --grad-accum " +
+                                                str(s.grad_accum) + " (micro-batches of equal size)");
+  require(s.grad_accum == 1 || s.probe_every == 0,
+          "--probe-every records one micro-batch per step: not with --grad-accum " + str(s.grad_accum));
   require_at_least("--eval-every", s.eval_every, 1);
   require_at_least("--heldout", s.heldout, 1);
   require_at_least("--log-every", s.log_every, 1);

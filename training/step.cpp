@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "datasets/splits.h"
+#include "framework/error.h"
 #include "framework/ops/loss.h"
 #include "framework/optim/optim.h"
 #include "models/batch.h"
@@ -34,18 +36,119 @@ Forward forward_loss(TrainState& state, const FormattedBatch& batch, TrainingPro
   return {logits, loss};
 }
 
+int64_t counted_targets(const IntTensor& targets) {
+  int64_t n = 0;
+  for (int32_t y : targets.data) n += y != kIgnoreTarget;
+  return n;
+}
+
+// What each micro-batch reports beside its gradient, gathered from every process.
+enum MicroStat { kLossPart, kRightTokens, kTargets, kExactSequences, kTrainedTokens, kMicroStats };
+
+// The gradients of every parameter, one after the other (zeros where a parameter has none).
+void append_gradients(const std::vector<Var>& params, std::vector<Real>& out) {
+  for (const Var& p : params) {
+    if (p.has_grad()) out.insert(out.end(), p.grad().data(), p.grad().data() + p.numel());
+    else out.insert(out.end(), static_cast<size_t>(p.numel()), Real(0));
+  }
+}
+
+// gathered = [g_0, g_1, ..., g_{M-1}] (each the length of all parameters):
+// every parameter's gradient becomes ((g_0 + g_1) + g_2) + ..., in that order.
+void set_summed_gradients(const std::vector<Var>& params, const std::vector<Real>& gathered, int64_t micro_batches) {
+  const size_t total = gathered.size() / static_cast<size_t>(micro_batches);
+  size_t offset = 0;
+  for (Var p : params) {
+    if (!p.has_grad()) p.grad() = Tensor(p.shape());
+    Real* g = p.grad().data();
+    const size_t n = static_cast<size_t>(p.numel());
+    for (size_t i = 0; i < n; ++i) g[i] = gathered[offset + i];
+    for (int64_t k = 1; k < micro_batches; ++k) {
+      const Real* src = gathered.data() + static_cast<size_t>(k) * total + offset;
+      for (size_t i = 0; i < n; ++i) g[i] += src[i];
+    }
+    offset += n;
+  }
+}
+
+// A step split into M = grad_accum x processes micro-batches of the global
+// batch (every process draws the whole batch from the one stream; process r
+// takes micro-batches r·K .. r·K + K - 1). Micro-batch k's loss is weighed by
+// its share of the batch's targets, so the sum is the whole batch's mean loss;
+// its gradient is computed from zero, and the M gradients are summed in order
+// k = 0, 1, ... on every process, so N processes of K micro-batches give the
+// bits of one process of N·K. Dropout draws come from a stream per
+// micro-batch, seeded from the step's one draw of the model's dropout stream.
+void micro_batch_gradients(TrainState& state, const std::vector<Example>& examples, StepResult& r) {
+  const TrainSettings& s = state.settings();
+  const Communicator& comm = state.communicator();
+  const int64_t K = s.grad_accum, M = K * comm.size(), B = s.batch_size / M;
+  std::vector<FormattedBatch> batches;
+  int64_t targets = 0;
+  for (int64_t k = 0; k < M; ++k) {
+    const std::vector<Example> part(examples.begin() + k * B, examples.begin() + (k + 1) * B);
+    batches.push_back(format_batch(state.batch_format(), to_pairs(part)));
+    targets += counted_targets(batches.back().targets);
+  }
+  SequenceModel& model = state.model();
+  const uint64_t dropout_seed = model.dropout_rng().next_u64();
+  const Rng stream = model.dropout_rng();
+  std::vector<Real> local;
+  std::vector<double> stats;
+  for (int64_t k = comm.rank() * K; k < (comm.rank() + 1) * K; ++k) {
+    const FormattedBatch& batch = batches[static_cast<size_t>(k)];
+    const int64_t n = counted_targets(batch.targets);
+    const double weight = targets > 0 ? static_cast<double>(n) / static_cast<double>(targets) : 0;
+    model.dropout_rng() = Rng(derive_seed(dropout_seed, static_cast<uint64_t>(k)));
+    model.zero_grad();
+    const Forward f = forward_loss(state, batch, nullptr);
+    backward(f.loss, static_cast<Real>(weight));
+    append_gradients(state.parameters(), local);
+    const Accuracy acc = teacher_forced_accuracy(f.logits.value(), batch.targets);
+    const double trained = static_cast<double>(batch.targets.numel() + batch.input.src.numel() * (s.model.arch == "seq2seq"));
+    stats.insert(stats.end(), {weight * static_cast<double>(f.loss.item()), acc.token * static_cast<double>(n),
+                               static_cast<double>(n), acc.exact * static_cast<double>(B), trained});
+  }
+  model.dropout_rng() = stream;
+  set_summed_gradients(state.parameters(), comm.allgather(local), M);
+  const std::vector<double> all = comm.allgather(stats);
+  double loss = 0, right = 0, exact = 0, trained = 0;
+  for (int64_t k = 0; k < M; ++k) {
+    const double* m = all.data() + k * kMicroStats;
+    loss += m[kLossPart];
+    right += m[kRightTokens];
+    exact += m[kExactSequences];
+    trained += m[kTrainedTokens];
+  }
+  r.loss = loss;
+  r.accuracy.token = targets > 0 ? right / static_cast<double>(targets) : 0;
+  r.accuracy.exact = exact / static_cast<double>(s.batch_size);
+  r.accuracy.sequences = s.batch_size;
+  r.tokens = static_cast<int64_t>(trained);
+}
+
 }  // namespace
 
 StepResult train_step(TrainState& state, const StepHooks& hooks, TrainingProbe* probe) {
   const TrainSettings& s = state.settings();
   StepResult r;
   r.step = ++state.step;
-  FormattedBatch batch = format_batch(state.batch_format(), to_pairs(state.stream().next_batch(s.batch_size)));
-  state.model().zero_grad();
-  const Forward f = forward_loss(state, batch, probe);
-  backward(f.loss);
-  if (probe) probe->after_backward();
-  r.loss = f.loss.item();
+  const std::vector<Example> examples = state.stream().next_batch(s.batch_size);
+  const bool split = s.grad_accum * state.communicator().size() > 1;
+  if (split && probe) throw ValueError("the probes record one micro-batch per step: not with --grad-accum > 1 or several processes");
+  FormattedBatch batch;
+  Var logits;
+  if (split) {
+    micro_batch_gradients(state, examples, r);
+  } else {
+    batch = format_batch(state.batch_format(), to_pairs(examples));
+    state.model().zero_grad();
+    const Forward f = forward_loss(state, batch, probe);
+    backward(f.loss);
+    if (probe) probe->after_backward();
+    r.loss = f.loss.item();
+    logits = f.logits;
+  }
   if (hooks.after_backward) hooks.after_backward(state, r.loss);
   r.grad_norm = s.clip > 0 ? clip_grad_norm(state.parameters(), s.clip) : grad_norm(state.parameters());
   if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
@@ -60,8 +163,10 @@ StepResult train_step(TrainState& state, const StepHooks& hooks, TrainingProbe* 
   state.optimizer().step();
   if (hooks.after_update) hooks.after_update(state);
   if (probe) probe->after_step(r.step);
-  r.accuracy = teacher_forced_accuracy(f.logits.value(), batch.targets);
-  r.tokens = batch.targets.numel() + batch.input.src.numel() * (s.model.arch == "seq2seq");
+  if (!split) {
+    r.accuracy = teacher_forced_accuracy(logits.value(), batch.targets);
+    r.tokens = batch.targets.numel() + batch.input.src.numel() * (s.model.arch == "seq2seq");
+  }
   return r;
 }
 

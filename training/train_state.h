@@ -9,6 +9,7 @@
 #include "datasets/splits.h"
 #include "framework/optim/optimizer.h"
 #include "models/sequence_model.h"
+#include "training/communicator.h"
 #include "training/settings.h"
 
 namespace attnlab {
@@ -39,6 +40,9 @@ class TrainState {
   const std::vector<Example>& heldout() const;
   // How batches are laid out for the model: "lm" for a language model, else the architecture.
   const std::string& batch_format() const { return batch_format_; }
+  // The processes this run is spread over (default: this one alone). Must outlive the state.
+  const Communicator& communicator() const { return *communicator_; }
+  void set_communicator(const Communicator& c) { communicator_ = &c; }
 
   int64_t step = 0;       // optimizer steps done (a skipped non-finite step counts)
   int64_t solved_at = -1;  // the step whose evaluation first reached settings().target; -1: not yet
@@ -52,6 +56,7 @@ class TrainState {
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<Var> parameters_;
   std::string batch_format_;
+  const Communicator* communicator_ = &single_process();
 };
 
 }  // namespace attnlab

@@ -44,25 +44,29 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
     metrics_.emplace("", -1);
     return;
   }
+  // Every process reads a resumed run's checkpoint; only the root process writes.
+  const bool root = state_.communicator().is_root();
+  if (s_.probe_every > 0 && state_.communicator().size() > 1)
+    throw ValueError("--probe-every records one process's micro-batch: not with several processes");
   checkpoints_.emplace(dir + "/checkpoints");
-  std::filesystem::create_directories(checkpoints_->dir());
+  if (root) std::filesystem::create_directories(checkpoints_->dir());
   int64_t resumed = -1;
   if (options_.resume) {
     const std::vector<int64_t> steps = checkpoints_->steps();
     if (steps.empty()) throw IoError("run directory '" + dir + "' has no checkpoint yet");
     resumed = steps.back();
     elapsed_before_ = checkpoints_->restore(state_, resumed);
-    remove_stale_temporaries(dir);
-    remove_stale_temporaries(checkpoints_->dir());
+    if (root) remove_stale_temporaries(dir);
+    if (root) remove_stale_temporaries(checkpoints_->dir());
   }
-  metrics_.emplace(dir + "/metrics.csv", resumed);
+  metrics_.emplace(root ? dir + "/metrics.csv" : "", resumed);
   // Observers only: a probed run is bitwise an unprobed one.
   if (s_.probe_every > 0)
     probe_ = std::make_unique<TrainingProbe>(state_.model(), dir, residual_stream_labels(s_.model), resumed);
   // A resumed run starts a new event file (TensorBoard reads every file of
   // the directory) that begins with a session start after the checkpoint:
   // TensorBoard then drops what a killed run logged past it, as metrics.csv does.
-  if (s_.tensorboard) {
+  if (s_.tensorboard && root) {
     events_ = std::make_unique<TfEventsWriter>(dir);
     if (resumed >= 0) events_->session_start(resumed + 1);
     metrics_->set_events(events_.get());
@@ -178,8 +182,25 @@ bool Trainer::evaluate() {
   return true;
 }
 
+// The root process writes; a failure there stops every process.
 void Trainer::save() {
-  if (checkpoints_) checkpoints_->save(state_, elapsed(), s_.keep);
+  if (!checkpoints_) return;
+  const Communicator& comm = state_.communicator();
+  std::optional<CheckpointFailure> failed;
+  if (comm.is_root()) try {
+      checkpoints_->save(state_, elapsed(), s_.keep);
+    } catch (const CheckpointFailure& e) {
+      failed = e;
+    }
+  if (comm.any(failed.has_value()))
+    throw failed ? *failed : CheckpointFailure("the root process could not write the checkpoint", -1);
+}
+
+// Asked of every process and decided together: one process's interrupt stops them all.
+bool Trainer::stop_requested() const {
+  const bool local = options_.stop_requested && options_.stop_requested();
+  const Communicator& comm = state_.communicator();
+  return comm.size() > 1 ? comm.any(local) : local;
 }
 
 void Trainer::excluded(const std::function<void()>& work) {

@@ -31,8 +31,9 @@
 namespace attnlab {
 
 struct TrainerOptions {
-  // metrics.csv, checkpoints/ and probe_*.csv are written here; empty: no files
-  // (then probes cannot be on).
+  // metrics.csv, checkpoints/ and probe_*.csv are written here (by the root
+  // process of a data-parallel run; every process reads a resumed run's
+  // checkpoint); empty: no files (then probes cannot be on).
   std::string run_dir;
   bool resume = false;  // continue from run_dir's latest checkpoint
   // Polled after every step and between the batches of an evaluation: true
@@ -81,7 +82,7 @@ class Trainer {
   void save();
   void excluded(const std::function<void()>& work);  // work's time is left out of tokens_per_s
   double elapsed() const;
-  bool stop_requested() const { return options_.stop_requested && options_.stop_requested(); }
+  bool stop_requested() const;
 
   TrainState& state_;
   const TrainSettings& s_;

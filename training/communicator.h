@@ -1,0 +1,33 @@
+#pragma once
+// The processes of a data-parallel run, behind the few collectives training
+// needs. This base class is the one-process stand-in (rank 0 of 1: every
+// collective returns its input), so the library builds, runs and tests
+// without MPI; training/mpi_communicator.h is the MPI one (built when CMake
+// finds MPI). The collectives are chosen for bitwise reproducibility: the
+// gradients are gathered and summed in rank order by every rank (see
+// training/step.cpp), never reduced in an order the MPI library picks.
+#include <cstdint>
+#include <vector>
+
+#include "framework/real.h"
+
+namespace attnlab {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const { return 0; }
+  virtual int size() const { return 1; }
+  bool is_root() const { return rank() == 0; }  // the rank that writes files and prints
+
+  // Every rank's `local` (the same length on every rank), concatenated in rank order.
+  virtual std::vector<Real> allgather(const std::vector<Real>& local) const { return local; }
+  virtual std::vector<double> allgather(const std::vector<double>& local) const { return local; }
+  // True on every rank when it is true on any (collective stop decisions).
+  virtual bool any(bool local) const { return local; }
+};
+
+// The stand-in, for callers that have no communicator of their own.
+const Communicator& single_process();
+
+}  // namespace attnlab
