@@ -66,6 +66,31 @@ void check_checkpoint_config(const TransformerConfig& config, const std::string&
   }
 }
 
+void check_checkpoint_vocabulary(const Task& task, const std::string& stem) {
+  const Metadata meta = read_checkpoint_metadata(stem);
+  auto it = meta.find("vocabulary");
+  if (it == meta.end()) return;
+  const std::string path = model_path(stem);
+  std::vector<std::string> trained;
+  try {
+    trained = nlohmann::json::parse(it->second).at("tokens").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw IoError(path + ": its vocabulary metadata is malformed (" + e.what() + ")");
+  }
+  const std::string dir = fs::path(stem).parent_path().parent_path().string();
+  const std::string source = task.saved_vocab().empty() ? dir + "/config.ini" : dir + "/vocab.txt";
+  // Quoted as JSON strings, so that a newline or tab token keeps the message on one line.
+  auto quoted = [](const std::string& token) { return nlohmann::json(token).dump(); };
+  for (int32_t id = 0; id < task.vocab_size(); ++id) {
+    const size_t i = static_cast<size_t>(id);
+    if (i < trained.size() && trained[i] == task.token_text(id)) continue;
+    throw IoError(path + ": the checkpoint was trained with another vocabulary than " + source + " gives: token " +
+                  std::to_string(id) + " is " + quoted(task.token_text(id)) + " there, " +
+                  (i < trained.size() ? quoted(trained[i]) : "absent") +
+                  " in the checkpoint (was it edited? restore it, or train a new run)");
+  }
+}
+
 LoadedRun load_run(const RunDir& run, int64_t step) {
   run.require_trained();
   LoadedRun out;
@@ -77,6 +102,7 @@ LoadedRun load_run(const RunDir& run, int64_t step) {
   if (std::find(steps.begin(), steps.end(), step) == steps.end())
     throw IoError("run '" + run.path() + "' has no checkpoint of step " + std::to_string(step));
   check_checkpoint_config(out.settings.model, run.checkpoint_stem(step));
+  check_checkpoint_vocabulary(*out.task, run.checkpoint_stem(step));
   load_checkpoint(run.checkpoint_stem(step), *out.model, nullptr);
   out.step = step;
   return out;

@@ -32,6 +32,13 @@ LoadedRun load_run(const RunDir& run, int64_t step = 0);
 // written by train) is not checked.
 void check_checkpoint_config(const TransformerConfig& config, const std::string& stem);
 
+// IoError unless the task maps every id to the token the checkpoint `stem`
+// was trained with (its "vocabulary" metadata, training/checkpoints.h),
+// naming the first id that differs: an edited vocab.txt would otherwise read
+// and write other words with the same weights. load_run calls it; a
+// checkpoint without that key (written before it existed) is not checked.
+void check_checkpoint_vocabulary(const Task& task, const std::string& stem);
+
 // DIR/vocab.txt: the vocabulary of a task read from a file (pairs, text),
 // written by train and used by every later command, so that text maps to the
 // same ids even if the file changes (see datasets/token_table.h).

@@ -5,6 +5,7 @@
 // still resumes, evaluates and predicts.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -151,4 +152,34 @@ TEST_CASE("a checkpoint written without the description keys still evaluates, pr
   INFO(resumed.out);
   CHECK(resumed.code == 0);
   CHECK(read_checkpoint_metadata(CheckpointStore(run + "/checkpoints").stem(6)).count("vocabulary") == 1);
+}
+
+TEST_CASE("eval and predict refuse a run whose vocab.txt no longer gives the checkpoint's vocabulary, naming the token",
+          "[checkpoint][describe][cli]") {
+  TempDir tmp("checkpoint-vocab-edited");
+  std::string pairs;
+  for (const char* w : {"red", "green", "blue", "cyan", "gray", "pink", "teal", "lime", "navy", "plum"})
+    pairs += std::string(w) + " one\t" + w + " two\n";
+  write_text(tmp / "pairs.tsv", pairs);
+  const std::string run = tmp / "run";
+  REQUIRE(run_attnlab("train --task pairs --file " + tmp / "pairs.tsv" + " --model decoder --d-model 16 --heads 2"
+                      " --layers 1 --d-ff 32 --steps 2 --eval-every 2 --quiet --run " + run)
+              .code == 0);
+  std::ifstream in(run + "/vocab.txt");
+  const std::string vocab((std::istreambuf_iterator<char>(in)), {});
+  const size_t red = vocab.find("\nred\n"), one = vocab.find("\none\n");
+  REQUIRE(red != std::string::npos);
+  REQUIRE(one == red + 4);
+  std::string swapped = vocab;
+  swapped.replace(red, 9, "\none\nred\n");  // ids 4 and 5 exchanged: same size, other words
+  write_text(run + "/vocab.txt", swapped);
+  for (const std::string command : {"eval --run " + run, "predict --run " + run + " \"red one\""}) {
+    INFO(command);
+    const auto r = run_attnlab(command);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("vocab.txt gives: token 4 is \"one\" there, \"red\" in the checkpoint") != std::string::npos);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+  }
+  write_text(run + "/vocab.txt", vocab);
+  CHECK(run_attnlab("eval --run " + run).code == 0);
 }
