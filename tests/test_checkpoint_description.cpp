@@ -173,7 +173,7 @@ TEST_CASE("eval and predict refuse a run whose vocab.txt no longer gives the che
   std::string swapped = vocab;
   swapped.replace(red, 9, "\none\nred\n");  // ids 4 and 5 exchanged: same size, other words
   write_text(run + "/vocab.txt", swapped);
-  for (const std::string command : {"eval --run " + run, "predict --run " + run + " \"red one\""}) {
+  for (const std::string& command : {"eval --run " + run, "predict --run " + run + " \"red one\""}) {
     INFO(command);
     const auto r = run_attnlab(command);
     CHECK(r.code == 2);
