@@ -48,12 +48,11 @@ inline std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Starts `attnlab ARGS` (split on spaces, no shell) with stdout and stderr into
-// `log`; a positive `max_file_bytes` sets RLIMIT_FSIZE (a full disk, as far as
-// the child can tell; the log is limited too).
-inline pid_t spawn(const std::string& args, const std::string& log, rlim_t max_file_bytes = 0) {
-  std::vector<std::string> argv_text = words(args);
-  argv_text.insert(argv_text.begin(), ATTNLAB_EXE);
+// Starts the program argv_text[0] (a path, no shell) with stdout and stderr
+// into `log`; a positive `max_file_bytes` sets RLIMIT_FSIZE (a full disk, as
+// far as the child can tell; the log is limited too). spawn: `attnlab ARGS`
+// (split on spaces).
+inline pid_t spawn_program(std::vector<std::string> argv_text, const std::string& log, rlim_t max_file_bytes = 0) {
   std::vector<char*> argv;
   for (std::string& a : argv_text) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -72,6 +71,12 @@ inline pid_t spawn(const std::string& args, const std::string& log, rlim_t max_f
     ::_exit(127);
   }
   return pid;
+}
+
+inline pid_t spawn(const std::string& args, const std::string& log, rlim_t max_file_bytes = 0) {
+  std::vector<std::string> argv_text = words(args);
+  argv_text.insert(argv_text.begin(), ATTNLAB_EXE);
+  return spawn_program(argv_text, log, max_file_bytes);
 }
 
 // The exit code, or 128 + signal for a killed child.
@@ -113,6 +118,7 @@ struct Child {
   pid_t pid = -1;
   Child(const std::string& args, const std::string& log, rlim_t max_file_bytes = 0)
       : pid(spawn(args, log, max_file_bytes)) {}
+  explicit Child(pid_t spawned) : pid(spawned) {}  // from spawn_program
   ~Child() {
     if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
   }

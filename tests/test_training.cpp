@@ -306,3 +306,42 @@ TEST_CASE("a task of the caller's own sets the vocabulary and positions and is t
   CHECK(out.end == TrainEnd::finished);
   CHECK(out.heldout.accuracy.sequences == 2);
 }
+
+TEST_CASE("with grad_accum 3 a step's loss and gradients are the whole batch's, to float rounding, and the "
+          "micro-batches' gradients are summed from zero", "[training][accumulation]") {
+  // Without dropout the K micro-batches, weighed by their share of the targets, are the
+  // whole batch's mean loss: a dropped micro-batch or an unweighted sum is off by a third.
+  TrainSettings whole_settings = tiny(1);
+  whole_settings.clip = 0;
+  TrainSettings split_settings = whole_settings;
+  split_settings.grad_accum = 3;
+  TrainState whole(whole_settings), split(split_settings);
+  std::map<std::string, std::vector<Real>> whole_grads, split_grads;
+  StepHooks record_whole, record_split;
+  record_whole.after_backward = [&](TrainState& st, double&) {
+    for (const auto& [name, v] : st.model().named_parameters())
+      whole_grads[name] = std::vector<Real>(v.grad().data(), v.grad().data() + v.numel());
+  };
+  record_split.after_backward = [&](TrainState& st, double&) {
+    for (const auto& [name, v] : st.model().named_parameters())
+      split_grads[name] = std::vector<Real>(v.grad().data(), v.grad().data() + v.numel());
+  };
+  // Stale gradients left in the buffers must not leak into the sum.
+  for (Var v : split.parameters()) {
+    v.grad() = Tensor(v.shape());
+    v.grad().flat().setConstant(Real(7));
+  }
+  const StepResult a = train_step(whole, record_whole), b = train_step(split, record_split);
+  CHECK(b.loss == Approx(a.loss).epsilon(1e-5));
+  CHECK(b.tokens == a.tokens);
+  CHECK(b.accuracy.token == Approx(a.accuracy.token));
+  REQUIRE(whole_grads.size() == split_grads.size());
+  double largest = 0, worst = 0;
+  for (const auto& [name, g] : whole_grads)
+    for (size_t i = 0; i < g.size(); ++i) {
+      largest = std::max(largest, std::abs(static_cast<double>(g[i])));
+      worst = std::max(worst, std::abs(static_cast<double>(g[i]) - static_cast<double>(split_grads[name][i])));
+    }
+  INFO("largest gradient " << largest << ", largest difference " << worst);
+  CHECK(worst <= 1e-5 * largest);
+}

@@ -1,0 +1,162 @@
+// Data-parallel training under real `mpirun` jobs: N processes give the bits
+// of one process accumulating N micro-batches, a checkpoint does not depend
+// on N, rank 0 alone writes and prints, bad input is refused once, and a stop
+// on one rank (a signal, a kill) stops them all. Built only when CMake found
+// MPI (ATTNLAB_MPIEXEC); a build without MPI has the one-process stand-in
+// alone, and these tests are not compiled in.
+#ifdef ATTNLAB_MPIEXEC
+#include <catch2/catch.hpp>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/child_process.h"
+#include "tests/cli_harness.h"
+
+namespace fs = std::filesystem;
+using attnlab::testing::checkpoint_difference;
+using attnlab::testing::CliResult;
+using attnlab::testing::run_attnlab;
+using attnlab::testing::run_executable;
+using attnlab::testing::TempDir;
+
+namespace {
+
+// As root, Open MPI needs both variables; more ranks than cores need --oversubscribe.
+const std::string kMpiEnv = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1";
+const std::string kModel =
+    " --task reverse --vocab 5 --min-len 4 --max-len 6 --d-model 16 --heads 2 --layers 1 --d-ff 32 --heldout 30"
+    " --target 0 --log-every 5 --dropout 0.1 --quiet";
+const std::string kFlags = kModel + " --eval-every 10 --batch-size 12";
+
+CliResult mpirun(int np, const std::string& args) {
+  return run_executable(ATTNLAB_MPIEXEC, "--oversubscribe -np " + std::to_string(np) + " " + ATTNLAB_EXE + " " + args,
+                        kMpiEnv);
+}
+
+std::string model_file(const std::string& run, int step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "/checkpoints/step-%08d", step);
+  return run + name;
+}
+
+// metrics.csv without tokens_per_s and elapsed_s (columns 9 and 10).
+std::string metrics_without_times(const std::string& run) {
+  std::ifstream in(run + "/metrics.csv");
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::stringstream cells(line);
+    std::string cell;
+    for (int column = 1; std::getline(cells, cell, ','); ++column)
+      if (column != 9 && column != 10) out += cell + ",";
+    out += "\n";
+  }
+  return out;
+}
+
+void require_same_run(const std::string& a, const std::string& b, int step) {
+  INFO(a << " against " << b << " at step " << step);
+  REQUIRE(fs::exists(model_file(a, step) + ".safetensors"));
+  CHECK(checkpoint_difference(model_file(a, step) + ".safetensors", model_file(b, step) + ".safetensors") == "");
+  CHECK(checkpoint_difference(model_file(a, step) + ".optim.safetensors", model_file(b, step) + ".optim.safetensors") ==
+        "");
+  CHECK(metrics_without_times(a) == metrics_without_times(b));
+}
+
+}  // namespace
+
+TEST_CASE("mpirun -np 2 and -np 3 give byte-identical checkpoints and metrics to --grad-accum 2 and 3 on one process",
+          "[mpi]") {
+  TempDir dir("mpi-bitwise");
+  for (int n : {2, 3}) {
+    const std::string ranks = dir / ("np" + std::to_string(n)), one = dir / ("accum" + std::to_string(n));
+    const CliResult r = mpirun(n, "train" + kFlags + " --steps 30 --run " + ranks);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    REQUIRE(run_attnlab("train" + kFlags + " --steps 30 --grad-accum " + std::to_string(n) + " --run " + one).code == 0);
+    require_same_run(ranks, one, 30);
+  }
+  // And the split matters: one micro-batch of 12 is another run (a reduction that ignored
+  // the other ranks, or an accumulation that ignored K, would make these equal).
+  const std::string whole = dir / "whole";
+  REQUIRE(run_attnlab("train" + kFlags + " --steps 30 --run " + whole).code == 0);
+  CHECK(checkpoint_difference(model_file(whole, 30) + ".safetensors", model_file(dir / "np2", 30) + ".safetensors") != "");
+}
+
+TEST_CASE("a checkpoint does not depend on the process count: -np 2 resumes on one process with --grad-accum 2, "
+          "-np 3 x 2 on -np 2 x 3, bitwise the uninterrupted run", "[mpi][resume]") {
+  TempDir dir("mpi-resume");
+  const std::string whole = dir / "whole", split = dir / "split";
+  REQUIRE(mpirun(2, "train" + kFlags + " --steps 30 --run " + whole).code == 0);
+  REQUIRE(mpirun(2, "train" + kFlags + " --steps 20 --run " + split).code == 0);
+  const CliResult r = run_attnlab("train --resume " + split + " --steps 30 --grad-accum 2 --quiet");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  require_same_run(whole, split, 30);
+
+  const std::string six = dir / "six", mixed = dir / "mixed";
+  REQUIRE(run_attnlab("train" + kFlags + " --steps 30 --grad-accum 6 --run " + six).code == 0);
+  REQUIRE(mpirun(3, "train" + kFlags + " --steps 20 --grad-accum 2 --run " + mixed).code == 0);
+  REQUIRE(mpirun(2, "train --resume " + mixed + " --steps 30 --grad-accum 3 --quiet").code == 0);
+  require_same_run(six, mixed, 30);
+}
+
+TEST_CASE("under mpirun rank 0 alone prints and writes, and a batch that does not split into the micro-batches is "
+          "refused once with exit 2 before anything is written", "[mpi]") {
+  TempDir dir("mpi-io");
+  const std::string run = dir / "run";
+  std::string flags = kFlags;
+  flags.replace(flags.find(" --quiet"), 8, "");
+  const CliResult r = mpirun(3, "train" + flags + " --steps 10 --run " + run);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  size_t results = 0;
+  for (size_t at = 0; (at = r.out.find("held-out exact match", at)) != std::string::npos; ++at) ++results;
+  CHECK(results == 1);
+  CHECK(r.out.find("task: reverse") == r.out.rfind("task: reverse"));
+
+  const std::string bad = dir / "bad";
+  const CliResult refused = mpirun(2, "train" + kModel + " --batch-size 7 --steps 10 --run " + bad);
+  INFO(refused.out);
+  CHECK(refused.code == 2);
+  const std::string line = "--batch-size 7 does not split into 2 processes x --grad-accum 1 = 2 micro-batches";
+  CHECK(refused.out.find(line) != std::string::npos);
+  CHECK(refused.out.find(line) == refused.out.rfind(line));
+  CHECK_FALSE(fs::exists(bad));
+}
+
+TEST_CASE("SIGTERM to one rank stops every rank after the same step, which rank 0 checkpoints; a rank killed with "
+          "SIGKILL ends the job with a non-zero exit and the last checkpoint loads", "[mpi][signals]") {
+  using namespace attnlab::testing;
+  TempDir dir("mpi-signals");
+  const std::string flags = kModel + " --batch-size 12 --steps 1000000 --eval-every 20";
+  for (const int signal : {SIGTERM, SIGKILL}) {
+    const std::string run = dir / (signal == SIGTERM ? "term" : "kill"), log = dir / "log.txt";
+    std::vector<std::string> argv = {ATTNLAB_MPIEXEC, "--oversubscribe", "-np", "2", ATTNLAB_EXE};
+    for (const std::string& w : words("train" + flags + " --run " + run)) argv.push_back(w);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    Child job{spawn_program(argv, log)};
+    wait_until(job.pid, [&] { return fs::exists(model_file(run, 40) + ".safetensors"); });
+    // The ranks are mpirun's children; signal the last one listed (not rank 0 in general).
+    pid_t rank = -1;
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      std::ifstream stat(entry.path() / "stat");
+      std::string pid, name, state;
+      pid_t parent = 0;
+      if (stat >> pid >> name >> state >> parent && parent == job.pid) rank = std::stoi(pid);
+    }
+    REQUIRE(rank > 0);
+    REQUIRE(::kill(rank, signal) == 0);
+    const int code = job.wait(60);
+    INFO(slurp(log));
+    CHECK(code != 0);
+    if (signal == SIGTERM) CHECK(slurp(log).find("interrupted by") != std::string::npos);
+    const CliResult eval = run_attnlab("eval --run " + run);
+    INFO(eval.out);
+    CHECK(eval.code == 0);
+  }
+}
+#endif
