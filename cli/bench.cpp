@@ -75,9 +75,7 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-}  // namespace
-
-int run_bench(const Args& args) {
+struct BenchArgs {
   std::string config_name = "S";
   int threads = 1;
   int64_t steps = 0, warmup = 5;
@@ -86,52 +84,116 @@ int run_bench(const Args& args) {
   bool decode = false, no_reference = false;
   std::string arch = "decoder";
   int64_t batch = 0;
+};
+
+const char* const kBenchUsage =
+    "usage: attnlab bench --config S|M|L [--threads N] [--steps K]\n\n"
+    "Times training steps (forward, backward, AdamW) of the encoder tagger of BENCHMARK.md on\n"
+    "fixed random batches and prints one JSON line: median step_ms, tokens_per_s, params,\n"
+    "achieved GFLOP/s, MFU against a matrix-product peak measured here with the same\n"
+    "threads, and peak RSS.\n"
+    "With --decode: times greedy decoding of random prompts (KV-cached, then the uncached\n"
+    "reference) and prints tokens_per_s, uncached_tokens_per_s, speedup, answers_equal.\n\n";
+
+// The options, validated; null after --help.
+const BenchShape* parse_bench(const Args& args, BenchArgs& a) {
   OptionSet opts("Options");
-  opts.add("config", &config_name, "S | M | L (BENCHMARK.md), or graph: a width-4 model whose step is the engine's fixed cost")
-      .add("threads", &threads, "OpenMP threads")
-      .add("steps", &steps, "timed steps; 0 = 20 (S), 10 (M), 5 (L)")
-      .add("warmup", &warmup, "untimed steps first")
-      .add("seed", &seed, "seed of weights and data")
-      .flag("no-peak", &no_peak, "skip measuring the matrix-product peak (no MFU)")
-      .flag("decode", &decode, "time greedy decoding (KV-cached, and uncached as the reference) instead of training")
-      .add("arch", &arch, "with --decode: decoder | seq2seq")
-      .add("batch", &batch, "with --decode: sequences per greedy call; 0 = the config's batch")
-      .flag("no-reference", &no_reference, "with --decode: skip timing the uncached path");
+  opts.add("config", &a.config_name, "S | M | L (BENCHMARK.md), or graph: a width-4 model whose step is the engine's fixed cost")
+      .add("threads", &a.threads, "OpenMP threads")
+      .add("steps", &a.steps, "timed steps; 0 = 20 (S), 10 (M), 5 (L)")
+      .add("warmup", &a.warmup, "untimed steps first")
+      .add("seed", &a.seed, "seed of weights and data")
+      .flag("no-peak", &a.no_peak, "skip measuring the matrix-product peak (no MFU)")
+      .flag("decode", &a.decode, "time greedy decoding (KV-cached, and uncached as the reference) instead of training")
+      .add("arch", &a.arch, "with --decode: decoder | seq2seq")
+      .add("batch", &a.batch, "with --decode: sequences per greedy call; 0 = the config's batch")
+      .flag("no-reference", &a.no_reference, "with --decode: skip timing the uncached path");
   po::options_description all = options_with_help();
   all.add(opts.description());
   po::variables_map vm;
-  if (!parse_command_line(args, all, vm,
-                          "usage: attnlab bench --config S|M|L [--threads N] [--steps K]\n\n"
-                          "Times training steps (forward, backward, AdamW) of the encoder tagger of BENCHMARK.md on\n"
-                          "fixed random batches and prints one JSON line: median step_ms, tokens_per_s, params,\n"
-                          "achieved GFLOP/s, MFU against a matrix-product peak measured here with the same\n"
-                          "threads, and peak RSS.\n"
-                          "With --decode: times greedy decoding of random prompts (KV-cached, then the uncached\n"
-                          "reference) and prints tokens_per_s, uncached_tokens_per_s, speedup, answers_equal.\n\n",
-                          "", nullptr, [](const std::string& word) {
-                            for (const BenchShape& s : kShapes)
-                              if (word == s.name) return "--config " + word;
-                            return std::string();
-                          }))
-    return kExitOk;
+  const auto bare_config = [](const std::string& word) {
+    for (const BenchShape& s : kShapes)
+      if (word == s.name) return "--config " + word;
+    return std::string();
+  };
+  if (!parse_command_line(args, all, vm, kBenchUsage, "", nullptr, bare_config)) return nullptr;
   const BenchShape* shape = nullptr;
   for (const BenchShape& s : kShapes)
-    if (config_name == s.name) shape = &s;
-  if (!shape) throw ValueError("--config must be S, M, L or graph, got '" + config_name + "'");
-  if (threads < 1 || threads > 1024) throw ValueError("--threads must be in [1, 1024], got " + std::to_string(threads));
-  if (steps < 0 || warmup < 0) throw ValueError("--steps and --warmup must be >= 0");
-  if (decode) {
-    if (std::string(shape->name) == "graph") throw ValueError("--decode takes --config S, M or L, got 'graph'");
-    DecodeBenchOptions d{shape->name, arch, shape->V, shape->T, shape->d, shape->h, shape->L, shape->d_ff,
-                         batch > 0 ? batch : shape->B, steps > 0 ? steps : 3, threads, seed, !no_reference};
+    if (a.config_name == s.name) shape = &s;
+  if (!shape) throw ValueError("--config must be S, M, L or graph, got '" + a.config_name + "'");
+  if (a.threads < 1 || a.threads > 1024) throw ValueError("--threads must be in [1, 1024], got " + std::to_string(a.threads));
+  if (a.steps < 0 || a.warmup < 0) throw ValueError("--steps and --warmup must be >= 0");
+  if (a.decode && std::string(shape->name) == "graph") throw ValueError("--decode takes --config S, M or L, got 'graph'");
+  return shape;
+}
+
+// A few fixed batches: x uniform in [0, V), y = x reversed along T.
+void make_batches(const BenchShape& shape, uint64_t seed, std::vector<ModelInput>& inputs,
+                  std::vector<IntTensor>& targets) {
+  Rng rng(seed + 1);
+  inputs.assign(4, ModelInput{});
+  targets.assign(4, IntTensor{});
+  const int64_t B = shape.B, T = shape.T;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    inputs[i].src = IntTensor({B, T});
+    targets[i] = IntTensor({B, T});
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t)
+        inputs[i].src.data[static_cast<size_t>(b * T + t)] = static_cast<int32_t>(rng.integer(0, shape.V - 1));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t)
+        targets[i].data[static_cast<size_t>(b * T + t)] = inputs[i].src.data[static_cast<size_t>(b * T + T - 1 - t)];
+  }
+}
+
+struct Timings {
+  std::vector<double> step_ms;  // timed steps, sorted
+  double last_loss = 0;
+  uint64_t nodes_per_step = 0;  // autograd nodes one step records (the same every step)
+};
+
+// Training steps (forward, backward, AdamW) of the encoder tagger of the shape.
+Timings time_steps(const BenchShape& shape, const BenchArgs& a, SequenceModel& model, int64_t steps) {
+  OptimizerConfig oc;  // AdamW, lr 1e-3, betas (0.9, 0.999), eps 1e-8, wd 0.01
+  auto optimizer = make_optimizer(oc, model.named_parameters());
+  std::vector<ModelInput> inputs;
+  std::vector<IntTensor> targets;
+  make_batches(shape, a.seed, inputs, targets);
+  Timings out;
+  for (int64_t step = 0; step < a.warmup + steps; ++step) {
+    size_t i = static_cast<size_t>(step) % inputs.size();
+    auto t = Clock::now();
+    model.zero_grad();
+    const uint64_t nodes_before = nodes_created();
+    Var loss = cross_entropy(model.forward(inputs[i]), targets[i]);
+    out.nodes_per_step = nodes_created() - nodes_before;
+    backward(loss);
+    optimizer->step();
+    double ms = seconds_since(t) * 1e3;
+    out.last_loss = loss.item();
+    if (step >= a.warmup) out.step_ms.push_back(ms);
+  }
+  std::sort(out.step_ms.begin(), out.step_ms.end());
+  return out;
+}
+
+}  // namespace
+
+int run_bench(const Args& args) {
+  BenchArgs a;
+  const BenchShape* shape = parse_bench(args, a);
+  if (!shape) return kExitOk;
+  int64_t steps = a.steps;
+  if (a.decode) {
+    DecodeBenchOptions d{shape->name, a.arch, shape->V, shape->T, shape->d, shape->h, shape->L, shape->d_ff,
+                         a.batch > 0 ? a.batch : shape->B, steps > 0 ? steps : 3, a.threads, a.seed, !a.no_reference};
     return run_decode_bench(d);
   }
   if (steps == 0) {
     const std::string name = shape->name;
     steps = name == "S" ? 20 : name == "M" ? 10 : name == "L" ? 5 : 2000;
   }
-  omp_set_num_threads(threads);
-
+  omp_set_num_threads(a.threads);
   TransformerConfig config;
   config.arch = "encoder";
   config.vocab_size = shape->V;
@@ -140,61 +202,20 @@ int run_bench(const Args& args) {
   config.n_heads = shape->h;
   config.n_layers = shape->L;
   config.d_ff = shape->d_ff;
-  auto model = make_model(config, seed);
-  OptimizerConfig oc;  // AdamW, lr 1e-3, betas (0.9, 0.999), eps 1e-8, wd 0.01
-  auto optimizer = make_optimizer(oc, model->named_parameters());
-
-  // A few fixed batches: x uniform in [0, V), y = x reversed along T.
-  Rng rng(seed + 1);
-  std::vector<ModelInput> inputs(4);
-  std::vector<IntTensor> targets(4);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    inputs[i].src = IntTensor({shape->B, shape->T});
-    targets[i] = IntTensor({shape->B, shape->T});
-    for (int64_t b = 0; b < shape->B; ++b)
-      for (int64_t t = 0; t < shape->T; ++t)
-        inputs[i].src.data[static_cast<size_t>(b * shape->T + t)] = static_cast<int32_t>(rng.integer(0, shape->V - 1));
-    for (int64_t b = 0; b < shape->B; ++b)
-      for (int64_t t = 0; t < shape->T; ++t)
-        targets[i].data[static_cast<size_t>(b * shape->T + t)] =
-            inputs[i].src.data[static_cast<size_t>(b * shape->T + shape->T - 1 - t)];
-  }
-
-  std::vector<double> step_ms;
-  double last_loss = 0;
-  uint64_t nodes_per_step = 0;  // autograd nodes one step records (the same every step)
-  for (int64_t step = 0; step < warmup + steps; ++step) {
-    size_t i = static_cast<size_t>(step) % inputs.size();
-    auto t = Clock::now();
-    model->zero_grad();
-    const uint64_t nodes_before = nodes_created();
-    Var loss = cross_entropy(model->forward(inputs[i]), targets[i]);
-    nodes_per_step = nodes_created() - nodes_before;
-    backward(loss);
-    optimizer->step();
-    double ms = seconds_since(t) * 1e3;
-    last_loss = loss.item();
-    if (step >= warmup) step_ms.push_back(ms);
-  }
-  std::sort(step_ms.begin(), step_ms.end());
-  double median = step_ms[step_ms.size() / 2];
+  auto model = make_model(config, a.seed);
+  const Timings timed = time_steps(*shape, a, *model, steps);
+  double median = timed.step_ms[timed.step_ms.size() / 2];
   double tokens = static_cast<double>(shape->B * shape->T);
   double tokens_per_s = tokens / (median / 1e3);
   double d = static_cast<double>(shape->d);
   double fwd_flops_per_token = static_cast<double>(shape->L) * (8 * d * d + 4 * d * shape->d_ff + 4.0 * shape->T * d) +
                                2 * d * static_cast<double>(shape->V);
   double gflops = 3 * fwd_flops_per_token * tokens_per_s / 1e9;
-  nlohmann::json out = {{"impl", "attnlab"},
-                        {"config", shape->name},
-                        {"threads", threads},
-                        {"steps", steps},
-                        {"step_ms", median},
-                        {"tokens_per_s", tokens_per_s},
-                        {"params", model->parameter_count()},
-                        {"nodes_per_step", nodes_per_step},
-                        {"gflops", gflops},
-                        {"final_loss", last_loss}};
-  if (!no_peak) {
+  nlohmann::json out = {{"impl", "attnlab"},        {"config", shape->name},    {"threads", a.threads},
+                        {"steps", steps},           {"step_ms", median},        {"tokens_per_s", tokens_per_s},
+                        {"params", model->parameter_count()}, {"nodes_per_step", timed.nodes_per_step},
+                        {"gflops", gflops},         {"final_loss", timed.last_loss}};
+  if (!a.no_peak) {
     double peak = measure_matmul_peak();
     out["peak_gflops"] = peak;
     out["mfu"] = gflops / peak;
