@@ -127,7 +127,7 @@ TEST_CASE("under mpirun rank 0 alone prints and writes, and a batch that does no
   CHECK_FALSE(fs::exists(bad));
 }
 
-TEST_CASE("SIGTERM to one rank stops every rank after the same step, which rank 0 checkpoints; a rank killed with "
+TEST_CASE("SIGTERM to one rank stops every rank after the same step, which rank 0 checkpoints, a rank killed with "
           "SIGKILL ends the job with a non-zero exit and the last checkpoint loads", "[mpi][signals]") {
   using namespace attnlab::testing;
   TempDir dir("mpi-signals");
@@ -158,5 +158,42 @@ TEST_CASE("SIGTERM to one rank stops every rank after the same step, which rank 
     INFO(eval.out);
     CHECK(eval.code == 0);
   }
+}
+TEST_CASE("mpirun -np 2 scripts/sweep.py deals the grid points to both ranks, each a normal run, rank 0 writes one "
+          "table and plot, and a failed point is a row with its exit code", "[mpi][sweep]") {
+  TempDir dir("mpi-sweep");
+  const std::string out = dir / "sweep";
+  const std::string script = std::string(ATTNLAB_TEST_DATA) + "/../../scripts/sweep.py";
+  // heads 3 does not divide d-model 16: that point fails (exit 2), the others train.
+  const CliResult r = run_executable(
+      ATTNLAB_MPIEXEC,
+      "--oversubscribe -np 2 /usr/bin/python3 " + script + " --attnlab " + ATTNLAB_EXE + " --out " + out +
+          " --jobs 1 --grid heads=2,3,4 -- --task reverse --vocab 5 --min-len 4 --max-len 4 --d-model 16 --layers 1"
+          " --d-ff 32 --steps 10 --eval-every 10 --heldout 20",
+      kMpiEnv);
+  INFO(r.out);
+  CHECK(r.code != 0);  // a point failed
+  CHECK(r.out.find("sweep: heads3 failed: attnlab train: --heads 3 does not divide --d-model 16") != std::string::npos);
+  std::ifstream csv(out + "/summary.csv");
+  std::string header, row;
+  std::getline(csv, header);
+  std::vector<std::string> rows;
+  while (std::getline(csv, row)) rows.push_back(row.substr(0, row.find('\r')));  // Python's csv ends lines with \r\n
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[1].substr(0, 2) == "3,");
+  CHECK(rows[1].substr(rows[1].rfind(',') + 1) == "2");
+  for (const char* point : {"heads2", "heads4"}) {
+    CHECK(attnlab::testing::read_summary(out + "/" + point)["steps"] == 10);
+    CHECK(fs::exists(out + "/" + std::string(point) + "/.attnlab-run"));
+  }
+  // Point i went to rank i mod 2.
+  auto rank_of = [&](const std::string& name) {
+    std::ifstream in(out + "/" + name + ".result.json");
+    return nlohmann::json::parse(in).at("rank").get<int>();
+  };
+  CHECK(rank_of("heads2") == 0);
+  CHECK(rank_of("heads3") == 1);
+  CHECK(rank_of("heads4") == 0);
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0) CHECK(fs::exists(out + "/summary.png"));
 }
 #endif

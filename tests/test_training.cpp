@@ -262,7 +262,7 @@ TEST_CASE("checkpoints are written at every evaluation and the last step, and on
   CHECK(meta.at("data_stream") == state.stream().state());
 }
 
-TEST_CASE("metrics rows average the steps since the previous row; held-out columns are filled at evaluations",
+TEST_CASE("metrics rows average the steps since the previous row, held-out columns are filled at evaluations",
           "[training][metrics]") {
   TempDir dir("training-metrics");
   TrainSettings s = tiny(4);
