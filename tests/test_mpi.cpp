@@ -196,4 +196,36 @@ TEST_CASE("mpirun -np 2 scripts/sweep.py deals the grid points to both ranks, ea
   CHECK(rank_of("heads4") == 0);
   if (std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0) CHECK(fs::exists(out + "/summary.png"));
 }
+TEST_CASE("a held-out evaluation shared out between processes gives the figures of one process: 600 examples in 3 "
+          "batches at -np 2 and 3, and a character language model's loss", "[mpi][eval]") {
+  TempDir dir("mpi-eval");
+  // 600 held-out examples are 3 greedy batches of 256: rank 1 of 2 scores batch 1, rank 0 batches 0 and 2.
+  std::string flags = kModel + " --eval-every 10 --batch-size 12 --steps 10";
+  flags.replace(flags.find("--heldout 30"), 12, "--heldout 600");
+  for (int n : {2, 3}) {
+    const std::string ranks = dir / ("np" + std::to_string(n)), one = dir / ("one" + std::to_string(n));
+    REQUIRE(mpirun(n, "train" + flags + " --run " + ranks).code == 0);
+    REQUIRE(run_attnlab("train" + flags + " --grad-accum " + std::to_string(n) + " --run " + one).code == 0);
+    const auto a = attnlab::testing::read_summary(ranks), b = attnlab::testing::read_summary(one);
+    CHECK(a["heldout_examples"] == 600);
+    CHECK(a["heldout_exact"] == b["heldout_exact"]);
+    CHECK(a["heldout_token_acc"] == b["heldout_token_acc"]);
+    CHECK(a["heldout_token_acc"].get<double>() > 0);
+  }
+  // A text file whose last 20% (the held-out windows) makes several batches of 64 windows.
+  const std::string text = dir / "text.txt";
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 400; ++i) out << "the quick brown fox " << i % 7 << " jumps over the lazy dog\n";
+  }
+  const std::string lm = " --task text --file " + text + " --model decoder --layers 1 --d-model 16 --heads 2 --d-ff 32"
+                         " --seq-len 16 --batch-size 8 --steps 6 --eval-every 3 --quiet";
+  REQUIRE(mpirun(2, "train" + lm + " --run " + (dir / "lm2")).code == 0);
+  REQUIRE(run_attnlab("train" + lm + " --grad-accum 2 --run " + (dir / "lm1")).code == 0);
+  const auto a = attnlab::testing::read_summary(dir / "lm2"), b = attnlab::testing::read_summary(dir / "lm1");
+  CHECK(a["heldout_chars"].get<int64_t>() > 64 * 16);  // more than one batch of windows
+  CHECK(a["heldout_loss"] == b["heldout_loss"]);
+  CHECK(a["heldout_token_acc"] == b["heldout_token_acc"]);
+  CHECK(metrics_without_times(dir / "lm2") == metrics_without_times(dir / "lm1"));
+}
 #endif

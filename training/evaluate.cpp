@@ -39,56 +39,86 @@ Accuracy teacher_forced_accuracy(const Tensor& logits, const IntTensor& targets)
   return acc;
 }
 
+BatchFigures greedy_batch(SequenceModel& model, const std::vector<Example>& examples, size_t begin, size_t end,
+                          std::vector<std::vector<int32_t>>* predictions) {
+  const bool tagger = model.config().arch == "encoder";
+  std::vector<std::vector<int32_t>> sources;
+  size_t longest = 0;
+  for (size_t i = begin; i < end; ++i) {
+    sources.push_back(examples[i].input);
+    longest = std::max(longest, examples[i].output.size());
+  }
+  auto outputs = model.greedy(sources, static_cast<int64_t>(longest) + 1);
+  int64_t tokens = 0, right = 0, exact = 0;
+  for (size_t i = begin; i < end; ++i) {
+    const auto& want = examples[i].output;
+    auto got = outputs[i - begin];
+    if (tagger && got.size() > want.size()) got.resize(want.size());
+    for (size_t t = 0; t < want.size(); ++t) right += t < got.size() && got[t] == want[t];
+    tokens += static_cast<int64_t>(want.size());
+    exact += got == want;
+    if (predictions) predictions->push_back(std::move(got));
+  }
+  return {static_cast<double>(right), static_cast<double>(tokens), static_cast<double>(exact)};
+}
+
 Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examples, int64_t batch_size,
                          std::vector<std::vector<int32_t>>* predictions, const StopCheck& stop) {
-  const bool tagger = model.config().arch == "encoder";
-  int64_t tokens = 0, right = 0, exact = 0;
   if (predictions) predictions->clear();
+  std::vector<BatchFigures> batches;
   for (size_t begin = 0; begin < examples.size(); begin += static_cast<size_t>(batch_size)) {
     check_stop(stop);
-    size_t end = std::min(examples.size(), begin + static_cast<size_t>(batch_size));
-    std::vector<std::vector<int32_t>> sources;
-    size_t longest = 0;
-    for (size_t i = begin; i < end; ++i) {
-      sources.push_back(examples[i].input);
-      longest = std::max(longest, examples[i].output.size());
-    }
-    auto outputs = model.greedy(sources, static_cast<int64_t>(longest) + 1);
-    for (size_t i = begin; i < end; ++i) {
-      const auto& want = examples[i].output;
-      auto got = outputs[i - begin];
-      if (tagger && got.size() > want.size()) got.resize(want.size());
-      for (size_t t = 0; t < want.size(); ++t) right += t < got.size() && got[t] == want[t];
-      tokens += static_cast<int64_t>(want.size());
-      exact += got == want;
-      if (predictions) predictions->push_back(std::move(got));
-    }
+    batches.push_back(greedy_batch(model, examples, begin, std::min(examples.size(), begin + static_cast<size_t>(batch_size)),
+                                   predictions));
+  }
+  return greedy_totals(batches, static_cast<int64_t>(examples.size()));
+}
+
+Accuracy greedy_totals(const std::vector<BatchFigures>& batches, int64_t sequences) {
+  int64_t tokens = 0, right = 0, exact = 0;  // counts: exact in any order
+  for (const BatchFigures& b : batches) {
+    right += static_cast<int64_t>(b.right);
+    tokens += static_cast<int64_t>(b.tokens);
+    exact += static_cast<int64_t>(b.exact_or_loss);
   }
   Accuracy acc;
-  acc.sequences = static_cast<int64_t>(examples.size());
+  acc.sequences = sequences;
   acc.token = tokens ? static_cast<double>(right) / static_cast<double>(tokens) : 0;
   acc.exact = acc.sequences ? static_cast<double>(exact) / static_cast<double>(acc.sequences) : 0;
   return acc;
 }
 
+BatchFigures lm_batch(SequenceModel& model, const std::vector<Example>& windows, size_t begin, size_t end) {
+  TokenPairs pairs;
+  for (size_t i = begin; i < end; ++i) pairs.emplace_back(windows[i].input, windows[i].output);
+  FormattedBatch batch = format_batch("lm", pairs);
+  Var logits = model.forward(batch.input);
+  int64_t n = 0;
+  for (int32_t y : batch.targets.data) n += y != kIgnoreTarget;
+  // cross_entropy is the mean over the batch's targets: weigh it by their number.
+  const double loss_sum = static_cast<double>(cross_entropy(logits, batch.targets).item()) * static_cast<double>(n);
+  const double right = teacher_forced_accuracy(logits.value(), batch.targets).token * static_cast<double>(n);
+  return {right, static_cast<double>(n), loss_sum};
+}
+
 LmScore lm_score(SequenceModel& model, const std::vector<Example>& windows, int64_t batch_size,
                  const StopCheck& stop) {
   InferenceGuard guard(model);
-  double loss_sum = 0, right = 0;
-  int64_t tokens = 0;
+  std::vector<BatchFigures> batches;
   for (size_t begin = 0; begin < windows.size(); begin += static_cast<size_t>(batch_size)) {
     check_stop(stop);
-    const size_t end = std::min(windows.size(), begin + static_cast<size_t>(batch_size));
-    TokenPairs pairs;
-    for (size_t i = begin; i < end; ++i) pairs.emplace_back(windows[i].input, windows[i].output);
-    FormattedBatch batch = format_batch("lm", pairs);
-    Var logits = model.forward(batch.input);
-    int64_t n = 0;
-    for (int32_t y : batch.targets.data) n += y != kIgnoreTarget;
-    // cross_entropy is the mean over the batch's targets: weigh it by their number.
-    loss_sum += static_cast<double>(cross_entropy(logits, batch.targets).item()) * static_cast<double>(n);
-    right += teacher_forced_accuracy(logits.value(), batch.targets).token * static_cast<double>(n);
-    tokens += n;
+    batches.push_back(lm_batch(model, windows, begin, std::min(windows.size(), begin + static_cast<size_t>(batch_size))));
+  }
+  return lm_totals(batches);
+}
+
+LmScore lm_totals(const std::vector<BatchFigures>& batches) {
+  double loss_sum = 0, right = 0;
+  int64_t tokens = 0;
+  for (const BatchFigures& b : batches) {  // in batch order: the sums are of doubles
+    loss_sum += b.exact_or_loss;
+    right += b.right;
+    tokens += static_cast<int64_t>(b.tokens);
   }
   LmScore score;
   score.tokens = tokens;
@@ -116,20 +146,56 @@ std::vector<int32_t> teacher_forced_target(const TransformerConfig& config, cons
   return target;
 }
 
+namespace {
+
+// A data-parallel evaluation: batch b goes to process b mod N, and every
+// process takes part in ceil(batches / N) rounds (the stop check is
+// collective, so each asks it as often). The gathered figures come back in
+// batch order, so the totals are those of one process scoring every batch.
+std::vector<BatchFigures> split_batches(SequenceModel& model, const std::vector<Example>& examples, bool language_model,
+                                        const StopCheck& stop, const Communicator& comm) {
+  const size_t batch_size = language_model ? 64 : 256, n = examples.size();
+  const size_t batches = (n + batch_size - 1) / batch_size, N = static_cast<size_t>(comm.size());
+  const size_t rounds = (batches + N - 1) / N, rank = static_cast<size_t>(comm.rank());
+  std::optional<InferenceGuard> guard;
+  if (language_model) guard.emplace(model);
+  std::vector<double> local;
+  for (size_t round = 0; round < rounds; ++round) {
+    check_stop(stop);
+    const size_t b = round * N + rank, begin = b * batch_size, end = std::min(n, begin + batch_size);
+    BatchFigures f;
+    if (b < batches) f = language_model ? lm_batch(model, examples, begin, end) : greedy_batch(model, examples, begin, end);
+    local.insert(local.end(), {f.right, f.tokens, f.exact_or_loss});
+  }
+  const std::vector<double> all = comm.allgather(local);  // (rank, round, 3)
+  std::vector<BatchFigures> out(batches);
+  for (size_t b = 0; b < batches; ++b) {
+    const double* f = all.data() + ((b % N) * rounds + b / N) * 3;
+    out[b] = {f[0], f[1], f[2]};
+  }
+  return out;
+}
+
+}  // namespace
+
 std::optional<HeldoutScore> score_heldout(SequenceModel& model, const std::vector<Example>& examples,
-                                          bool language_model, const StopCheck& stop) {
+                                          bool language_model, const StopCheck& stop, const Communicator& comm) {
   HeldoutScore score;
   score.language_model = language_model;
   try {
-    if (language_model) {
+    if (comm.size() > 1) {
+      const std::vector<BatchFigures> batches = split_batches(model, examples, language_model, stop, comm);
+      if (language_model) score.lm = lm_totals(batches);
+      else score.accuracy = greedy_totals(batches, static_cast<int64_t>(examples.size()));
+    } else if (language_model) {
       score.lm = lm_score(model, examples, 64, stop);
-      score.accuracy = Accuracy{score.lm.token, 0, static_cast<int64_t>(examples.size())};
     } else {
       score.accuracy = greedy_accuracy(model, examples, 256, nullptr, stop);
     }
   } catch (const EvaluationAbandoned&) {
     return std::nullopt;
   }
+  if (language_model) score.accuracy = Accuracy{score.lm.token, 0, static_cast<int64_t>(examples.size())};
   return score;
 }
 

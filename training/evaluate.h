@@ -9,6 +9,7 @@
 
 #include "datasets/task.h"
 #include "models/sequence_model.h"
+#include "training/communicator.h"
 
 namespace attnlab {
 
@@ -60,6 +61,22 @@ struct LmScore {
 LmScore lm_score(SequenceModel& model, const std::vector<Example>& windows, int64_t batch_size,
                  const StopCheck& stop = {});
 
+// One batch's figures, examples [begin, end): greedy decoding gives its right
+// tokens, target tokens and exact answers (counts); a language model's
+// teacher-forced pass its right tokens, tokens and summed loss. The totals
+// sum them in batch order, which is how greedy_accuracy and lm_score score a
+// whole set, and how a data-parallel evaluation (training/trainer.cpp)
+// combines the batches its processes scored into the same figures.
+struct BatchFigures {
+  double right = 0, tokens = 0;
+  double exact_or_loss = 0;  // greedy: sequences entirely right; language model: sum of token losses
+};
+BatchFigures greedy_batch(SequenceModel& model, const std::vector<Example>& examples, size_t begin, size_t end,
+                          std::vector<std::vector<int32_t>>* predictions = nullptr);
+Accuracy greedy_totals(const std::vector<BatchFigures>& batches, int64_t sequences);
+BatchFigures lm_batch(SequenceModel& model, const std::vector<Example>& windows, size_t begin, size_t end);
+LmScore lm_totals(const std::vector<BatchFigures>& batches);
+
 // A held-out evaluation's figures: greedy accuracy (batches of 256), or a
 // language model's teacher-forced score (batches of 64; accuracy.token is
 // then its next-token accuracy, accuracy.exact 0). Empty when `stop`
@@ -69,7 +86,10 @@ struct HeldoutScore {
   LmScore lm;
   bool language_model = false;
 };
+// With several processes (`comm`) the batches are shared out between them
+// and combined into the figures one process gives.
 std::optional<HeldoutScore> score_heldout(SequenceModel& model, const std::vector<Example>& examples,
-                                          bool language_model, const StopCheck& stop = {});
+                                          bool language_model, const StopCheck& stop = {},
+                                          const Communicator& comm = single_process());
 
 }  // namespace attnlab

@@ -175,7 +175,7 @@ void Trainer::report(const StepResult& r, bool log_now, bool evaluated) {
 bool Trainer::evaluate() {
   const auto stop = [this] { return stop_requested(); };
   std::optional<HeldoutScore> score =
-      score_heldout(state_.model(), state_.heldout(), state_.task().language_model(), stop);
+      score_heldout(state_.model(), state_.heldout(), state_.task().language_model(), stop, state_.communicator());
   if (!score) return false;
   held_ = *score;
   held_valid_ = true;
