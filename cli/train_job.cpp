@@ -6,7 +6,6 @@
 
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/load_run.h"
@@ -14,23 +13,18 @@
 #include "cli/signals.h"
 #include "cli/test_seams.h"
 #include "framework/io/atomic_file.h"
+#include "framework/io/csv.h"
 #include "training/trainer.h"
 
 namespace attnlab::cli {
 
 namespace {
 
+std::string fixed(double v, int digits) { return CsvWriter::format_fixed(v, digits); }
+
 StepHooks& test_hooks() {
   static StepHooks hooks;
   return hooks;
-}
-
-std::string fixed(double v, int digits) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(digits);
-  out << v;
-  return out.str();
 }
 
 // config.ini and the vocabulary of a new run; a resumed run's are checked

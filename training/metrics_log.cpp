@@ -3,21 +3,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 
 #include "framework/io/atomic_file.h"
 
 namespace attnlab {
 
 namespace {
-
-std::string fixed(double v, int digits) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(digits);
-  out << v;
-  return out.str();
-}
 
 // Keeps the rows up to `last_step`. Only complete rows count: a run killed
 // mid-write leaves an unterminated one.
@@ -84,8 +75,8 @@ ProgressStats MetricsLog::write_row(int64_t step, double lr, const HeldoutScore*
   const std::vector<std::string> row = {
       std::to_string(step), number(out.loss), number(lr), number(sum_norm_ / n), number(out.token_acc),
       number(out.exact_acc), heldout ? number(heldout->accuracy.token) : "",
-      heldout ? number(heldout->accuracy.exact) : "", number(std::round(out.tokens_per_s)), fixed(elapsed_s, 3),
-      heldout && heldout->language_model ? number(heldout->lm.loss) : ""};
+      heldout ? number(heldout->accuracy.exact) : "", number(std::round(out.tokens_per_s)),
+      CsvWriter::format_fixed(elapsed_s, 3), heldout && heldout->language_model ? number(heldout->lm.loss) : ""};
   if (csv_) csv_->row(row);
   if (events_) write_events(step, row);
   sum_loss_ = sum_token_ = sum_exact_ = sum_norm_ = 0;

@@ -1,5 +1,6 @@
 #include "framework/io/csv.h"
 
+#include <sstream>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -127,6 +128,14 @@ void CsvWriter::row(const std::vector<double>& values) {
   text.reserve(values.size());
   for (double v : values) text.push_back(format_number(v));
   row(text);
+}
+
+std::string CsvWriter::format_fixed(double value, int digits) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  out << value;
+  return out.str();
 }
 
 }  // namespace attnlab

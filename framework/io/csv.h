@@ -35,6 +35,8 @@ class CsvWriter {
   const std::vector<std::string>& columns() const { return columns_; }
 
   static std::string format_number(double value);
+  // `digits` decimals, fixed-point ("12.300"): elapsed seconds and the CLI's figures.
+  static std::string format_fixed(double value, int digits);
   static std::string escape(const std::string& field);
 
  private:
