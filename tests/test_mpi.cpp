@@ -228,4 +228,31 @@ TEST_CASE("a held-out evaluation shared out between processes gives the figures 
   CHECK(a["heldout_token_acc"] == b["heldout_token_acc"]);
   CHECK(metrics_without_times(dir / "lm2") == metrics_without_times(dir / "lm1"));
 }
+TEST_CASE("a NaN gradient stops every rank under --on-nan stop with one message and the last checkpoint kept, and "
+          "--on-nan skip goes on to the end", "[mpi][nan]") {
+  TempDir dir("mpi-nan");
+  // The fault build injects the NaN into the summed gradient of step 15 on every rank alike,
+  // as a NaN in any micro-batch's gradient would reach the sum on every rank.
+  const std::string env = kMpiEnv + " ATTNLAB_DEBUG_NAN_AT_STEP=15";
+  const std::string flags = kFlags + " --steps 30";  // checkpoints every 10 steps
+  auto faults = [&](const std::string& policy, const std::string& run) {
+    return run_executable(ATTNLAB_MPIEXEC, "--oversubscribe -np 2 " + std::string(ATTNLAB_FAULTS_EXE) + " train" +
+                                               flags + " --on-nan " + policy + " --run " + run, env);
+  };
+  const CliResult stopped = faults("stop", dir / "stop");
+  INFO(stopped.out);
+  CHECK(stopped.code == 1);
+  const std::string line = "non-finite gradient at step 15";
+  CHECK(stopped.out.find(line) != std::string::npos);
+  CHECK(stopped.out.find(line) == stopped.out.rfind(line));  // printed once, by rank 0
+  CHECK(stopped.out.find("The last checkpoint (step 10) is kept") != std::string::npos);
+  CHECK(fs::exists(model_file(dir / "stop", 10) + ".safetensors"));
+  CHECK_FALSE(fs::exists(model_file(dir / "stop", 20) + ".safetensors"));
+
+  const CliResult skipped = faults("skip", dir / "skip");
+  INFO(skipped.out);
+  CHECK(skipped.code == 0);
+  CHECK(skipped.out.find("step skipped (--on-nan skip)") == skipped.out.rfind("step skipped (--on-nan skip)"));
+  CHECK(attnlab::testing::read_summary(dir / "skip")["steps"] == 30);
+}
 #endif
