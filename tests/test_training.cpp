@@ -345,3 +345,16 @@ TEST_CASE("with grad_accum 3 a step's loss and gradients are the whole batch's, 
   INFO("largest gradient " << largest << ", largest difference " << worst);
   CHECK(worst <= 1e-5 * largest);
 }
+
+TEST_CASE("an empty held-out set scores zero, not a solved task", "[training][evaluate]") {
+  // A library caller may pass no examples: an exact match of 1 would count as reaching any target.
+  TrainState state(tiny(1));
+  const Accuracy greedy = greedy_accuracy(state.model(), {}, 256);
+  CHECK(greedy.sequences == 0);
+  CHECK(greedy.token == 0);
+  CHECK(greedy.exact == 0);
+  const LmScore lm = lm_totals({});
+  CHECK(lm.tokens == 0);
+  CHECK(lm.loss == 0);
+  CHECK(lm.token == 0);
+}
