@@ -1,11 +1,29 @@
 // Data-parallel training under real `mpirun` jobs: N processes give the bits
 // of one process accumulating N micro-batches, a checkpoint does not depend
 // on N, rank 0 alone writes and prints, bad input is refused once, and a stop
-// on one rank (a signal, a kill) stops them all. Built only when CMake found
-// MPI (ATTNLAB_MPIEXEC); a build without MPI has the one-process stand-in
-// alone, and these tests are not compiled in.
-#ifdef ATTNLAB_MPIEXEC
+// on one rank (a signal, a kill) stops them all. These run when CMake found
+// MPI (ATTNLAB_MPIEXEC); a build without MPI (the sanitizer run's) has the
+// one-process stand-in alone and runs the test of its refusal instead.
 #include <catch2/catch.hpp>
+
+#ifndef ATTNLAB_MPIEXEC
+#include "tests/cli_harness.h"
+
+// A build without MPI has only the one-process stand-in: started as one of N
+// processes (the launcher's variables say so) it refuses, instead of
+// training N independent runs that race on one directory.
+TEST_CASE("a build without MPI started as one of 2 processes refuses with one line and exit 2, writing nothing",
+          "[mpi]") {
+  attnlab::testing::TempDir dir("nompi");
+  const auto r = attnlab::testing::run_attnlab("train --task reverse --steps 2 --run " + (dir / "run"),
+                                               "OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0");
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK(r.out == "attnlab train: this attnlab was built without MPI, so it cannot train as one of 2 processes; "
+                 "install libopenmpi-dev and rebuild, or run it without mpirun\n");
+  CHECK_FALSE(std::filesystem::exists(dir / "run"));
+}
+#else
 #include <signal.h>
 
 #include <filesystem>
