@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "framework/io/safetensors.h"
 
@@ -82,6 +83,38 @@ inline std::string checkpoint_difference(const std::string& a_path, const std::s
       return name + ": different values";
   }
   return "";
+}
+
+// A metrics.csv without its two time columns (tokens_per_s, elapsed_s, found
+// by the header), row by row: what two runs of the same bits must share.
+inline std::string metrics_without_times(const std::string& csv_path) {
+  std::ifstream in(csv_path);
+  REQUIRE(in);
+  auto cells_of = [](const std::string& line) {
+    std::vector<std::string> cells(1);
+    for (char c : line) {
+      if (c == ',') cells.emplace_back();
+      else cells.back() += c;
+    }
+    return cells;
+  };
+  std::string line, out;
+  std::vector<size_t> dropped;
+  size_t columns = 0;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> cells = cells_of(line);
+    if (columns == 0) {
+      columns = cells.size();
+      for (size_t c = 0; c < cells.size(); ++c)
+        if (cells[c] == "tokens_per_s" || cells[c] == "elapsed_s") dropped.push_back(c);
+      REQUIRE(dropped.size() == 2);
+    }
+    REQUIRE(cells.size() == columns);
+    for (size_t c = 0; c < cells.size(); ++c)
+      if (c != dropped[0] && c != dropped[1]) out += cells[c] + ",";
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace attnlab::testing

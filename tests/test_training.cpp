@@ -18,6 +18,7 @@
 
 namespace fs = std::filesystem;
 using namespace attnlab;
+using attnlab::testing::metrics_without_times;
 using attnlab::testing::TempDir;
 
 namespace {
@@ -47,30 +48,6 @@ std::map<std::string, std::vector<Real>> weights(const Module& model) {
   std::map<std::string, std::vector<Real>> out;
   for (const auto& [name, v] : model.named_parameters())
     out[name] = std::vector<Real>(v.value().data(), v.value().data() + v.numel());
-  return out;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// metrics.csv without its two time columns (tokens_per_s, elapsed_s).
-std::string metrics_without_times(const std::string& path) {
-  std::istringstream in(read(path));
-  std::string line, out;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream cs(line);
-    for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
-    if (line.back() == ',') cells.push_back("");
-    REQUIRE(cells.size() == MetricsLog::columns().size());
-    cells.erase(cells.begin() + 8, cells.begin() + 10);
-    for (const auto& c : cells) out += c + ",";
-    out += "\n";
-  }
   return out;
 }
 
