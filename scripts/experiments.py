@@ -67,10 +67,10 @@ CSV_FIELDS = ["part", "experiment", "implementation", "task", "model", "seed", "
               "solved_at_step", "steps", "heldout_exact", "seconds", "cpu_seconds", "command"]
 
 
-def run_child(cmd):
-    """(exit code, stdout, stderr, CPU seconds of the child: user + system, from wait4)."""
+def run_child(cmd, env=None):
+    """(exit code, stdout, stderr, CPU seconds of the child: user + system, from wait4); env: the child's environment."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
         out.seek(0)

@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""A PyTorch decoder-only GPT trained on attnlab's sequence tasks: the reference of the learning-speed study.
+
+Written from the math, independently of attnlab's code (and of scripts/attnlab_torch.py),
+to be the same model, data and training as `attnlab train --model decoder`:
+
+  model     tokens [bos] src [sep] tgt, embedded (tok_emb) plus positions (pos_emb learned, or the
+            sinusoidal table, or none); L blocks, pre-LN  x + attn(ln1 x), x + ff(ln2 x)  then ln_f,
+            or post-LN  ln1(x + attn x), ln2(x + ff x); causal multi-head attention with q, k, v and
+            out projections (all with biases), scores scaled by 1/sqrt(d_k); feed-forward fc1, relu or
+            exact-erf gelu, fc2; a head Linear(d, V) with bias, or tied to tok_emb (then its bias only);
+            layer norms with eps 1e-5. Parameter names are attnlab's (blocks.0.attn.q_proj.weight ...).
+  loss      cross-entropy averaged over the answer tokens and <eos> of the whole batch: the input
+            [bos] src [sep] tgt predicts src's and sep's successors too, but those are not targets.
+  init      torch: the PyTorch module defaults (Linear U(+-1/sqrt(fan_in)) weights and biases,
+            Embedding N(0, 1)), learned positions N(0, 0.02), LayerNorm 1 / 0.
+            gpt2: every Linear weight N(0, 0.02) except the residual outputs (attn.out_proj, ff.fc2)
+            N(0, 0.02 / sqrt(2 L)); tok_emb and pos_emb N(0, 0.02); biases 0; LayerNorm 1 / 0.
+  optimizer AdamW with decoupled decay on the weight matrices only (no decay on biases, layer norms
+            and embeddings, attnlab's default groups), global gradient-norm clipping, the lr schedule
+            constant | linear | cosine (decay over --steps to --min-lr) after a linear warmup.
+  data      the task's inputs uniform (symbol ids 4 .. 4 + vocab - 1; add: digits 4-13, '+' 14);
+            --heldout distinct inputs drawn from their own generator, and a training stream that
+            rejects every held-out input, so the two never share an input.
+  score     held-out exact match by greedy decoding after [bos] src [sep]: at most len(answer) + 1
+            tokens, stopping at <eos>; exact when the decoded tokens before <eos> are the answer.
+  target    training stops when held-out exact match >= --target at --target-patience consecutive
+            evaluations (every --eval-every steps and at the last); solved_at_step is the first of them.
+
+Not the same random numbers as attnlab, so runs are compared as distributions over seeds.
+Dropout is not implemented (the study runs without it).
+
+    /usr/bin/python3 scripts/torch_gpt_reference.py --task sort --vocab 3 --min-len 6 --max-len 6 \\
+        --d-model 48 --heads 3 --layers 3 --d-ff 192 --positional learned --init gpt2 --seed 0
+
+Prints one JSON line: parameters, solved_at_step (null when not solved), steps, heldout_exact,
+evals ([step, held-out exact] pairs), seconds and cpu_seconds of the training loop.
+Exit 2 with one line on stderr for a bad option.
+"""
+import argparse
+import json
+import math
+import random
+import sys
+import time
+
+PAD, BOS, EOS, SEP, FIRST_SYMBOL = 0, 1, 2, 3, 4
+IGNORE = -100
+TASKS = ("copy", "reverse", "sort", "add")
+
+
+class Task:
+    """copy, reverse, sort: `vocab` symbols, lengths min_len..max_len; add: two `digits`-digit operands."""
+
+    def __init__(self, name, vocab, min_len, max_len, digits):
+        self.name = name
+        self.vocab, self.min_len, self.max_len, self.digits = vocab, min_len, max_len, digits
+        self.vocab_size = FIRST_SYMBOL + (11 if name == "add" else vocab)
+
+    def sample_input(self, rng):
+        if self.name == "add":
+            d = self.digits
+            return [FIRST_SYMBOL + 10 if i == d else FIRST_SYMBOL + rng.randint(0, 9) for i in range(2 * d + 1)]
+        n = rng.randint(self.min_len, self.max_len)
+        return [FIRST_SYMBOL + rng.randint(0, self.vocab - 1) for _ in range(n)]
+
+    def solve(self, src):
+        if self.name == "copy":
+            return list(src)
+        if self.name == "reverse":
+            return src[::-1]
+        if self.name == "sort":
+            return sorted(src)
+        d = self.digits  # add: the sum's d + 1 digits, most significant first
+        a = int("".join(str(t - FIRST_SYMBOL) for t in src[:d]))
+        b = int("".join(str(t - FIRST_SYMBOL) for t in src[d + 1:]))
+        return [FIRST_SYMBOL + int(c) for c in str(a + b).zfill(d + 1)]
+
+    def max_input_len(self):
+        return 2 * self.digits + 1 if self.name == "add" else self.max_len
+
+    def max_output_len(self):
+        return self.digits + 1 if self.name == "add" else self.max_len
+
+    def input_space_size(self):
+        if self.name == "add":
+            return 10 ** (2 * self.digits)
+        return sum(self.vocab ** n for n in range(self.min_len, self.max_len + 1))
+
+
+def make_heldout(task, n, seed):
+    """min(n, inputs that exist) distinct (input, answer) pairs from their own generator."""
+    rng, seen, out = random.Random(f"heldout-{seed}"), set(), []
+    while len(out) < min(n, task.input_space_size()):
+        src = task.sample_input(rng)
+        if tuple(src) not in seen:
+            seen.add(tuple(src))
+            out.append((src, task.solve(src)))
+    return out
+
+
+class TrainStream:
+    """Training pairs from their own generator, never one whose input is held out."""
+
+    def __init__(self, task, heldout, seed):
+        if len(heldout) >= task.input_space_size():
+            raise ValueError(f"the held-out set holds all {task.input_space_size()} {task.name} inputs")
+        self.task, self.held, self.rng = task, {tuple(s) for s, _ in heldout}, random.Random(f"train-{seed}")
+
+    def next_batch(self, n):
+        batch = []
+        while len(batch) < n:
+            src = self.task.sample_input(self.rng)
+            if tuple(src) not in self.held:
+                batch.append((src, self.task.solve(src)))
+        return batch
+
+
+def pad_rows(torch, rows, fill):
+    """Right-padded (len(rows), longest) tensor of the rows."""
+    out = torch.full((len(rows), max(len(r) for r in rows)), fill, dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = torch.tensor(r, dtype=torch.long)
+    return out
+
+
+def lm_batch(torch, pairs):
+    """[bos] src [sep] tgt as input; targets: ignored for src and sep, then tgt and <eos>. (B, T) each.
+
+    Right padding needs no mask: a causal position never sees the padding after it, and padded
+    positions are not targets."""
+    inputs = [[BOS] + s + [SEP] + t for s, t in pairs]
+    targets = [[IGNORE] * (len(s) + 1) + t + [EOS] for s, t in pairs]
+    return pad_rows(torch, inputs, PAD), pad_rows(torch, targets, IGNORE)
+
+
+def sinusoidal_table(torch, positions, d):
+    """pe[p, c] = sin(p w_c) for even c, cos(p w_c) for odd c, w_c = 10000^(-(c - c % 2) / d). (P, d)"""
+    p = torch.arange(positions, dtype=torch.float64)[:, None]
+    c = torch.arange(d)
+    angle = p * torch.pow(10000.0, -(c - c % 2).double() / d)[None, :]
+    return torch.where(c % 2 == 0, torch.sin(angle), torch.cos(angle)).float()
+
+
+def build_model(torch, cfg):
+    """The decoder as torch modules (defined here so that importing this file needs no torch)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.h, self.d_k = cfg.heads, cfg.d_model // cfg.heads
+            self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(cfg.d_model, cfg.d_model)
+                                                                    for _ in range(4))
+
+        def forward(self, x):  # (B, T, d)
+            b, t, d = x.shape
+            q, k, v = (p(x).view(b, t, self.h, self.d_k).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+            scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_k)  # (B, h, T, T)
+            future = torch.ones(t, t, dtype=torch.bool).triu(1)
+            w = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+            return self.out_proj((w @ v).transpose(1, 2).reshape(b, t, d))
+
+    class FeedForward(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(cfg.d_model, cfg.d_ff), nn.Linear(cfg.d_ff, cfg.d_model)
+
+        def forward(self, x):
+            h = self.fc1(x)
+            return self.fc2(F.relu(h) if cfg.activation == "relu" else F.gelu(h))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.attn = nn.LayerNorm(cfg.d_model, eps=1e-5), Attention()
+            self.ln2, self.ff = nn.LayerNorm(cfg.d_model, eps=1e-5), FeedForward()
+
+        def forward(self, x):
+            if cfg.norm == "pre":
+                x = x + self.attn(self.ln1(x))
+                return x + self.ff(self.ln2(x))
+            x = self.ln1(x + self.attn(x))
+            return self.ln2(x + self.ff(x))
+
+    class Head(nn.Module):
+        def __init__(self, vocab_size):
+            super().__init__()
+            if not cfg.tie_embeddings:
+                self.weight = nn.Parameter(torch.empty(vocab_size, cfg.d_model))
+            self.bias = nn.Parameter(torch.empty(vocab_size))
+
+    class GPT(nn.Module):
+        def __init__(self, vocab_size, positions):
+            super().__init__()
+            self.tok_emb = nn.Embedding(vocab_size, cfg.d_model)
+            if cfg.positional == "learned":
+                self.pos_emb = nn.Embedding(positions, cfg.d_model)
+            elif cfg.positional == "sinusoidal":
+                self.register_buffer("sin_table", sinusoidal_table(torch, positions, cfg.d_model), persistent=False)
+            self.blocks = nn.ModuleList(Block() for _ in range(cfg.layers))
+            if cfg.norm == "pre":
+                self.ln_f = nn.LayerNorm(cfg.d_model, eps=1e-5)
+            self.head = Head(vocab_size)
+
+        def forward(self, ids):  # (B, T) -> (B, T, V)
+            t = ids.shape[1]
+            h = self.tok_emb(ids)
+            if cfg.positional == "learned":
+                h = h + self.pos_emb.weight[:t]
+            elif cfg.positional == "sinusoidal":
+                h = h + self.sin_table[:t]
+            for block in self.blocks:
+                h = block(h)
+            if cfg.norm == "pre":
+                h = self.ln_f(h)
+            w = self.tok_emb.weight if cfg.tie_embeddings else self.head.weight
+            return h @ w.t() + self.head.bias
+
+    return GPT
+
+
+def initialise(torch, model, scheme, layers, gen):
+    """Every parameter by its name, from one generator, in named_parameters() order."""
+    residual_std = 0.02 / math.sqrt(2 * layers)
+    d = model.tok_emb.weight.shape[1]
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            parts = name.split(".")
+            owner = dict(model.named_modules())[".".join(parts[:-1])]
+            if isinstance(owner, torch.nn.LayerNorm):
+                p.fill_(1.0 if parts[-1] == "weight" else 0.0)
+            elif parts[0] == "pos_emb":
+                p.normal_(0.0, 0.02, generator=gen)
+            elif parts[0] == "tok_emb":
+                p.normal_(0.0, 1.0 if scheme == "torch" else 0.02, generator=gen)
+            elif scheme == "torch":  # Linear and head: U(+-1/sqrt(fan_in)), weights and biases
+                fan_in = d if parts[0] == "head" else owner.weight.shape[1]
+                bound = 1.0 / math.sqrt(fan_in)
+                p.uniform_(-bound, bound, generator=gen)
+            elif parts[-1] == "bias":
+                p.zero_()
+            else:
+                residual = parts[-2] in ("out_proj", "fc2")
+                p.normal_(0.0, residual_std if residual else 0.02, generator=gen)
+
+
+def no_decay(name):
+    """attnlab's default groups: no decay on biases, layer norms (ln, ln1, ln_f ...) and embeddings."""
+    parts = name.split(".")
+    if parts[-1] == "bias":
+        return True
+    for s in parts:
+        is_ln = s.startswith("ln") and (len(s) == 2 or s[2] == "_" or s[2:].isdigit())
+        if is_ln or "emb" in s:
+            return True
+    return False
+
+
+def scheduled_lr(cfg, step):
+    """The lr of optimizer step `step` (1-based): linear warmup, then constant | linear | cosine to min_lr."""
+    k, w = float(step), float(cfg.warmup)
+    if step <= cfg.warmup:
+        return cfg.lr * k / w
+    if cfg.schedule == "constant":
+        return cfg.lr
+    q = min(max((k - w) / (cfg.steps - w), 0.0), 1.0)
+    shape = 1 - q if cfg.schedule == "linear" else 0.5 * (1 + math.cos(math.pi * q))
+    return cfg.min_lr + (cfg.lr - cfg.min_lr) * shape
+
+
+def greedy_exact(torch, model, heldout):
+    """Fraction of held-out pairs whose greedy answer (before <eos>, at most len + 1 tokens) is right."""
+    model.eval()
+    right = 0
+    with torch.no_grad():
+        for begin in range(0, len(heldout), 256):
+            part = heldout[begin:begin + 256]
+            seqs = [[BOS] + s + [SEP] for s, _ in part]
+            outs, done = [[] for _ in part], [False] * len(part)
+            for _ in range(max(len(t) for _, t in part) + 1):
+                active = [i for i in range(len(part)) if not done[i]]
+                if not active:
+                    break
+                lengths = [len(seqs[i]) for i in active]
+                logits = model(pad_rows(torch, [seqs[i] for i in active], PAD))  # (B', T, V)
+                for row, i in enumerate(active):
+                    tok = int(logits[row, lengths[row] - 1].argmax())
+                    if tok == EOS:
+                        done[i] = True
+                        continue
+                    outs[i].append(tok)
+                    seqs[i].append(tok)
+                    done[i] = len(outs[i]) > len(part[i][1])
+            right += sum(outs[i] == part[i][1] for i in range(len(part)))
+    model.train()
+    return right / len(heldout) if heldout else 0.0
+
+
+def positions_for(task, cfg):
+    needed = task.max_input_len() + task.max_output_len() + 2  # [bos] src [sep] tgt
+    return cfg.positions if cfg.positions > 0 else max(64, 2 * needed)
+
+
+def held_step(evals, target, patience):
+    """The first evaluation step of `patience` consecutive evaluations with exact >= target, else None."""
+    run = 0
+    for i, (_, exact) in enumerate(evals):
+        run = run + 1 if exact >= target else 0
+        if run == patience:
+            return evals[i - patience + 1][0]
+    return None
+
+
+def train(cfg, log=None):
+    """Trains one run; returns the JSON-able result."""
+    import torch
+    torch.set_num_threads(cfg.threads)
+    task = Task(cfg.task, cfg.vocab, cfg.min_len, cfg.max_len, cfg.digits)
+    heldout = make_heldout(task, cfg.heldout, cfg.seed)
+    stream = TrainStream(task, heldout, cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    model = build_model(torch, cfg)(task.vocab_size, positions_for(task, cfg))
+    initialise(torch, model, cfg.init, cfg.layers, gen)
+    named = list(model.named_parameters())
+    groups = [{"params": [p for n, p in named if not no_decay(n)], "weight_decay": cfg.weight_decay},
+              {"params": [p for n, p in named if no_decay(n)], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
+    params = [p for _, p in named]
+    evals, solved = [], None
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    step = 0
+    for step in range(1, cfg.steps + 1):
+        x, y = lm_batch(torch, stream.next_batch(cfg.batch_size))
+        logits = model(x)  # (B, T, V)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
+                                                 ignore_index=IGNORE)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.clip > 0:
+            torch.nn.utils.clip_grad_norm_(params, cfg.clip)
+        for g in opt.param_groups:
+            g["lr"] = scheduled_lr(cfg, step)
+        opt.step()
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            evals.append([step, greedy_exact(torch, model, heldout)])
+            if log:
+                log(f"step {step} loss {loss.item():.4f} held-out exact {evals[-1][1]:.4f}")
+            solved = held_step(evals, cfg.target, cfg.target_patience) if cfg.target > 0 else None
+            if solved is not None:
+                break
+    return {"implementation": "pytorch", "task": cfg.task, "init": cfg.init, "seed": cfg.seed,
+            "parameters": sum(p.numel() for p in params), "target": cfg.target,
+            "target_patience": cfg.target_patience, "solved_at_step": solved, "steps": step,
+            "heldout_exact": evals[-1][1] if evals else 0.0, "heldout_size": len(heldout), "evals": evals,
+            "seconds": round(time.perf_counter() - wall0, 2), "cpu_seconds": round(time.process_time() - cpu0, 2)}
+
+
+def parser():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    a = p.add_argument
+    a("--task", choices=TASKS, default="reverse")
+    a("--vocab", type=int, default=10, help="task symbols (copy, reverse, sort)")
+    a("--min-len", type=int, default=8)
+    a("--max-len", type=int, default=8)
+    a("--digits", type=int, default=3, help="add: digits per operand")
+    a("--model", choices=["decoder"], default="decoder", help="only the decoder-only LM")
+    a("--d-model", type=int, default=64)
+    a("--heads", type=int, default=4)
+    a("--layers", type=int, default=2)
+    a("--d-ff", type=int, default=256)
+    a("--positional", choices=["sinusoidal", "learned", "none"], default="sinusoidal")
+    a("--positions", type=int, default=0, help="positional table size; 0 = max(64, 2 x the longest sequence)")
+    a("--norm", choices=["pre", "post"], default="pre")
+    a("--activation", choices=["relu", "gelu"], default="relu")
+    a("--tie-embeddings", action="store_true")
+    a("--init", choices=["torch", "gpt2"], default="torch")
+    a("--lr", type=float, default=1e-3)
+    a("--beta1", type=float, default=0.9)
+    a("--beta2", type=float, default=0.999)
+    a("--eps", type=float, default=1e-8)
+    a("--weight-decay", type=float, default=0.01)
+    a("--schedule", choices=["constant", "linear", "cosine"], default="constant")
+    a("--warmup", type=int, default=0)
+    a("--min-lr", type=float, default=0.0)
+    a("--clip", type=float, default=1.0, help="global gradient-norm clip; 0 = off")
+    a("--batch-size", type=int, default=64)
+    a("--steps", type=int, default=2000, help="step cap")
+    a("--eval-every", type=int, default=100)
+    a("--heldout", type=int, default=500)
+    a("--target", type=float, default=1.0, help="held-out exact match that stops training; 0 = never")
+    a("--target-patience", type=int, default=1, help="consecutive evaluations the target must hold")
+    a("--seed", type=int, default=0)
+    a("--threads", type=int, default=1)
+    a("--verbose", action="store_true", help="a line per evaluation on stderr")
+    return p
+
+
+def check(cfg):
+    """The first bad option as one line, or None."""
+    positive = ["vocab", "min_len", "max_len", "digits", "d_model", "heads", "layers", "d_ff", "batch_size", "steps",
+                "eval_every", "target_patience", "threads"]
+    for name in positive:
+        if getattr(cfg, name) < 1:
+            return f"--{name.replace('_', '-')} must be >= 1, got {getattr(cfg, name)}"
+    if cfg.min_len > cfg.max_len:
+        return f"--min-len {cfg.min_len} is greater than --max-len {cfg.max_len}"
+    if cfg.d_model % cfg.heads:
+        return f"--heads {cfg.heads} does not divide --d-model {cfg.d_model}"
+    if not 0 <= cfg.target <= 1:
+        return f"--target must lie in [0, 1], got {cfg.target}"
+    if cfg.schedule != "constant" and cfg.steps <= cfg.warmup:
+        return f"--schedule {cfg.schedule} needs --steps > --warmup, got {cfg.steps} and {cfg.warmup}"
+    if cfg.heldout < 0 or cfg.warmup < 0 or cfg.clip < 0 or cfg.positions < 0:
+        return "--heldout, --warmup, --clip and --positions must be >= 0"
+    task = Task(cfg.task, cfg.vocab, cfg.min_len, cfg.max_len, cfg.digits)
+    if min(cfg.heldout, task.input_space_size()) >= task.input_space_size():
+        return f"--heldout {cfg.heldout} takes all {task.input_space_size()} {cfg.task} inputs, leaving none to train on"
+    needed = task.max_input_len() + task.max_output_len() + 2
+    if positions_for(task, cfg) < needed:
+        return f"--positions {cfg.positions} is shorter than the {needed} positions the task needs"
+    return None
+
+
+def main(argv=None):
+    cfg = parser().parse_args(argv)
+    problem = check(cfg)
+    if problem:
+        print(f"torch_gpt_reference: {problem}", file=sys.stderr)
+        return 2
+    log = (lambda line: print(line, file=sys.stderr, flush=True)) if cfg.verbose else None
+    print(json.dumps(train(cfg, log)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
