@@ -7,7 +7,7 @@ AdamW lr 5e-4, betas (0.9, 0.95), weight decay 0.1, clip 1, batch 64, constant l
   add   2 + 2 digits (10,000 inputs; 500 held out)
 for attnlab --init torch, attnlab --init gpt2, and the reference with --init gpt2 (the GPT-2 scheme
 well-known small GPTs use) and --init torch (to separate the initialisation from everything else).
-Every run gets the same flags, evaluates held-out exact match every --eval-every steps and stops when
+Every run gets the same flags, evaluates held-out exact match every 50 steps (sort) or 100 (add) and stops when
 100% held for --patience consecutive evaluations (or at the step cap). From each run's evaluation
 history this script takes steps to 100% and to 99%: the first step of `patience` consecutive
 evaluations at or above the level (the rule of attnlab's --target-patience).
@@ -26,6 +26,7 @@ import argparse
 import csv
 import datetime
 import json
+import math
 import os
 import shlex
 import sys
@@ -40,9 +41,9 @@ from torch_gpt_reference import held_step  # noqa: E402  (no torch needed to imp
 NANO = ["--model", "decoder", "--d-model", "48", "--heads", "3", "--layers", "3", "--d-ff", "192",
         "--activation", "gelu", "--positional", "learned", "--lr", "5e-4", "--beta1", "0.9", "--beta2", "0.95",
         "--weight-decay", "0.1", "--clip", "1", "--batch-size", "64", "--schedule", "constant"]
-SETTINGS = [  # name, task flags, step cap
-    ("sort", ["--task", "sort", "--vocab", "3", "--min-len", "6", "--max-len", "6", "--heldout", "182"], 3000),
-    ("add", ["--task", "add", "--digits", "2", "--heldout", "500"], 10000),
+SETTINGS = [  # name, task flags, step cap, evaluation every (steps)
+    ("sort", ["--task", "sort", "--vocab", "3", "--min-len", "6", "--max-len", "6", "--heldout", "182"], 3000, 50),
+    ("add", ["--task", "add", "--digits", "2", "--heldout", "500"], 10000, 100),
 ]
 VARIANTS = [  # name, implementation, init
     ("attnlab-torch", "attnlab", "torch"), ("attnlab-gpt2", "attnlab", "gpt2"),
@@ -89,9 +90,10 @@ def run_pytorch(flags):
 
 
 def one_run(args, setting, variant, seed):
-    name, task_flags, cap = setting
+    name, task_flags, cap, every = setting
     vname, impl, init = variant
-    flags = run_flags(task_flags, cap, init, seed, args.eval_every, args.patience)
+    every = args.eval_every or every
+    flags = run_flags(task_flags, cap, init, seed, every, args.patience)
     if impl == "attnlab":
         r = run_attnlab(args.attnlab, flags, os.path.join(args.runs, f"{name}-{vname}-s{seed}"))
     else:
@@ -101,7 +103,7 @@ def one_run(args, setting, variant, seed):
         raise RuntimeError(f"{name} {vname} seed {seed}: solved at {r['solved_at_step']} by the run, "
                            f"{to100} from its evaluations")
     return {"setting": name, "variant": vname, "implementation": impl, "init": init, "seed": seed,
-            "parameters": r["parameters"], "eval_every": args.eval_every, "patience": args.patience,
+            "parameters": r["parameters"], "eval_every": every, "patience": args.patience,
             "steps_to_100": to100, "steps_to_99": held_step(r["evals"], 0.99, args.patience), "steps": r["steps"],
             "heldout_exact": r["heldout_exact"], "seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"],
             "evals": json.dumps(r["evals"]), "command": r["command"]}
@@ -111,24 +113,24 @@ def fmt(steps, cap):
     return str(steps) if steps else f"not by {cap}"
 
 
-def median_of(rows, key):
-    """The median of rows[key], or "–" when a run did not get there (a median of caps would flatter it)."""
-    v = [r[key] for r in rows]
-    return f"{median(v):g}" if all(v) else "–"
+def median_of(rows, key, cap):
+    """The median of rows[key], a run that did not get there counting as beyond the cap."""
+    m = median([r[key] or math.inf for r in rows])
+    return f"{m:g}" if m != math.inf else f"> {cap}"
 
 
 def table(rows):
     out = ["| setting | implementation | init | parameters | steps to 100% (seeds) | median | steps to 99% (seeds) "
            "| median | CPU s (median) |", "|---|---|---|---|---|---|---|---|---|"]
-    for name, _, cap in SETTINGS:
+    for name, _, cap, _ in SETTINGS:
         for vname, impl, init in VARIANTS:
             rs = sorted((r for r in rows if r["setting"] == name and r["variant"] == vname), key=lambda r: r["seed"])
             if not rs:
                 continue
             seeds = ", ".join(str(r["seed"]) for r in rs)
             out.append(f"| {name} | {impl} | {init} | {rs[0]['parameters']:,} "
-                       f"| {', '.join(fmt(r['steps_to_100'], cap) for r in rs)} ({seeds}) | {median_of(rs, 'steps_to_100')} "
-                       f"| {', '.join(fmt(r['steps_to_99'], cap) for r in rs)} | {median_of(rs, 'steps_to_99')} "
+                       f"| {', '.join(fmt(r['steps_to_100'], cap) for r in rs)} ({seeds}) | {median_of(rs, 'steps_to_100', cap)} "
+                       f"| {', '.join(fmt(r['steps_to_99'], cap) for r in rs)} | {median_of(rs, 'steps_to_99', cap)} "
                        f"| {median([r['cpu_seconds'] for r in rs]):.1f} |")
     return "\n".join(out)
 
@@ -176,15 +178,15 @@ def main():
     p.add_argument("--only", nargs="*", choices=[s[0] for s in SETTINGS], help="settings to run (default: all)")
     p.add_argument("--variants", nargs="*", choices=[v[0] for v in VARIANTS], help="variants to run (default: all)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--eval-every", type=int, default=0, help="evaluation cadence; 0 = the setting's (sort 50, add 100)")
     p.add_argument("--patience", type=int, default=3, help="consecutive evaluations a level must hold")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (each on one thread); at most 2 here")
     p.add_argument("--tables-only", action="store_true", help="rewrite the table from the CSV; run nothing")
     p.add_argument("--runs", default=os.path.join(ROOT, "runs", "learning_speed"))
     p.add_argument("--docs", default=os.path.join(ROOT, "docs"))
     args = p.parse_args()
-    if args.eval_every < 1 or args.patience < 1 or args.jobs < 1:
-        sys.exit(f"learning_speed_study: --eval-every, --patience and --jobs must be >= 1, got "
+    if args.eval_every < 0 or args.patience < 1 or args.jobs < 1:
+        sys.exit(f"learning_speed_study: --eval-every must be >= 0, --patience and --jobs >= 1, got "
                  f"{args.eval_every}, {args.patience}, {args.jobs}")
     wanted = [v for v in VARIANTS if not args.variants or v[0] in args.variants]
     if not args.tables_only and any(v[1] == "attnlab" for v in wanted) and not os.access(args.attnlab, os.X_OK):

@@ -325,7 +325,7 @@ def train(cfg, log=None):
     named = list(model.named_parameters())
     groups = [{"params": [p for n, p in named if not no_decay(n)], "weight_decay": cfg.weight_decay},
               {"params": [p for n, p in named if no_decay(n)], "weight_decay": 0.0}]
-    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, foreach=True)
     params = [p for _, p in named]
     evals, solved = [], None
     wall0, cpu0 = time.perf_counter(), time.process_time()
