@@ -5,9 +5,11 @@
 # with torch, numpy and matplotlib (from Debian, used as /usr/bin/python3).
 set -euo pipefail
 
+# libdnnl-dev: oneDNN, whose sgemm is the default backend of the engine's matrix products
+# (measured the fastest here, docs/performance.md); without it the build uses Eigen's.
 packages=(g++ cmake make libeigen3-dev libboost-program-options-dev catch2 nlohmann-json3-dev
           python3 python3-numpy python3-matplotlib protobuf-compiler python3-protobuf
-          libopenmpi-dev openmpi-bin)
+          libopenmpi-dev openmpi-bin libdnnl-dev)
 # PyTorch is large and only the reference scripts use it: skip it with ATTNLAB_NO_TORCH=1.
 # libopenblas0-pthread: without it Debian's torch falls back to the reference BLAS (~2 GFLOP/s),
 # which would make the PyTorch side of scripts/bench_vs_torch.sh a straw man.

@@ -8,6 +8,8 @@
 #include <limits>
 #include <string>
 
+#include "framework/ops/gemm.h"
+#include "framework/ops/grad_target.h"
 #include "framework/ops/softmax.h"
 
 namespace attnlab {
@@ -33,14 +35,17 @@ struct HeadLayout {
   int64_t offset(int64_t b, int64_t hh) const { return interleaved ? (b * T * h + hh) * w : (b * h + hh) * T * w; }
   int64_t stride() const { return interleaved ? h * w : w; }
 };
-using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
-using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
-
-ConstStridedMap head(const Real* data, const HeadLayout& l, int64_t b, int64_t hh) {
-  return ConstStridedMap(data + l.offset(b, hh), l.T, l.w, Eigen::OuterStride<>(l.stride()));
+// The (T, w) matrix of batch b, head hh, as a product operand (its transpose
+// with trans set) or as a product's destination.
+GemmOperand head(const Real* data, const HeadLayout& l, int64_t b, int64_t hh, bool trans = false) {
+  return {data + l.offset(b, hh), l.T, l.w, l.stride(), trans};
 }
-StridedMap head(Real* data, const HeadLayout& l, int64_t b, int64_t hh) {
-  return StridedMap(data + l.offset(b, hh), l.T, l.w, Eigen::OuterStride<>(l.stride()));
+GemmOutput head_out(Real* data, const HeadLayout& l, int64_t b, int64_t hh) {
+  return {data + l.offset(b, hh), l.T, l.w, l.stride()};
+}
+// A contiguous (rows, cols) matrix: the scores and weights of one (b, h) pair.
+GemmOperand square(const Real* data, int64_t rows, int64_t cols, bool trans = false) {
+  return {data, rows, cols, cols, trans};
 }
 
 Dims check_shapes(const Var& q, const Var& k, const Var& v, const AttentionMask& mask) {
@@ -79,14 +84,10 @@ Var attention_core(const Var& q, const Var& k, const Var& v, const Dims n, bool 
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t bh = 0; bh < pairs; ++bh) {
     const int64_t b = bh / n.h, hh = bh % n.h;
-    ConstStridedMap Q = head(qd, lq, b, hh);                 // (T_q, d_k)
-    ConstStridedMap K = head(kd, lk, b, hh);                 // (T_k, d_k)
-    ConstStridedMap Vm = head(vd, lv, b, hh);                // (T_k, d_v)
-    MatMap S(P.data() + bh * n.T_q * n.T_k, n.T_q, n.T_k);  // scores, then weights in place
-    StridedMap O = head(out.data(), lo, b, hh);              // (T_q, d_v)
-    S.noalias() = scale * Q * K.transpose();
+    Real* S = P.data() + bh * n.T_q * n.T_k;  // (T_q, T_k): scores, then weights in place
+    gemm({S, n.T_q, n.T_k, n.T_k}, head(qd, lq, b, hh), head(kd, lk, b, hh, true), scale, false);  // Q Kᵀ
     for (int64_t i = 0; i < n.T_q; ++i) {
-      Real* row = S.data() + i * n.T_k;
+      Real* row = S + i * n.T_k;
       if (mask.causal)
         for (int64_t j = std::max<int64_t>(i + shift + 1, 0); j < n.T_k; ++j) row[j] = kNegInf;
       if (pad)
@@ -94,7 +95,7 @@ Var attention_core(const Var& q, const Var& k, const Var& v, const Dims n, bool 
           if (pad[b * n.T_k + j] != 0) row[j] = kNegInf;
       softmax_row(row, row, n.T_k);  // masked -> exactly 0; fully masked row -> all 0
     }
-    O.noalias() = S * Vm;
+    gemm(head_out(out.data(), lo, b, hh), square(S, n.T_q, n.T_k), head(vd, lv, b, hh), 1, false);  // O = P V
   }
 
   const bool record = grad_enabled() && any_requires_grad({q, k, v});
@@ -113,10 +114,12 @@ Var attention_core(const Var& q, const Var& k, const Var& v, const Dims n, bool 
     const Real* vd = self.input_value(2).data();
     const Real* dod = self.grad.data();
     // q, k and v may be one and the same Var; each (b, h) still writes only its
-    // own slices, so the accumulations below never race.
-    Real* dq = need_q ? self.input_grad(0).data() : nullptr;
-    Real* dk = need_k ? self.input_grad(1).data() : nullptr;
-    Real* dv = need_v ? self.input_grad(2).data() : nullptr;
+    // own slices, so the accumulations below never race. The buffers are taken
+    // in the order each (b, h) writes them (dv, dq, dk): a fresh one is
+    // overwritten by its first product, and an input seen again is not fresh.
+    const detail::GradTarget gv = need_v ? detail::grad_target(self, 2) : detail::GradTarget{nullptr, false};
+    const detail::GradTarget gq = need_q ? detail::grad_target(self, 0) : detail::GradTarget{nullptr, false};
+    const detail::GradTarget gk = need_k ? detail::grad_target(self, 1) : detail::GradTarget{nullptr, false};
     const int64_t pairs = n.B * n.h;
 
 #pragma omp parallel if (parallel)
@@ -126,20 +129,20 @@ Var attention_core(const Var& q, const Var& k, const Var& v, const Dims n, bool 
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < pairs; ++bh) {
         const int64_t b = bh / n.h, hh = bh % n.h;
-        ConstMatMap Pm(P.data() + bh * n.T_q * n.T_k, n.T_q, n.T_k);
-        ConstStridedMap dO = head(dod, lo, b, hh);
-        ConstStridedMap Vm = head(vd, lv, b, hh);
-        if (need_v) head(dv, lv, b, hh).noalias() += Pm.transpose() * dO;
+        const Real* p = P.data() + bh * n.T_q * n.T_k;
+        ConstMatMap Pm(p, n.T_q, n.T_k);
+        if (need_v)  // dV = Pᵀ dO
+          gemm(head_out(gv.grad->data(), lv, b, hh), square(p, n.T_q, n.T_k, true), head(dod, lo, b, hh), 1, !gv.fresh);
         if (!need_q && !need_k) continue;
-        dS.noalias() = dO * Vm.transpose();  // dP
+        gemm({dS.data(), n.T_q, n.T_k, n.T_k}, head(dod, lo, b, hh), head(vd, lv, b, hh, true), 1, false);  // dP
         row_dot = (dS.array() * Pm.array()).rowwise().sum().matrix();
         dS = (Pm.array() * (dS.array().colwise() - row_dot.array())).matrix();
-        if (need_q) {
-          head(dq, lq, b, hh).noalias() += scale * dS * head(kd, lk, b, hh);
-        }
-        if (need_k) {
-          head(dk, lk, b, hh).noalias() += scale * dS.transpose() * head(qd, lq, b, hh);
-        }
+        if (need_q)  // dQ = dS K · scale
+          gemm(head_out(gq.grad->data(), lq, b, hh), square(dS.data(), n.T_q, n.T_k), head(kd, lk, b, hh), scale,
+               !gq.fresh);
+        if (need_k)  // dK = dSᵀ Q · scale
+          gemm(head_out(gk.grad->data(), lk, b, hh), square(dS.data(), n.T_q, n.T_k, true), head(qd, lq, b, hh),
+               scale, !gk.fresh);
       }
     }
   });

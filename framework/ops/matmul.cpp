@@ -1,45 +1,21 @@
-// Matrix products (plain, batched, shared weight) and the fused linear map.
-// GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics
-// (_mm512_undefined_pd, GCC bug 105593) when Eigen vectorises; silence it here.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// Matrix products (plain, batched, shared weight) and the fused linear map,
+// all through the one product interface of framework/ops/gemm.h.
 #include "framework/ops/matmul.h"
-
-#include <omp.h>
 
 #include <algorithm>
 
 #include "framework/ops/broadcast.h"
+#include "framework/ops/gemm.h"
+#include "framework/ops/grad_target.h"
 
 namespace attnlab {
 namespace {
 
-// out (=|+=) op(x) op(y), op = transpose when the flag is set. Eigen's
-// .transpose() on a map is a view, so no operand is ever copied.
-void gemm(MatMap out, const ConstMatMap& x, bool tx, const ConstMatMap& y, bool ty, bool accumulate) {
-  if (accumulate) {
-    if (!tx && !ty) out.noalias() += x * y;
-    else if (!tx) out.noalias() += x * y.transpose();
-    else if (!ty) out.noalias() += x.transpose() * y;
-    else out.noalias() += x.transpose() * y.transpose();
-  } else {
-    if (!tx && !ty) out.noalias() = x * y;
-    else if (!tx) out.noalias() = x * y.transpose();
-    else if (!ty) out.noalias() = x.transpose() * y;
-    else out.noalias() = x.transpose() * y.transpose();
-  }
+// A stored (rows, cols) row-major matrix starting at element `offset` of t.
+GemmOperand operand(const Tensor& t, int64_t rows, int64_t cols, bool trans = false, int64_t offset = 0) {
+  return {t.data() + offset, rows, cols, cols, trans};
 }
-
-ConstMatMap view(const Tensor& t, int64_t offset, int64_t rows, int64_t cols) {
-  return ConstMatMap(t.data() + offset, rows, cols);
-}
-MatMap view(Tensor& t, int64_t offset, int64_t rows, int64_t cols) { return MatMap(t.data() + offset, rows, cols); }
-
-// Batched loops run in parallel over the batch when there is enough work per
-// call to pay for the threads; each iteration writes only its own batch.
-bool parallel_batches(int64_t batches, int64_t flops_per_batch) {
-  return batches > 1 && batches * flops_per_batch >= detail::kParallelGrain * 4 && omp_get_max_threads() > 1 &&
-         !omp_in_parallel();
-}
+GemmOutput output(Tensor& t, int64_t rows, int64_t cols) { return {t.data(), rows, cols, cols}; }
 
 std::string matmul_operands(const Shape& a, bool ta, const Shape& b, bool tb) {
   return shape_str(a) + (ta ? "^T" : "") + " x " + shape_str(b) + (tb ? "^T" : "");
@@ -51,6 +27,9 @@ struct MatmulPlan {
   int64_t ar, ac, br, bc;  // stored matrix sizes of a and b
   int64_t batches;      // output batch count
   bool a_shared, b_shared;  // a 2-d operand reused by every batch of the other
+  int64_t sa() const { return a_shared ? 0 : ar * ac; }  // batch strides
+  int64_t sb() const { return b_shared ? 0 : br * bc; }
+  int64_t so() const { return m * n; }
 };
 
 MatmulPlan plan_matmul(const Shape& a, const Shape& b, bool ta, bool tb) {
@@ -78,6 +57,55 @@ MatmulPlan plan_matmul(const Shape& a, const Shape& b, bool ta, bool tb) {
   return p;
 }
 
+// out (=|+=) op(a) op(b) over the plan's batches (stride 0: shared). Two cases
+// stack the batches into one product instead of B:
+//   a 2-d b and an upright a: a's batches are one (B·m, k) matrix, out (B·m, n);
+//   one out for all batches (a weight gradient) from a transposed a and an
+//   upright b: their batches stack along k, (m, B·k)·(B·k, n).
+void matmul_batches(Tensor& out, int64_t out_rows, int64_t out_cols, int64_t so, const GemmOperand& a, int64_t sa,
+                    const GemmOperand& b, int64_t sb, int64_t batches, bool accumulate) {
+  GemmOperand stacked_a = a, stacked_b = b;
+  if (sb == 0 && so != 0 && !a.trans && sa == a.rows * a.cols) {
+    stacked_a.rows *= batches;
+    gemm({out.data(), out_rows * batches, out_cols, out_cols}, stacked_a, b, 1, accumulate);
+    return;
+  }
+  if (so == 0 && a.trans && !b.trans && sa == a.rows * a.cols && sb == b.rows * b.cols) {
+    stacked_a.rows *= batches;
+    stacked_b.rows *= batches;
+    gemm({out.data(), out_rows, out_cols, out_cols}, stacked_a, stacked_b, 1, accumulate);
+    return;
+  }
+  gemm_batched(batches, {out.data(), out_rows, out_cols, out_cols}, so, a, sa, b, sb, 1, accumulate);
+}
+
+// With C = op(A) op(B) and G = dL/dC:
+//   dA = G op(B)ᵀ          (or, stored transposed, op(B) Gᵀ)
+//   dB = op(A)ᵀ G          (or, stored transposed, Gᵀ op(A))
+// A 2-d operand shared by every batch sums its batches' contributions in batch order.
+void matmul_backward(Node& self, const MatmulPlan& p, bool ta, bool tb) {
+  const Tensor& g = self.grad;
+  const Tensor& av = self.input_value(0);
+  const Tensor& bv = self.input_value(1);
+  const GemmOperand G = operand(g, p.m, p.n), Gt = operand(g, p.m, p.n, true);
+  if (self.input_needs_grad(0)) {
+    const detail::GradTarget da = detail::grad_target(self, 0);
+    const int64_t so = p.a_shared ? 0 : p.ar * p.ac;
+    if (!ta)
+      matmul_batches(*da.grad, p.ar, p.ac, so, G, p.so(), operand(bv, p.br, p.bc, !tb), p.sb(), p.batches, !da.fresh);
+    else
+      matmul_batches(*da.grad, p.ar, p.ac, so, operand(bv, p.br, p.bc, tb), p.sb(), Gt, p.so(), p.batches, !da.fresh);
+  }
+  if (self.input_needs_grad(1)) {
+    const detail::GradTarget db = detail::grad_target(self, 1);
+    const int64_t so = p.b_shared ? 0 : p.br * p.bc;
+    if (!tb)
+      matmul_batches(*db.grad, p.br, p.bc, so, operand(av, p.ar, p.ac, !ta), p.sa(), G, p.so(), p.batches, !db.fresh);
+    else
+      matmul_batches(*db.grad, p.br, p.bc, so, Gt, p.so(), operand(av, p.ar, p.ac, ta), p.sa(), p.batches, !db.fresh);
+  }
+}
+
 }  // namespace
 
 Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
@@ -87,65 +115,10 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
   out_shape.push_back(p.m);
   out_shape.push_back(p.n);
   Tensor out = Tensor::uninitialized(out_shape);
-  const Tensor& av = a.value();
-  const Tensor& bv = b.value();
-  const int64_t sa = p.a_shared ? 0 : p.ar * p.ac, sb = p.b_shared ? 0 : p.br * p.bc, so = p.m * p.n;
-
-  if (p.b_shared && !trans_a) {
-    // (B, m, k) · (k, n): a's batches stack into one (B·m, k) matrix, one gemm.
-    gemm(view(out, 0, p.batches * p.m, p.n), view(av, 0, p.batches * p.m, p.k), false, bv.matrix(), trans_b, false);
-  } else {
-#pragma omp parallel for schedule(static) if (parallel_batches(p.batches, p.m * p.n * p.k))
-    for (int64_t i = 0; i < p.batches; ++i)
-      gemm(view(out, i * so, p.m, p.n), view(av, i * sa, p.ar, p.ac), trans_a, view(bv, i * sb, p.br, p.bc), trans_b,
-           false);
-  }
-
-  return make_result(std::move(out), {a, b}, "matmul", [p, trans_a, trans_b, sa, sb, so](Node& self) {
-    const Tensor& g = self.grad;
-    const Tensor& av = self.input_value(0);
-    const Tensor& bv = self.input_value(1);
-    const bool par = parallel_batches(p.batches, p.m * p.n * p.k);
-    // With C = op(A) op(B) and G = dL/dC:
-    //   dA = G op(B)ᵀ          (or, stored transposed, op(B) Gᵀ)
-    //   dB = op(A)ᵀ G          (or, stored transposed, Gᵀ op(A))
-    auto grad_a = [&](MatMap da, const ConstMatMap& gi, const ConstMatMap& bi) {
-      if (!trans_a) gemm(da, gi, false, bi, !trans_b, true);
-      else gemm(da, bi, trans_b, gi, true, true);
-    };
-    auto grad_b = [&](MatMap db, const ConstMatMap& gi, const ConstMatMap& ai) {
-      if (!trans_b) gemm(db, ai, !trans_a, gi, false, true);
-      else gemm(db, gi, true, ai, trans_a, true);
-    };
-    if (self.input_needs_grad(0)) {
-      Tensor& da = self.input_grad(0);
-      if (p.b_shared && !trans_a) {
-        grad_a(view(da, 0, p.batches * p.m, p.k), view(g, 0, p.batches * p.m, p.n), bv.matrix());
-      } else if (p.a_shared) {
-        // Every batch adds into the one shared matrix: summed in batch order.
-        for (int64_t i = 0; i < p.batches; ++i)
-          grad_a(view(da, 0, p.ar, p.ac), view(g, i * so, p.m, p.n), view(bv, i * sb, p.br, p.bc));
-      } else {
-#pragma omp parallel for schedule(static) if (par)
-        for (int64_t i = 0; i < p.batches; ++i)
-          grad_a(view(da, i * sa, p.ar, p.ac), view(g, i * so, p.m, p.n), view(bv, i * sb, p.br, p.bc));
-      }
-    }
-    if (self.input_needs_grad(1)) {
-      Tensor& db = self.input_grad(1);
-      if (p.b_shared && !trans_a) {
-        // One big gemm over the stacked (B·m, k) a and (B·m, n) gradient.
-        grad_b(db.matrix(), view(g, 0, p.batches * p.m, p.n), view(av, 0, p.batches * p.m, p.k));
-      } else if (p.b_shared) {
-        for (int64_t i = 0; i < p.batches; ++i)
-          grad_b(view(db, 0, p.br, p.bc), view(g, i * so, p.m, p.n), view(av, i * sa, p.ar, p.ac));
-      } else {
-#pragma omp parallel for schedule(static) if (par)
-        for (int64_t i = 0; i < p.batches; ++i)
-          grad_b(view(db, i * sb, p.br, p.bc), view(g, i * so, p.m, p.n), view(av, i * sa, p.ar, p.ac));
-      }
-    }
-  });
+  matmul_batches(out, p.m, p.n, p.so(), operand(a.value(), p.ar, p.ac, trans_a), p.sa(),
+                 operand(b.value(), p.br, p.bc, trans_b), p.sb(), p.batches, false);
+  return make_result(std::move(out), {a, b}, "matmul",
+                     [p, trans_a, trans_b](Node& self) { matmul_backward(self, p, trans_a, trans_b); });
 }
 
 namespace {
@@ -172,8 +145,8 @@ Tensor linear_forward(const Var& x, const Var& weight, const Var& bias, int64_t 
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
   Tensor out = Tensor::uninitialized(out_shape);
-  MatMap y = out.matrix(rows, out_features);
-  y.noalias() = x.value().matrix(rows, in_features) * weight.value().matrix().transpose();
+  gemm(output(out, rows, out_features), operand(x.value(), rows, in_features),
+       operand(weight.value(), out_features, in_features, true), 1, false);
   if (!bias.defined() && !relu) return out;
   const Real* b = bias.defined() ? bias.value().data() : nullptr;
   Real* yp = out.data();
@@ -196,11 +169,19 @@ Tensor linear_forward(const Var& x, const Var& weight, const Var& bias, int64_t 
 // The backward of linear for an upstream gradient g (N, out): dx += g W,
 // dW += gᵀ x, db += column sums of g (row after row: a fixed order).
 void linear_backward(Node& self, const Real* g_data, int64_t rows, int64_t in_features, int64_t out_features) {
-  ConstMatMap g(g_data, rows, out_features);
-  const Tensor& w = self.input_value(1);  // (out, in)
-  if (self.input_needs_grad(0)) self.input_grad(0).matrix(rows, in_features).noalias() += g * w.matrix();
-  if (self.input_needs_grad(1))
-    self.input_grad(1).matrix().noalias() += g.transpose() * self.input_value(0).matrix(rows, in_features);
+  const GemmOperand g{g_data, rows, out_features, out_features};
+  if (self.input_needs_grad(0)) {  // dx (N, in) = g W
+    const detail::GradTarget dx = detail::grad_target(self, 0);
+    gemm(output(*dx.grad, rows, in_features), g, operand(self.input_value(1), out_features, in_features), 1,
+         !dx.fresh);
+  }
+  if (self.input_needs_grad(1)) {  // dW (out, in) = gᵀ x
+    const detail::GradTarget dw = detail::grad_target(self, 1);
+    GemmOperand gt = g;
+    gt.trans = true;
+    gemm(output(*dw.grad, out_features, in_features), gt, operand(self.input_value(0), rows, in_features), 1,
+         !dw.fresh);
+  }
   if (self.inputs.size() > 2 && self.input_needs_grad(2)) {
     Real* db = self.input_grad(2).data();
     for (int64_t r = 0; r < rows; ++r) {

@@ -1,0 +1,195 @@
+// The matrix-product backends behind gemm() (see gemm.h): Eigen everywhere,
+// oneDNN's sgemm for float32 when the build selected it (ATTNLAB_GEMM_ONEDNN).
+// GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics
+// (_mm512_undefined_pd, GCC bug 105593) when Eigen vectorises; silence it here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "framework/ops/gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cassert>
+#include <stdexcept>
+#include <string>
+
+#include "framework/ops/broadcast.h"
+
+#if defined(ATTNLAB_GEMM_ONEDNN) && !defined(ATTNLAB_DOUBLE)
+#define ATTNLAB_USE_ONEDNN 1
+#include <dnnl.h>
+#endif
+
+namespace attnlab {
+namespace {
+
+using Strided = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
+using ConstStrided = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+
+ConstStrided map(const GemmOperand& o) { return ConstStrided(o.data, o.rows, o.cols, Eigen::OuterStride<>(o.ld)); }
+
+}  // namespace
+
+// Eigen threads a large product itself (splitting the output into blocks, a
+// fixed split for a given thread count) and runs on one thread inside a region.
+void detail::eigen_gemm(const GemmOutput& out, const GemmOperand& a, const GemmOperand& b, Real alpha, bool accumulate) {
+  Strided c(out.data, out.rows, out.cols, Eigen::OuterStride<>(out.ld));
+  const ConstStrided x = map(a), y = map(b);
+  if (accumulate) {
+    if (!a.trans && !b.trans) c.noalias() += alpha * x * y;
+    else if (!a.trans) c.noalias() += alpha * x * y.transpose();
+    else if (!b.trans) c.noalias() += alpha * x.transpose() * y;
+    else c.noalias() += alpha * x.transpose() * y.transpose();
+  } else {
+    if (!a.trans && !b.trans) c.noalias() = alpha * x * y;
+    else if (!a.trans) c.noalias() = alpha * x * y.transpose();
+    else if (!b.trans) c.noalias() = alpha * x.transpose() * y;
+    else c.noalias() = alpha * x.transpose() * y.transpose();
+  }
+}
+
+namespace {
+
+bool g_eigen_only = false;  // set_gemm_backend("eigen") in a build with a library backend
+
+#ifdef ATTNLAB_USE_ONEDNN
+// One block on the calling thread (oneDNN runs single-threaded inside an OpenMP
+// region, and with one OpenMP thread outside one).
+void onednn_block(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha, bool accumulate) {
+  const dnnl_status_t s = dnnl_sgemm(a.trans ? 'T' : 'N', b.trans ? 'T' : 'N', c.rows, c.cols, a.op_cols(), alpha,
+                                     a.data, a.ld, b.data, b.ld, accumulate ? 1.0f : 0.0f, c.data, c.ld);
+  if (s != dnnl_success) throw std::runtime_error("gemm: dnnl_sgemm failed with status " + std::to_string(s));
+}
+
+// Below this many multiply-adds per thread a product stays on one thread.
+constexpr int64_t kMinWorkPerThread = int64_t{1} << 18;
+
+// Rows [lo, hi) of op(o) (trans: columns of the stored matrix), or its columns.
+GemmOperand op_rows(GemmOperand o, int64_t lo, int64_t hi) {
+  if (o.trans) o.data += lo, o.cols = hi - lo;
+  else o.data += lo * o.ld, o.rows = hi - lo;
+  return o;
+}
+GemmOperand op_cols(GemmOperand o, int64_t lo, int64_t hi) {
+  if (o.trans) o.data += lo * o.ld, o.rows = hi - lo;
+  else o.data += lo, o.cols = hi - lo;
+  return o;
+}
+
+// Splits C into `threads` blocks of whole rows (or, for a wide C, whole
+// columns), block edges on multiples of 16; each block is one thread's call.
+// The split depends only on the sizes and the thread count.
+void onednn_gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha, bool accumulate) {
+  const int64_t work = c.rows * c.cols * a.op_cols();
+  const int64_t most = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const bool by_rows = c.rows >= c.cols;
+  const int64_t extent = by_rows ? c.rows : c.cols;
+  const int64_t threads = std::min({most, std::max<int64_t>(1, work / kMinWorkPerThread), (extent + 15) / 16});
+  if (threads <= 1) return onednn_block(c, a, b, alpha, accumulate);
+  const int64_t units = (extent + 15) / 16;
+#pragma omp parallel for schedule(static) num_threads(static_cast<int>(threads))
+  for (int64_t t = 0; t < threads; ++t) {
+    const int64_t lo = std::min(extent, units * t / threads * 16), hi = std::min(extent, units * (t + 1) / threads * 16);
+    if (lo == hi) continue;
+    if (by_rows)
+      onednn_block({c.data + lo * c.ld, hi - lo, c.cols, c.ld}, op_rows(a, lo, hi), b, alpha, accumulate);
+    else
+      onednn_block({c.data + lo, c.rows, hi - lo, c.ld}, a, op_cols(b, lo, hi), alpha, accumulate);
+  }
+}
+#endif
+
+}  // namespace
+
+void gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha, bool accumulate) {
+  assert(a.op_rows() == c.rows && b.op_cols() == c.cols && a.op_cols() == b.op_rows());
+  if (c.rows == 0 || c.cols == 0) return;
+  if (a.op_cols() == 0) {  // an empty sum: C = 0, or C unchanged
+    if (!accumulate)
+      for (int64_t i = 0; i < c.rows; ++i) std::fill(c.data + i * c.ld, c.data + i * c.ld + c.cols, Real(0));
+    return;
+  }
+#ifdef ATTNLAB_USE_ONEDNN
+  if (g_eigen_only) return detail::eigen_gemm(c, a, b, alpha, accumulate);
+  // Below this size (the attention heads of S and M) a library call costs more
+  // than Eigen's whole product (docs/performance.md); the choice depends only
+  // on the sizes, so it is the same every call.
+  constexpr int64_t kSmallProduct = 32 * 32 * 32;
+  if (c.rows * c.cols * a.op_cols() < kSmallProduct) return detail::eigen_gemm(c, a, b, alpha, accumulate);
+  onednn_gemm(c, a, b, alpha, accumulate);
+#else
+  detail::eigen_gemm(c, a, b, alpha, accumulate);
+#endif
+}
+
+void gemm_batched(int64_t count, const GemmOutput& c, int64_t c_stride, const GemmOperand& a, int64_t a_stride,
+                  const GemmOperand& b, int64_t b_stride, Real alpha, bool accumulate) {
+  auto nth = [](auto o, int64_t i, int64_t stride) {
+    o.data += i * stride;
+    return o;
+  };
+  if (c_stride == 0) {  // one C: the products are summed in order, on this thread
+    for (int64_t i = 0; i < count; ++i) gemm(c, nth(a, i, a_stride), nth(b, i, b_stride), alpha, accumulate || i > 0);
+    return;
+  }
+  const int64_t work = c.rows * c.cols * a.op_cols();
+  const bool parallel = count > 1 && count * work >= detail::kParallelGrain * 4 && omp_get_max_threads() > 1 &&
+                        !omp_in_parallel();
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < count; ++i) gemm(nth(c, i, c_stride), nth(a, i, a_stride), nth(b, i, b_stride), alpha, accumulate);
+}
+
+namespace {
+std::string eigen_kernel() {
+  return "eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
+         std::to_string(EIGEN_MINOR_VERSION) + " (" + Eigen::SimdInstructionSetsInUse() + ")";
+}
+}  // namespace
+
+std::string gemm_kernel() {
+#ifdef ATTNLAB_USE_ONEDNN
+  if (g_eigen_only) return eigen_kernel();
+  const dnnl_version_t* v = dnnl_version();
+  const char* isa = "unknown ISA";
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41: isa = "sse41"; break;
+    case dnnl_cpu_isa_avx: isa = "avx"; break;
+    case dnnl_cpu_isa_avx2: isa = "avx2"; break;
+    case dnnl_cpu_isa_avx2_vnni: isa = "avx2_vnni"; break;
+    case dnnl_cpu_isa_avx512_core: isa = "avx512_core"; break;
+    case dnnl_cpu_isa_avx512_core_vnni: isa = "avx512_core_vnni"; break;
+    case dnnl_cpu_isa_avx512_core_bf16: isa = "avx512_core_bf16"; break;
+    case dnnl_cpu_isa_avx512_core_amx: isa = "avx512_core_amx"; break;
+    default: break;
+  }
+  return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + " (" +
+         isa + ")";
+#else
+  return eigen_kernel();
+#endif
+}
+
+const char* gemm_backend() {
+#ifdef ATTNLAB_USE_ONEDNN
+  return g_eigen_only ? "eigen" : "onednn";
+#else
+  return "eigen";
+#endif
+}
+
+void set_gemm_backend(const std::string& name) {
+#ifdef ATTNLAB_USE_ONEDNN
+  const bool onednn_built = true;
+#else
+  const bool onednn_built = false;
+#endif
+  if (name == "eigen" || (name == "onednn" && onednn_built)) {
+    g_eigen_only = name == "eigen";
+    return;
+  }
+  if (name == "onednn")
+    throw ValueError("matrix-product backend 'onednn' is not in this build (configured with ATTNLAB_GEMM=eigen, or "
+                     "without libdnnl-dev); it has 'eigen'");
+  throw ValueError("matrix-product backend must be eigen or onednn, got '" + name + "'");
+}
+
+}  // namespace attnlab

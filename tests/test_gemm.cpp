@@ -1,0 +1,258 @@
+// The matrix-product interface (framework/ops/gemm.h) in float32, on the
+// backend this build selected: against a plain double-precision loop for every
+// transpose combination, overwrite and accumulate, odd and strided sizes, the
+// batched and shared-operand forms, and against the Eigen backend; the same
+// inputs give the same bits; an overwrite never reads the destination.
+//
+// Tolerance: a float32 dot product of length k carries a rounding error of at
+// most about k·eps·Σ|a_i b_i| (eps = 2^-24·2 per multiply-add, one rounding of
+// the running sum each step; blocked or FMA kernels only do better), so each
+// element is checked against 2·(k + 2)·eps·(Σ|a_i b_i| + |c_old|). A wrong
+// term (a missed row, a dropped alpha, a transposed index) is of the size of a
+// product, orders of magnitude above that.
+#include <omp.h>
+
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "framework/ops/gemm.h"
+#include "framework/ops/ops.h"
+#include "framework/random.h"
+
+using namespace attnlab;
+
+namespace {
+
+constexpr double kEps = std::numeric_limits<float>::epsilon();
+
+struct Case {
+  int64_t m, n, k;
+  bool ta, tb;
+  int64_t pad = 0;  // extra elements per row of every operand (row stride = cols + pad)
+};
+
+// A stored matrix of random values in [-1, 1] with row stride cols + pad.
+struct Stored {
+  int64_t rows, cols, ld;
+  std::vector<float> v;
+  Stored(int64_t r, int64_t c, int64_t pad, Rng& rng) : rows(r), cols(c), ld(c + pad), v(size_t(r * (c + pad))) {
+    for (float& x : v) x = static_cast<float>(rng.uniform(-1, 1));
+  }
+  GemmOperand op(bool trans) const { return {v.data(), rows, cols, ld, trans}; }
+  float at(int64_t i, int64_t j, bool trans) const { return trans ? v[size_t(j * ld + i)] : v[size_t(i * ld + j)]; }
+};
+
+struct Operands {
+  Stored a, b, c;
+  Operands(const Case& t, Rng& rng)
+      : a(t.ta ? t.k : t.m, t.ta ? t.m : t.k, t.pad, rng),
+        b(t.tb ? t.n : t.k, t.tb ? t.k : t.n, t.pad, rng),
+        c(t.m, t.n, t.pad, rng) {}
+  GemmOutput out() { return {c.v.data(), c.rows, c.cols, c.ld}; }
+};
+
+// Checks c_new = (accumulate ? c_old : 0) + alpha op(A) op(B) element by element
+// against a double loop, within the bound above; padding must be untouched.
+void check_against_loop(const Case& t, const Operands& x, const std::vector<float>& c_old, float alpha,
+                        bool accumulate) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < t.m; ++i)
+    for (int64_t j = 0; j < t.n; ++j) {
+      double sum = 0, mag = 0;
+      for (int64_t p = 0; p < t.k; ++p) {
+        const double term = double(x.a.at(i, p, t.ta)) * double(x.b.at(p, j, t.tb));
+        sum += term;
+        mag += std::abs(term);
+      }
+      const double old = accumulate ? double(c_old[size_t(i * x.c.ld + j)]) : 0.0;
+      const double want = old + alpha * sum;
+      const double bound = 2.0 * double(t.k + 2) * kEps * (std::abs(alpha) * mag + std::abs(old)) + 1e-30;
+      const double got = x.c.v[size_t(i * x.c.ld + j)];
+      if (!(std::abs(got - want) <= bound)) {
+        if (bad++ < 3) UNSCOPED_INFO("C(" << i << ", " << j << ") = " << got << ", want " << want << " +- " << bound);
+      }
+    }
+  for (int64_t i = 0; i < t.m; ++i)
+    for (int64_t j = t.n; j < x.c.ld; ++j) REQUIRE(x.c.v[size_t(i * x.c.ld + j)] == c_old[size_t(i * x.c.ld + j)]);
+  CHECK(bad == 0);
+}
+
+const std::vector<Case> kShapes = {
+    {1, 1, 1, false, false},  {7, 1, 33, false, false}, {1, 7, 33, false, false}, {7, 33, 1, false, false},
+    {33, 7, 65, false, false}, {64, 64, 32, false, false}, {130, 97, 67, false, false},  // above the threads' grain
+    {17, 300, 129, false, false},                                                        // wide: split by columns
+    {33, 33, 33, false, false},  {1, 300, 129, false, false},  // just above the size that goes to Eigen
+};
+
+}  // namespace
+
+TEST_CASE("gemm equals a plain loop for every transpose pair, overwrite and accumulate, odd and strided sizes",
+          "[gemm]") {
+  Rng rng(11);
+  for (Case t : kShapes)
+    for (int trans = 0; trans < 4; ++trans)
+      for (int64_t pad : {0, 3})
+        for (bool accumulate : {false, true}) {
+          t.ta = trans & 1;
+          t.tb = trans & 2;
+          t.pad = pad;
+          Operands x(t, rng);
+          const std::vector<float> c_old = x.c.v;
+          const float alpha = accumulate ? 0.5f : 1.0f;
+          INFO("m " << t.m << " n " << t.n << " k " << t.k << " ta " << t.ta << " tb " << t.tb << " pad " << pad
+                    << " accumulate " << accumulate << " backend " << gemm_backend());
+          gemm(x.out(), x.a.op(t.ta), x.b.op(t.tb), alpha, accumulate);
+          check_against_loop(t, x, c_old, alpha, accumulate);
+        }
+}
+
+TEST_CASE("gemm agrees with the Eigen backend to rounding on the engine's shapes", "[gemm]") {
+  Rng rng(12);
+  // (B·T, d) x (d, d_ff)ᵀ of M, its dX and dW, and one attention head of L.
+  const std::vector<Case> shapes = {{2048, 512, 128, false, true}, {2048, 128, 512, false, false},
+                                    {512, 128, 2048, true, false}, {64, 64, 32, false, true}};
+  for (const Case& t : shapes) {
+    Operands x(t, rng);
+    std::vector<float> eigen(x.c.v.size());
+    gemm(x.out(), x.a.op(t.ta), x.b.op(t.tb), 1, false);
+    detail::eigen_gemm({eigen.data(), t.m, t.n, t.n}, x.a.op(t.ta), x.b.op(t.tb), 1, false);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < t.m; ++i)
+      for (int64_t j = 0; j < t.n; ++j) {
+        double mag = 0;  // Σ|a b|: each result is within (k + 2)·eps·mag of the exact sum
+        for (int64_t p = 0; p < t.k; ++p) mag += std::abs(double(x.a.at(i, p, t.ta)) * double(x.b.at(p, j, t.tb)));
+        const size_t e = size_t(i * t.n + j);
+        if (!(std::abs(double(eigen[e]) - double(x.c.v[e])) <= 2.0 * double(t.k + 2) * kEps * mag)) ++bad;
+      }
+    INFO("m " << t.m << " n " << t.n << " k " << t.k << " backend " << gemm_backend());
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("gemm without accumulate never reads the destination (a NaN there does not survive)", "[gemm]") {
+  Rng rng(13);
+  for (const Case& t : {Case{33, 7, 65, false, true}, Case{130, 97, 67, true, false}}) {
+    Operands x(t, rng);
+    std::fill(x.c.v.begin(), x.c.v.end(), std::numeric_limits<float>::quiet_NaN());
+    gemm(x.out(), x.a.op(t.ta), x.b.op(t.tb), 1, false);
+    for (float v : x.c.v) REQUIRE(std::isfinite(v));
+  }
+}
+
+TEST_CASE("gemm with an empty inner size writes zeros, or leaves an accumulated C as it was", "[gemm]") {
+  std::vector<float> c(6, 5.0f);
+  const float none = 0;
+  gemm({c.data(), 2, 3, 3}, {&none, 2, 0, 0}, {&none, 0, 3, 3}, 1, true);
+  for (float v : c) CHECK(v == 5.0f);
+  gemm({c.data(), 2, 3, 3}, {&none, 2, 0, 0}, {&none, 0, 3, 3}, 1, false);
+  for (float v : c) CHECK(v == 0.0f);
+}
+
+TEST_CASE("gemm_batched: per-batch operands, a shared B, and one C summed over the batches in order", "[gemm]") {
+  Rng rng(14);
+  const int64_t count = 5, m = 9, n = 13, k = 70;
+  Stored a(count * m, k, 0, rng), b(count * k, n, 0, rng), shared(k, n, 0, rng);
+  Stored c(count * m, n, 0, rng), one(m, n, 0, rng);
+  for (bool share : {false, true}) {
+    const Stored& bs = share ? shared : b;
+    gemm_batched(count, {c.v.data(), m, n, n}, m * n, {a.v.data(), m, k, k}, m * k, {bs.v.data(), k, n, n},
+                 share ? 0 : k * n, 1, false);
+    for (int64_t i = 0; i < count; ++i) {  // batch i against its own gemm
+      std::vector<float> want(size_t(m * n));
+      gemm({want.data(), m, n, n}, {a.v.data() + i * m * k, m, k, k}, {bs.v.data() + (share ? 0 : i * k * n), k, n, n},
+           1, false);
+      for (int64_t e = 0; e < m * n; ++e) REQUIRE(c.v[size_t(i * m * n + e)] == want[size_t(e)]);
+    }
+  }
+  // c_stride 0: C = Σ_i A_i B_i (overwrite first), then += again (accumulate).
+  for (bool accumulate : {false, true}) {
+    const std::vector<float> old = one.v;
+    gemm_batched(count, {one.v.data(), m, n, n}, 0, {a.v.data(), m, k, k}, m * k, {b.v.data(), k, n, n}, k * n, 1,
+                 accumulate);
+    std::vector<float> want(size_t(m * n));
+    if (accumulate) want = old;
+    for (int64_t i = 0; i < count; ++i)
+      gemm({want.data(), m, n, n}, {a.v.data() + i * m * k, m, k, k}, {b.v.data() + i * k * n, k, n, n}, 1,
+           accumulate || i > 0);
+    for (int64_t e = 0; e < m * n; ++e) REQUIRE(one.v[size_t(e)] == want[size_t(e)]);
+  }
+}
+
+TEST_CASE("gemm gives the same bits for the same inputs, at one thread and at the thread count in use", "[gemm]") {
+  Rng rng(15);
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, std::max(2, saved)}) {
+    omp_set_num_threads(threads);
+    for (const Case& t : {Case{2048, 256, 256, false, true}, Case{256, 256, 2048, true, false},
+                          Case{97, 1000, 131, false, false}}) {
+      Operands x(t, rng);
+      std::vector<float> first(x.c.v.size());
+      gemm({first.data(), t.m, t.n, x.c.ld}, x.a.op(t.ta), x.b.op(t.tb), 1, false);
+      for (int rep = 0; rep < 3; ++rep) {
+        gemm(x.out(), x.a.op(t.ta), x.b.op(t.tb), 1, false);
+        INFO("threads " << threads << " m " << t.m << " rep " << rep);
+        REQUIRE(x.c.v == first);
+      }
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+TEST_CASE("gemm_backend names the backend CMake selected", "[gemm]") {
+  CHECK(std::string(gemm_backend()) == ATTNLAB_GEMM_BACKEND_NAME);
+}
+
+TEST_CASE("set_gemm_backend switches to eigen and back, and refuses an unknown name naming it", "[gemm]") {
+  const std::string built = gemm_backend();
+  set_gemm_backend("eigen");
+  CHECK(std::string(gemm_backend()) == "eigen");
+  CHECK(gemm_kernel().rfind("eigen ", 0) == 0);
+  set_gemm_backend(built);
+  CHECK(std::string(gemm_backend()) == built);
+  CHECK_THROWS_WITH(set_gemm_backend("blas"), Catch::Contains("got 'blas'"));
+  CHECK(std::string(gemm_backend()) == built);
+}
+
+// The beta = 0 path of the ops (framework/ops/grad_target.h): a gradient that
+// already holds something is added to, a fresh one is overwritten, and an
+// input used twice by one op gets both contributions.
+TEST_CASE("matmul and linear backward add to a gradient that holds values and fill a fresh one", "[gemm]") {
+  Rng rng(16);
+  auto random = [&](Shape s) {
+    Tensor t(std::move(s));
+    for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(rng.uniform(-1, 1));
+    return t;
+  };
+  const Tensor av = random({3, 40, 50}), wv = random({60, 50}), g = random({3, 40, 60});
+  auto grads = [&](bool preload, Tensor& ga, Tensor& gw) {
+    Var a(av, true), w(wv, true);
+    if (preload) {
+      a.grad() = Tensor(av.shape(), 1.0f);
+      w.grad() = Tensor(wv.shape(), 2.0f);
+    }
+    Var y = linear(a, w, Var());
+    Var loss = sum(mul(y, Var(g)));
+    backward(loss);
+    ga = a.grad();
+    gw = w.grad();
+  };
+  Tensor fresh_a, fresh_w, pre_a, pre_w;
+  grads(false, fresh_a, fresh_w);
+  grads(true, pre_a, pre_w);
+  for (int64_t i = 0; i < fresh_a.numel(); ++i) REQUIRE(pre_a[i] == Approx(fresh_a[i] + 1.0f).margin(1e-5));
+  for (int64_t i = 0; i < fresh_w.numel(); ++i) REQUIRE(pre_w[i] == Approx(fresh_w[i] + 2.0f).margin(1e-4));
+  // x used as both operands of x xᵀ: d/dx sum(G ⊙ x xᵀ) = (G + Gᵀ) x.
+  const Tensor xv = random({37, 45}), gx = random({37, 37});
+  Var x(xv, true);
+  backward(sum(mul(matmul(x, x, false, true), Var(gx))));
+  for (int64_t i = 0; i < 37; ++i)
+    for (int64_t j = 0; j < 45; ++j) {
+      double want = 0;
+      for (int64_t p = 0; p < 37; ++p) want += (double(gx[i * 37 + p]) + double(gx[p * 37 + i])) * double(xv[p * 45 + j]);
+      REQUIRE(x.grad()[i * 45 + j] == Approx(want).margin(1e-4));
+    }
+}
