@@ -13,6 +13,15 @@
 # torch_reference.py), and for N > 1 three splits are tried, torch x BLAS
 # threads = N x N, 1 x N and N x 1 (on two cores, N x N oversubscribes: both
 # pools spin). The table names the split that won.
+#
+# OpenBLAS 0.3.21 picks its kernels by CPU model and does not know every new
+# one: on an unknown model it falls back to its SSE3 "Prescott" kernels (about
+# a twentieth of an AVX-512 core's speed), which would make PyTorch a straw
+# man. Then OPENBLAS_CORETYPE is set from the CPU's flags (SkylakeX for
+# AVX-512, Haswell for AVX2) and the script says so.
+#
+# The table's "share of FMA peak" is attnlab's model FLOP/s over the fp32 FMA
+# peak bench measured in the same process at the same thread count.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 configs="${1:-S M L}"
@@ -21,6 +30,21 @@ rounds="${ROUNDS:-2}"
 out="${OUT:-bench-results.jsonl}"
 attnlab="${ATTNLAB_BUILD_DIR:-$root/build}/attnlab"
 [ -x "$attnlab" ] || { echo "bench_vs_torch: build attnlab first (scripts/build.sh)" >&2; exit 1; }
+openblas_core() {
+  /usr/bin/python3 -c 'import ctypes, glob
+lib = ctypes.CDLL(glob.glob("/usr/lib/x86_64-linux-gnu/openblas*/libopenblas.so.0")[0])
+lib.openblas_get_corename.restype = ctypes.c_char_p
+print(lib.openblas_get_corename().decode())' 2>/dev/null || echo unknown
+}
+core="$(openblas_core)"
+if [ -z "${OPENBLAS_CORETYPE:-}" ] && [ "$core" = "Prescott" ]; then
+  if grep -qw avx512bw /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
+  elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
+  [ -n "${OPENBLAS_CORETYPE:-}" ] &&
+    echo "bench_vs_torch: OpenBLAS does not know this CPU (it chose $core): OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE" >&2
+fi
+echo "bench_vs_torch: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); OpenBLAS kernels $(openblas_core);" \
+     "load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 : > "$out"
 for c in $configs; do
   for t in $threads_list; do
@@ -44,13 +68,19 @@ for r in rows:
     if key not in best or r["tokens_per_s"] > best[key]["tokens_per_s"]:
         best[key] = r
 print()
-print("| config | threads | attnlab tok/s | attnlab speed-up over 1 thread | PyTorch tok/s (torch x BLAS threads) | ratio | attnlab MFU | attnlab RSS MiB | PyTorch RSS MiB |")
+att = [r for r in rows if r["impl"] == "attnlab" and "cpu" in r]
+if att:
+    print(f"CPU: {att[0]['cpu']}; attnlab's matrix products: {att[0]['gemm_backend']}; FMA peak (best in the run): " +
+          ", ".join(f"{max(r['fma_peak_gflops'] for r in att if r['threads'] == t):.1f} GFLOP/s at {t} thread(s)"
+                    for t in sorted({r['threads'] for r in att})))
+    print()
+print("| config | threads | attnlab tok/s | attnlab speed-up over 1 thread | PyTorch tok/s (torch x BLAS threads) | ratio | attnlab share of FMA peak (GFLOP/s of peak) | attnlab RSS MiB | PyTorch RSS MiB |")
 print("|---|---|---|---|---|---|---|---|---|")
 for (c, t, impl), a in sorted(best.items()):
     if impl != "attnlab" or (c, t, "pytorch") not in best:
         continue
     p = best[(c, t, "pytorch")]
-    mfu = f"{a['mfu']:.0%}" if "mfu" in a else "-"
+    mfu = f"{a['mfu']:.0%} ({a['gflops']:.1f} of {a['fma_peak_gflops']:.1f})" if "fma_peak_gflops" in a else "-"
     split = f"{p.get('torch_threads', t)} x {p.get('blas_threads', '?')}"
     one = best.get((c, 1, "attnlab"))  # scaling needs the 1-thread run in the same table
     speedup = f"{a['tokens_per_s'] / one['tokens_per_s']:.2f}x" if one else "-"

@@ -22,6 +22,7 @@
 #include "framework/ops/gemm.h"
 #include "framework/ops/ops.h"
 #include "framework/random.h"
+#include "tests/cli_harness.h"
 
 using namespace attnlab;
 
@@ -255,4 +256,28 @@ TEST_CASE("matmul and linear backward add to a gradient that holds values and fi
       for (int64_t p = 0; p < 37; ++p) want += (double(gx[i * 37 + p]) + double(gx[p * 37 + i])) * double(xv[p * 45 + j]);
       REQUIRE(x.grad()[i * 45 + j] == Approx(want).margin(1e-4));
     }
+}
+
+TEST_CASE("bench reports the CPU, the backend, the FMA peak and an MFU below 1, and refuses an unknown --gemm",
+          "[gemm][cli]") {
+  auto r = attnlab::testing::run_attnlab("bench --config graph --steps 20 --warmup 2");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["gemm_backend"] == ATTNLAB_GEMM_BACKEND_NAME);
+  CHECK(j["cpu"].get<std::string>().size() > 0);
+  CHECK(j["fma_peak_gflops"].get<double>() > 0);
+  CHECK(j["fma_lanes"].get<int>() >= 1);
+  CHECK(j["mfu"].get<double>() > 0);
+  CHECK(j["mfu"].get<double>() <= 1);
+  CHECK(j["mfu"].get<double>() == Approx(j["gflops"].get<double>() / j["fma_peak_gflops"].get<double>()));
+  CHECK(j["gemm_mfu"].get<double>() == Approx(j["gflops"].get<double>() / j["gemm_peak_gflops"].get<double>()));
+  auto e = attnlab::testing::run_attnlab("bench --config graph --steps 2 --warmup 0 --no-peak --gemm eigen");
+  CHECK(e.code == 0);
+  auto bad = attnlab::testing::run_attnlab("bench --config graph --gemm blas");
+  INFO(bad.out);
+  CHECK(bad.code != 0);
+  CHECK(bad.out.find("--gemm") != std::string::npos);
+  CHECK(bad.out.find("'blas'") != std::string::npos);
+  CHECK(std::count(bad.out.begin(), bad.out.end(), '\n') == 1);
 }
