@@ -14,10 +14,11 @@
 // tokens/s against the uncached reference, at the sizes of --config.
 //
 // MFU: achieved model FLOP/s over the fp32 FMA peak measured here with the
-// same threads (cli/fma_peak.h: a calibrated loop of independent vector FMAs,
-// the best of bursts taken before, between and after the timed steps), so it
-// is a share of what the cores can do at all and cannot exceed 1 unless the
-// peak was mismeasured. Beside it, gemm_peak_gflops: the best of the engine's
+// same threads (cli/fma_peak.h: a calibrated loop of independent vector FMAs
+// timed by each thread's CPU clock, the best of bursts taken before, between
+// and after the timed steps), so it is a share of what the cores can do at
+// all; the steps are timed by the wall clock, which preemption only lengthens,
+// so MFU cannot exceed 1. Beside it, gemm_peak_gflops: the best of the engine's
 // own matrix product (framework/ops/gemm.h, the backend named in
 // gemm_backend) on 512² and 1024², and gemm_mfu against that.
 #include <omp.h>
@@ -74,9 +75,9 @@ double measure_gemm_peak() {
   return best;
 }
 
-// One burst of the FMA loop: 10 runs of ~5 ms on each thread, the best kept in
-// `peak`. Short runs: on a loaded machine a 5 ms run often fits between two
-// preemptions, a 30 ms one seldom does (measured: 173 against 90 GFLOP/s).
+// One burst of the FMA loop: 10 runs of ~5 ms of CPU time on each thread, the
+// best kept in `peak` (timed by thread CPU time: under a load average of 13 on
+// this 2-core machine wall-clock runs gave 46-73 GFLOP/s, CPU time 176).
 void fma_burst(FmaPeak& peak, int threads) { peak = measure_fma_peak(threads, 10, 0.005, peak); }
 
 double peak_rss_mib() {

@@ -12,7 +12,8 @@
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <chrono>
+#include <time.h>
+
 #include <fstream>
 #include <vector>
 
@@ -43,18 +44,27 @@ void fma_chains(int64_t steps) {
   g_sink = g_sink + Eigen::internal::predux(sum);
 }
 
+// CPU time of this thread: only the time it actually ran, so a run cut by
+// preemption (a loaded, shared machine) still measures the core's rate. The
+// rate is therefore an upper bound for any work run in the same wall time.
+double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 double seconds_for(int64_t steps) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = thread_seconds();
   fma_chains(steps);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return thread_seconds() - t0;
 }
 
 // Every thread runs `repeats` runs of `steps` at once with the others, each run
-// timed by the thread itself; the result is the sum over the threads of each
-// one's best rate. A thread descheduled by other work on the machine slows
-// only its own runs, not the others' (as it would with one clock around them
-// all). Where threads share a core (SMT) the sum can exceed what they reach
-// together, so MFU against it errs low, never high.
+// timed by the thread's own CPU clock; the result is the sum over the threads
+// of each one's best rate. A thread descheduled by other work on the machine
+// neither slows its own measurement nor the others' (as one wall clock around
+// them all would). Where threads share a core (SMT) the sum can exceed what
+// they reach together, so MFU against it errs low, never high.
 double best_rate(int threads, int64_t steps, int repeats) {
   std::vector<double> best(static_cast<size_t>(threads), 0.0);
   const double flops = 2.0 * kLanes * kChains * static_cast<double>(steps);  // an FMA is 2 flops

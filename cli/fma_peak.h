@@ -12,10 +12,11 @@ struct FmaPeak {
 };
 
 // One burst of `repeats` timed runs of independent vector FMAs on `threads`
-// OpenMP threads (each thread its own chains, nothing shared), each run about
-// `seconds` long; returns the best rate, combined with `best` (max). Call it
-// several times (before, between and after the timed work) so a moment of
-// load on a shared machine cannot lower the peak below what the work reached.
+// OpenMP threads at once (each thread its own chains, nothing shared), each
+// run about `seconds` of the thread's CPU time; returns the sum over threads of
+// each one's best rate per CPU-second, combined with `best` (max). Timing CPU
+// time, not wall time, keeps preemption on a loaded machine out of the peak;
+// bench still calls it before, between and after its timed steps.
 FmaPeak measure_fma_peak(int threads, int repeats, double seconds, FmaPeak best = {});
 
 // The CPU's model name (/proc/cpuinfo), or "unknown".
