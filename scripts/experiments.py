@@ -110,6 +110,15 @@ def run_torch(seed):
             "cpu_seconds": r["cpu_seconds"], "command": "python3 scripts/torch_train_reverse.py " + " ".join(flags)}
 
 
+def run_pool(fn, jobs, workers, who):
+    """fn over jobs, `workers` at a time, results in the jobs' order; a RuntimeError ends the script in one line."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        try:
+            return list(pool.map(fn, jobs))
+        except RuntimeError as e:
+            sys.exit(f"{who}: {e}")
+
+
 def fmt_steps(rows):
     return ", ".join(str(r["solved_at_step"]) if r["solved_at_step"] else f"not by {r['steps']}" for r in rows)
 
@@ -212,11 +221,7 @@ def main():
               flush=True)
         return r
 
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        try:
-            rows = list(pool.map(execute, jobs))
-        except RuntimeError as e:
-            sys.exit(f"experiments: {e}")
+    rows = run_pool(execute, jobs, args.jobs, "experiments")
 
     # Keep the rows (experiment, implementation, seed) not rerun this time.
     def key(r):

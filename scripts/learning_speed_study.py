@@ -31,11 +31,10 @@ import os
 import shlex
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from experiments import ROOT, median, replace_block, run_child  # noqa: E402
+from experiments import ROOT, median, replace_block, run_child, run_pool  # noqa: E402
 from torch_gpt_reference import held_step  # noqa: E402  (no torch needed to import)
 
 NANO = ["--model", "decoder", "--d-model", "48", "--heads", "3", "--layers", "3", "--d-ff", "192",
@@ -202,11 +201,7 @@ def main():
               f"99% at {r['steps_to_99']} ({r['steps']} steps, {r['cpu_seconds']:.1f} s CPU)", flush=True)
         return r
 
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        try:
-            new = list(pool.map(execute, jobs))
-        except RuntimeError as e:
-            sys.exit(f"learning_speed_study: {e}")
+    new = run_pool(execute, jobs, args.jobs, "learning_speed_study")
 
     def key(r):
         return r["setting"], r["variant"], r["seed"]
