@@ -31,6 +31,7 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -264,6 +265,9 @@ def main():
         if not os.access(args.attnlab, os.X_OK):
             sys.exit(f"length_study: no attnlab binary at {args.attnlab}; build it or pass --attnlab")
         start = time.perf_counter()
+        os.makedirs(os.path.dirname(csv_path), exist_ok=True)
+        lock = threading.Lock()
+        new = []
 
         def execute(job):
             out = study_cell(args.attnlab, args.runs, *job, args.retrain)
@@ -271,17 +275,17 @@ def main():
             solved = f"solved at {r0['solved_at_step']}" if solved_step(r0) else f"NOT solved by {r0['steps']}"
             print(f"{' '.join(map(str, job))}: {solved}; exact " +
                   " ".join(f"@{r['eval_len']} {100 * r['exact']:.0f}%" for r in out), flush=True)
-            return out
+            with lock:  # the CSV after every cell, so an interrupted study keeps what it measured
+                new.extend(out)
+                redone = {key(r) for r in out}
+                rows[:] = [r for r in rows if key(r) not in redone] + out
+                write_csv(csv_path, rows)
 
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             try:
-                new = [r for out in pool.map(execute, jobs_of(args)) for r in out]
+                list(pool.map(execute, jobs_of(args)))
             except RuntimeError as e:
                 sys.exit(f"length_study: {e}")
-        redone = {key(r) for r in new}
-        rows = [r for r in rows if key(r) not in redone] + new
-        os.makedirs(os.path.dirname(csv_path), exist_ok=True)
-        write_csv(csv_path, rows)
         print(f"wrote {csv_path} ({len(new)} rows new) in {time.perf_counter() - start:.0f} s")
     write_outputs(rows, args.docs)
 
