@@ -121,6 +121,34 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
   out_proj = register_module("out_proj", std::make_shared<Linear>(h * opt_.d_v, d, init));
 }
 
+// Fused projections. Self-attention projects one input three times, so its
+// Q, K and V are one product of width h·(2·d_k + d_v) over the stacked weights
+// (stacked_forward), split into three (B, T, h·w) tensors; cross-attention
+// projects the memory twice, so K and V are one product and Q its own.
+// Why three parameters stacked per call, not one (h·(2·d_k + d_v), d) parameter
+// whose rows are viewed as q_proj, k_proj and v_proj: a Tensor owns its storage
+// (there are no views into another's), and three parameters keep the names,
+// shapes, init order, optimizer state, clipping and checkpoint format exactly as
+// they were. The price is one copy of the weights forward and of their gradient
+// backward (the split is a copy of the product too): with B·T rows, about
+// 1/(B·T) and 1/d of the product's multiply-adds.
+MultiHeadAttention::Projections MultiHeadAttention::project_memory(const Var& memory) const {
+  const int64_t wk = opt_.n_heads * opt_.d_k, wv = opt_.n_heads * opt_.d_v;
+  std::vector<Var> kv = split(stacked_forward({k_proj.get(), v_proj.get()}, memory), -1, {wk, wv});
+  return {Var(), kv[0], kv[1]};
+}
+
+MultiHeadAttention::Projections MultiHeadAttention::project(const Var& x, const Var& memory) const {
+  const int64_t wk = opt_.n_heads * opt_.d_k, wv = opt_.n_heads * opt_.d_v;
+  if (memory.defined() && memory.node() != x.node()) {
+    Projections p = project_memory(memory);
+    p.q = q_proj->forward(x);
+    return p;
+  }
+  std::vector<Var> qkv = split(stacked_forward({q_proj.get(), k_proj.get(), v_proj.get()}, x), -1, {wk, wk, wv});
+  return {qkv[0], qkv[1], qkv[2]};
+}
+
 Var MultiHeadAttention::forward(const Var& x, const Var& memory, bool causal, const Tensor* key_padding) {
   const int64_t d = opt_.d_model;
   if (x.dim() != 3 || x.size(2) != d)
@@ -140,16 +168,17 @@ Var MultiHeadAttention::forward(const Var& x, const Var& memory, bool causal, co
   const bool weight_dropout = training() && opt_.dropout > 0;
   if (opt_.projections && !opt_.rope && !weight_dropout) {
     // The fused kernel reads the heads where the projections put them.
-    Var ctx = attention_heads(q_proj->forward(x), k_proj->forward(mem), v_proj->forward(mem), opt_.n_heads, scale_,
-                              mask, weights_out);  // (B, T_q, h·d_v)
-    return out_proj->forward(ctx);                // (B, T_q, d)
+    const Projections p = project(x, memory);
+    Var ctx = attention_heads(p.q, p.k, p.v, opt_.n_heads, scale_, mask, weights_out);  // (B, T_q, h·d_v)
+    return out_proj->forward(ctx);                                                      // (B, T_q, d)
   }
 
   Var q, k, v;
   if (opt_.projections) {
-    q = split_heads(q_proj->forward(x), opt_.n_heads, opt_.d_k);    // (B, h, T_q, d_k)
-    k = split_heads(k_proj->forward(mem), opt_.n_heads, opt_.d_k);  // (B, h, T_k, d_k)
-    v = split_heads(v_proj->forward(mem), opt_.n_heads, opt_.d_v);  // (B, h, T_k, d_v)
+    const Projections p = project(x, memory);
+    q = split_heads(p.q, opt_.n_heads, opt_.d_k);  // (B, h, T_q, d_k)
+    k = split_heads(p.k, opt_.n_heads, opt_.d_k);  // (B, h, T_k, d_k)
+    v = split_heads(p.v, opt_.n_heads, opt_.d_v);  // (B, h, T_k, d_v)
   } else {
     q = reshape(x, {b, 1, t_q, d});    // (B, 1, T_q, d)
     k = reshape(mem, {b, 1, t_k, d});  // (B, 1, T_k, d)

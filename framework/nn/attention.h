@@ -110,6 +110,15 @@ class MultiHeadAttention : public Module {
 
  private:
   MultiHeadAttentionOptions opt_;
+  // The projections q (B, T_q, h·d_k), k (B, T_k, h·d_k), v (B, T_k, h·d_v) of
+  // x and the memory; self-attention when memory is undefined or x itself.
+  // Self-attention computes the three as one product, cross-attention k and v
+  // (see attention.cpp for why the parameters stay three).
+  struct Projections {
+    Var q, k, v;
+  };
+  Projections project(const Var& x, const Var& memory) const;
+  Projections project_memory(const Var& memory) const;  // k and v only, one product
   // q, k, v of new rows x (B, 1, d) at `position`, as (B, h·w) tensors;
   // k and q rotated when rope is on.
   struct StepProjections {

@@ -91,9 +91,10 @@ MultiHeadAttention::StepProjections MultiHeadAttention::project_step(const Var& 
   const int64_t b = x.size(0);
   Var q = x, k = x, v = x;  // parameter-free: the rows themselves (v never rotated)
   if (opt_.projections) {
-    q = q_proj->forward(x);  // (B, 1, h·d_k)
-    k = k_proj->forward(x);
-    v = v_proj->forward(x);  // (B, 1, h·d_v)
+    const Projections p = project(x, Var());  // as forward: one product
+    q = p.q;  // (B, 1, h·d_k)
+    k = p.k;
+    v = p.v;  // (B, 1, h·d_v)
   }
   if (opt_.rope) {
     // One position per row: (B, 1, h·d_k) and (B, h, 1, d_k) share the memory order.
@@ -135,8 +136,13 @@ KvCache MultiHeadAttention::memory_cache(const Var& memory, const Tensor* key_pa
   const int64_t b = memory.size(0), t_k = memory.size(1);
   if (key_padding) check_shape(key_padding->shape(), {b, t_k}, "MultiHeadAttention key_padding (B, T_k)");
   KvCache c;
-  c.keys = opt_.projections ? k_proj->forward(memory).value() : memory.value();    // (B, T_k, h·d_k)
-  c.values = opt_.projections ? v_proj->forward(memory).value() : memory.value();  // (B, T_k, h·d_v)
+  if (opt_.projections) {
+    const Projections p = project_memory(memory);  // as forward: one product
+    c.keys = p.k.value();                          // (B, T_k, h·d_k)
+    c.values = p.v.value();                        // (B, T_k, h·d_v)
+  } else {
+    c.keys = c.values = memory.value();
+  }
   if (key_padding) c.key_padding = *key_padding;
   c.length = t_k;
   return c;

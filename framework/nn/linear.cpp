@@ -4,6 +4,7 @@
 #include <string>
 
 #include "framework/ops/matmul.h"
+#include "framework/ops/shape.h"
 
 namespace attnlab {
 
@@ -34,6 +35,26 @@ void Linear::check_input(const Var& x) const {
 Var Linear::forward(const Var& x) const {
   check_input(x);
   return linear(x, weight, bias);
+}
+
+Var stacked_forward(const std::vector<const Linear*>& layers, const Var& x) {
+  if (layers.empty()) throw ValueError("stacked_forward: no layers to stack");
+  const Linear& first = *layers[0];
+  auto describe = [](const Linear& l) {  // "Linear(5, 3, bias)"
+    return "Linear(" + std::to_string(l.in_features()) + ", " + std::to_string(l.out_features()) +
+           (l.bias.defined() ? ", bias)" : ", no bias)");
+  };
+  std::vector<Var> weights, biases;
+  for (const Linear* l : layers) {
+    if (l->in_features() != first.in_features() || l->bias.defined() != first.bias.defined())
+      throw ValueError("stacked_forward: " + describe(*l) + " does not stack with " + describe(first) +
+                       ": the layers must share the input width and all have a bias or none");
+    weights.push_back(l->weight);
+    if (l->bias.defined()) biases.push_back(l->bias);
+  }
+  first.check_input(x);
+  if (layers.size() == 1) return first.forward(x);
+  return linear(x, concat(weights, 0), biases.empty() ? Var() : concat(biases, 0));  // (..., Σ out)
 }
 
 Var Linear::forward_relu(const Var& x) const {

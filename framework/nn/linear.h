@@ -1,5 +1,7 @@
 #pragma once
 // Linear: y = x Wᵀ + b, as torch.nn.Linear.
+#include <vector>
+
 #include "framework/nn/module.h"
 #include "framework/random.h"
 
@@ -25,8 +27,20 @@ class Linear : public Module {
   Var bias;    // (out); undefined when constructed without bias
 
  private:
+  friend Var stacked_forward(const std::vector<const Linear*>& layers, const Var& x);
   void check_input(const Var& x) const;  // ShapeError unless x is (..., in)
   int64_t in_, out_;
 };
+
+// Several Linears of one input as one product: x (..., in) ->
+// (..., out_1 + … + out_n), the outputs side by side in the order given:
+// x [W_1; …; W_n]ᵀ + [b_1; …; b_n]. The layers keep their own parameters (so
+// their names, shapes, optimizer state and checkpoints do not change); each
+// call stacks the weights (concat: one copy of the n·out·in weights, and
+// backward splits the stacked weight gradient back into theirs), about
+// 1/rows of the product's own work. The layers must share `in` and all have
+// a bias or none (ValueError naming them otherwise); x must be (..., in)
+// (ShapeError as Linear::forward).
+Var stacked_forward(const std::vector<const Linear*>& layers, const Var& x);
 
 }  // namespace attnlab

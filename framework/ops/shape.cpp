@@ -129,7 +129,7 @@ std::vector<Var> split(const Var& a, int axis, const std::vector<int64_t>& sizes
   for (int64_t s : sizes) {
     Shape shape = a.shape();
     shape[static_cast<size_t>(ax)] = s;
-    Tensor piece(shape);
+    Tensor piece = Tensor::uninitialized(shape);  // written in full below
     // Row o of the (outer, n·inner) view holds the piece's s·inner values at offset·inner.
     piece.matrix(outer, s * inner) = a.value().matrix(outer, n * inner).middleCols(offset * inner, s * inner);
     parts.push_back(make_result(std::move(piece), {a}, "split", [outer, n, inner, s, offset](Node& self) {
