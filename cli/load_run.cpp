@@ -57,8 +57,11 @@ void check_checkpoint_config(const TransformerConfig& config, const std::string&
   }
   const std::string config_ini = fs::path(stem).parent_path().parent_path().string() + "/config.ini";
   const nlohmann::json described = config.to_json();
+  // Fields added after checkpoints were first written, and what their absence means.
+  const nlohmann::json absent_means = {{"init", "torch"}};
   for (const auto& [field, value] : described.items()) {
     if (trained.contains(field) && trained.at(field) == value) continue;
+    if (!trained.contains(field) && absent_means.contains(field) && absent_means.at(field) == value) continue;
     const std::string was = trained.contains(field) ? value_text(trained.at(field)) : "(absent)";
     throw IoError(path + ": the checkpoint is of a different model than " + config_ini + " describes: config.ini gives " +
                   ini_name(field) + " = " + value_text(value) + ", the checkpoint was trained with " + was +

@@ -154,6 +154,7 @@ TrainSettings load_run_settings(const RunDir& run) {
   } catch (const po::error& e) {
     throw IoError(run.config_path() + ": " + e.what());
   }
+  if (!vm.count("init")) s.model.init = "torch";  // written before --init existed, whatever today's default
   // A run with a saved vocabulary (file tasks) builds its task from it, not
   // from its data file, which may have changed or gone since.
   const std::string vocab = run.path() + "/vocab.txt";

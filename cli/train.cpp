@@ -88,7 +88,7 @@ OptionSet general_options(TrainArgs& a) {
 std::optional<RunClaim> prepare_resume(TrainArgs& a, const po::variables_map& vm, const OptionSet& experiment,
                                        bool root) {
   if (!a.config_file.empty()) throw ValueError("--resume reads the run's own config.ini; drop --config");
-  const std::set<std::string> may_change = {"steps", "threads", "grad-accum", "eval-every", "log-every", "keep", "target", "on-nan", "probe-every",
+  const std::set<std::string> may_change = {"steps", "threads", "grad-accum", "eval-every", "log-every", "keep", "target", "target-patience", "on-nan", "probe-every",
                                             "tensorboard"};
   for (const auto& [name, value] : vm)
     if (!value.defaulted() && experiment.description().find_nothrow(name, false) && !may_change.count(name))

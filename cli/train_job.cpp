@@ -78,7 +78,9 @@ void write_summary(const TrainOutcome& out, const TrainState& state, const RunDi
       {"heldout_token_acc", held.accuracy.token},
       {"heldout_exact", held.accuracy.exact},
       {"target", s.target},
+      {"target_patience", s.target_patience},
       {"solved_at_step", state.solved_at},
+      {"target_first_reached_at_step", state.target_first_reached_at},
       {"seconds", out.seconds},
       {"threads", s.threads},
   };
@@ -102,8 +104,11 @@ void print_result(const TrainOutcome& out, const TrainState& state, const RunDir
   std::cout << "held-out exact match " << fixed(100 * held.accuracy.exact, 1) << "%, token accuracy "
             << fixed(100 * held.accuracy.token, 1) << "% on " << state.heldout().size() << " examples after "
             << out.last_step << " steps (" << fixed(out.seconds, 1) << " s)";
-  if (state.solved_at > 0)
+  if (state.solved_at > 0) {
     std::cout << "; target " << fixed(100 * state.settings().target, 1) << "% reached at step " << state.solved_at;
+    const int64_t patience = state.settings().target_patience;
+    if (patience > 1) std::cout << " and held for " << patience << " evaluations";
+  }
   std::cout << "\nrun directory: " << run.path() << "\n";
 }
 

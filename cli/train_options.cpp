@@ -42,6 +42,9 @@ OptionSet model_options(TrainSettings& s) {
       .add("activation", &m.activation, "feed-forward activation: relu | gelu")
       .add("dropout", &m.dropout, "dropout on embeddings, sublayer outputs and inside the feed-forward")
       .add("attn-dropout", &m.attn_dropout, "dropout on attention weights")
+      .add("init", &m.init,
+           "initial weights: torch (each layer's PyTorch default) | gpt2 (N(0, 0.02), residual output "
+           "projections N(0, 0.02/sqrt(2 x layers)), biases 0)")
       .flag("tie-embeddings", &m.tie_embeddings, "output projection shares the input embedding")
       .flag("parameter-free-attention", &m.parameter_free_attention,
             "attention without Q/K/V/O projections (softmax(x_i . x_j) weights over the inputs)");
@@ -76,6 +79,8 @@ OptionSet training_options(TrainSettings& s) {
       .add("eval-every", &s.eval_every, "held-out evaluation and checkpoint every this many steps")
       .add("heldout", &s.heldout, "held-out examples (disjoint from training)")
       .add("target", &s.target, "stop once held-out exact match reaches this fraction; 0 = run every step")
+      .add("target-patience", &s.target_patience,
+           "the target must hold at this many consecutive evaluations (the run is solved at the first of them)")
       .add("log-every", &s.log_every, "metrics row (and plain progress line) every this many steps")
       .add("keep", &s.keep, "checkpoints kept in the run directory")
       .add("on-nan", &s.on_nan, "a non-finite loss or gradient: stop (keep the last checkpoint) | skip (the step); a non-finite weight always stops")

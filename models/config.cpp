@@ -6,6 +6,7 @@
 
 #include "framework/error.h"
 #include "framework/nn/attention.h"
+#include "models/init.h"
 
 namespace attnlab {
 
@@ -57,6 +58,7 @@ void TransformerConfig::validate() const {
   if (!(dropout >= 0 && dropout < 1)) throw ValueError("dropout must be in [0, 1), got " + num(dropout));
   if (!(attn_dropout >= 0 && attn_dropout < 1))
     throw ValueError("attn_dropout must be in [0, 1), got " + num(attn_dropout));
+  if (!is_init_scheme(init)) throw ValueError("init must be one of 'gpt2', 'torch', got " + quoted(init));
   // Parameter-free attention is one head over the whole width (see MultiHeadAttentionOptions).
   const int64_t rotated = parameter_free_attention ? d_model : head_dim_k();
   if (positional == "rope" && rotated % 2 != 0)
@@ -81,7 +83,8 @@ nlohmann::json TransformerConfig::to_json() const {
                         {"dropout", dropout},
                         {"attn_dropout", attn_dropout},
                         {"tie_embeddings", tie_embeddings},
-                        {"parameter_free_attention", parameter_free_attention}};
+                        {"parameter_free_attention", parameter_free_attention},
+                        {"init", init}};
 }
 
 TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
@@ -91,7 +94,7 @@ TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
                                        "n_heads",    "n_layers",   "d_ff",       "d_k",
                                        "d_v",        "positional", "norm",       "attn_scale",
                                        "activation", "dropout",    "attn_dropout", "tie_embeddings",
-                                       "parameter_free_attention"};
+                                       "parameter_free_attention", "init"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) throw ValueError("unknown model config field '" + it.key() + "'");
   auto str = [&](const char* key, std::string& out) {
@@ -141,6 +144,8 @@ TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
   real("attn_dropout", c.attn_dropout);
   boolean("tie_embeddings", c.tie_embeddings);
   boolean("parameter_free_attention", c.parameter_free_attention);
+  c.init = "torch";  // a config written before --init existed was initialised so
+  str("init", c.init);
   c.validate();
   return c;
 }

@@ -29,6 +29,9 @@ struct TransformerConfig {
   // No q/k/v/out projections: one head over the whole width (n_heads, d_k
   // and d_v then do not apply; see MultiHeadAttentionOptions::projections).
   bool parameter_free_attention = false;
+  // Initial weights: "torch" (each layer's PyTorch default) | "gpt2" (N(0, 0.02),
+  // residual output projections scaled down); models/init.h says it per parameter.
+  std::string init = "torch";
 
   // Head widths after applying the defaults.
   int64_t head_dim_k() const { return d_k > 0 ? d_k : d_model / n_heads; }

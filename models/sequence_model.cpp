@@ -6,6 +6,7 @@
 #include "models/decoder_lm.h"
 #include "models/encoder_decoder.h"
 #include "models/encoder_tagger.h"
+#include "models/init.h"
 
 namespace attnlab {
 
@@ -19,6 +20,8 @@ const TransformerConfig& validated(const TransformerConfig& c) {
 // Dropout masks come from their own stream, so turning dropout on or off
 // never changes the initial weights.
 constexpr uint64_t kDropoutStream = 0x9E3779B97F4A7C15ull;
+// The GPT-2 scheme redraws the built model from a stream of its own.
+constexpr uint64_t kGpt2InitStream = 0xC2B2AE3D27D4EB4Full;
 
 }  // namespace
 
@@ -67,9 +70,15 @@ void SequenceModel::check_sequence(const IntTensor& ids, const Tensor& pad, cons
 
 std::unique_ptr<SequenceModel> make_model(const TransformerConfig& config, uint64_t seed) {
   config.validate();
-  if (config.arch == "encoder") return std::make_unique<EncoderTagger>(config, seed);
-  if (config.arch == "decoder") return std::make_unique<DecoderLM>(config, seed);
-  return std::make_unique<EncoderDecoder>(config, seed);
+  std::unique_ptr<SequenceModel> model;
+  if (config.arch == "encoder") model = std::make_unique<EncoderTagger>(config, seed);
+  else if (config.arch == "decoder") model = std::make_unique<DecoderLM>(config, seed);
+  else model = std::make_unique<EncoderDecoder>(config, seed);
+  if (config.init == "gpt2") {
+    Rng rng(seed ^ kGpt2InitStream);
+    apply_gpt2_init(*model, config, rng);
+  }
+  return model;
 }
 
 }  // namespace attnlab

@@ -56,6 +56,7 @@ CONFIG_FIELDS = {  # models/config.h, with the values this loader can build
     "n_layers": int, "d_ff": int, "d_k": int, "d_v": int, "positional": ("sinusoidal", "learned", "rope", "none"),
     "norm": ("pre", "post"), "attn_scale": str, "activation": ("relu", "gelu"), "dropout": float,
     "attn_dropout": float, "tie_embeddings": bool, "parameter_free_attention": bool,
+    "init": ("torch", "gpt2"),  # how the weights were drawn; loading does not depend on it
 }
 
 
@@ -107,6 +108,7 @@ def config_from_metadata(meta, path):
                 raise LoadError(f"{path}: model_config {key} = {value!r} is not a number")
         elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise LoadError(f"{path}: model_config {key} = {value!r} is not of type {kind.__name__}")
+    cfg.setdefault("init", "torch")  # checkpoints written before --init existed
     missing = sorted(set(CONFIG_FIELDS) - set(cfg))
     if missing:
         raise LoadError(f"{path}: model_config lacks {', '.join(missing)}")

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "cli_harness.h"
+#include "framework/io/checkpoint.h"
+#include "models/sequence_model.h"
 
 namespace fs = std::filesystem;
 using attnlab::testing::read_summary;
@@ -203,6 +205,37 @@ TEST_CASE("eval, predict, attention, sample and resume refuse a config.ini that 
   CHECK(read_file(run + "/metrics.csv") == metrics);  // the resume trained nothing
   CHECK(fs::exists(run + "/checkpoints/step-00000002.safetensors"));
   CHECK_FALSE(fs::exists(run + "/checkpoints/step-00000004.safetensors"));
+}
+
+TEST_CASE("a run written before --init existed loads as torch-initialised, and a mismatch with --init is refused",
+          "[cli][validation]") {
+  TempDir dir("val-old-init");
+  const std::string run = dir / "run";
+  REQUIRE(run_attnlab("train --task reverse --vocab 6 --min-len 5 --max-len 5" + kTiny + " --steps 2 --eval-every 2 --run " +
+                      run).code == 0);
+  // Make it an old run: no init line in config.ini, no init field in the checkpoint's model config.
+  std::string ini = read_file(run + "/config.ini");
+  const size_t at = ini.find("init = torch\n");
+  REQUIRE(at != std::string::npos);
+  ini.erase(at, 13);
+  write_file(run + "/config.ini", ini);
+  const std::string stem = run + "/checkpoints/step-00000002";
+  attnlab::Metadata meta = attnlab::read_checkpoint_metadata(stem);
+  nlohmann::json config = nlohmann::json::parse(meta.at("model_config"));
+  auto model = attnlab::make_model(attnlab::TransformerConfig::from_json(config), 0);
+  attnlab::load_checkpoint(stem, *model, nullptr);
+  config.erase("init");
+  meta["model_config"] = config.dump();
+  attnlab::save_checkpoint(stem, *model, nullptr, meta);
+  REQUIRE(attnlab::read_checkpoint_metadata(stem).at("model_config").find("init") == std::string::npos);
+
+  const Result loaded = run_attnlab("eval --run " + run);
+  INFO(loaded.out);
+  REQUIRE(loaded.code == 0);
+  REQUIRE(run_attnlab("train --resume " + run + " --steps 4").code == 0);
+  // A config.ini that says gpt2 does not describe these torch-initialised weights.
+  write_file(run + "/config.ini", read_file(run + "/config.ini") + "init = gpt2\n");
+  require_refused(run_attnlab("eval --run " + run), "config.ini gives init = gpt2");
 }
 
 TEST_CASE("a --d-k too large for memory is refused as bad input before a run directory is made", "[cli][validation]") {

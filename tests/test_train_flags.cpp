@@ -116,6 +116,7 @@ struct ReplicaOptions {
   uint64_t seed = kSeed;
   int64_t heldout = kHeldout;
   double dropout = 0, attn_dropout = 0;
+  std::string init = "torch";
 };
 
 Replica make_replica(const ReplicaOptions& o = {}) {
@@ -136,6 +137,7 @@ Replica make_replica(const ReplicaOptions& o = {}) {
   m.d_ff = 32;
   m.dropout = o.dropout;
   m.attn_dropout = o.attn_dropout;
+  m.init = o.init;
   m.vocab_size = r.task->vocab_size();
   m.max_len = 64;  // the CLI's default table: max(64, 2 x the longest sequence)
   r.model = make_model(m, derive_seed(o.seed, kInitStream));
@@ -301,6 +303,40 @@ TEST_CASE("train decay-all applies sgd weight decay to biases LayerNorm and embe
   const StepGrad g1 = next_gradient(r);
   require_update(w0, weights_at(run, 1),
                  [&](const std::string& n, int64_t i, double w) { return sgd_rule(g1, 0.1, 0.05, true, n, i, w); });
+}
+
+TEST_CASE("train init gpt2 starts from the gpt2 draw of the seed, records it, and eval rebuilds the same model",
+          "[cli][flags]") {
+  TempDir dir("flags-init");
+  // An update of lr 1e-30 leaves every weight its initial value (to 1e-28): the checkpoint of step 1 is the init.
+  const std::string run = train(dir, "run", "--init gpt2 --optimizer sgd --lr 1e-30 --steps 1");
+  ReplicaOptions o;
+  o.init = "gpt2";
+  const Params w0 = values(*make_replica(o).model);
+  const Params torch_w0 = values(*make_replica().model);
+  const Params w1 = weights_at(run, 1);
+  REQUIRE(w1.size() == w0.size());
+  bool differs_from_torch = false;
+  for (const auto& [name, t] : w0) {
+    const Tensor& got = w1.at(name);
+    REQUIRE(got.shape() == t.shape());
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      INFO(name << "[" << i << "]");
+      REQUIRE(std::fabs(got[i] - t[i]) <= 1e-28 + 1e-7 * std::fabs(t[i]));
+    }
+    differs_from_torch = differs_from_torch || torch_w0.at(name).flat() != t.flat();
+  }
+  REQUIRE(differs_from_torch);  // the default init is another draw, so the check above tells them apart
+  std::ifstream ini(run + "/config.ini");
+  const std::string config((std::istreambuf_iterator<char>(ini)), std::istreambuf_iterator<char>());
+  REQUIRE(config.find("init = gpt2") != std::string::npos);
+  const Metadata meta = load_safetensors(model_path(stem(run, 1))).metadata;
+  REQUIRE(TransformerConfig::from_json(nlohmann::json::parse(meta.at("model_config"))).init == "gpt2");
+  const auto bad = run_attnlab("train" + kTiny + " --init xavier --run " + (dir / "bad"));
+  REQUIRE(bad.code != 0);
+  REQUIRE(bad.out.find("--init") != std::string::npos);
+  REQUIRE(bad.out.find("xavier") != std::string::npos);
+  REQUIRE_FALSE(fs::exists(dir / "bad"));
 }
 
 TEST_CASE("train warmup scales the very first update by 1 over warmup", "[cli][flags]") {
@@ -510,6 +546,61 @@ TEST_CASE("train target stops at the first evaluation that reaches it", "[cli][f
   REQUIRE(summary.at("solved_at_step") == first);
   REQUIRE(summary.at("steps") == first);
   REQUIRE(std::stoll(metrics(run).back().at("step")) == first);
+}
+
+TEST_CASE("train target-patience stops once the target held at that many consecutive evaluations, solved at the first",
+          "[cli][flags]") {
+  TempDir dir("flags-patience");
+  const std::string flags = "--optimizer adam --lr 0.01 --steps 300 --eval-every 10";
+  std::vector<std::pair<int64_t, double>> evals;  // (step, held-out exact match) of the free run
+  for (const auto& row : metrics(train(dir, "free", flags)))
+    if (!row.at("heldout_exact").empty()) evals.emplace_back(std::stoll(row.at("step")), number(row, "heldout_exact"));
+  // The rule, written out: a streak of evaluations at or above the target; solved at its first once it is K long.
+  struct Expected {
+    int64_t first = -1, solved = -1, stop = -1;
+  };
+  const int64_t patience = 3;
+  auto expect = [&](double target) {
+    Expected e;
+    int64_t streak = 0, start = -1;
+    for (const auto& [step, exact] : evals) {
+      if (exact < target) {
+        streak = 0;
+        continue;
+      }
+      if (e.first < 0) e.first = step;
+      if (streak++ == 0) start = step;
+      if (streak == patience) return Expected{e.first, start, step};
+    }
+    return e;
+  };
+  // A target the free run reaches, loses and later holds: patience makes a difference there.
+  double target = -1;
+  for (const auto& [step, exact] : evals) {
+    const Expected e = expect(exact);
+    if (exact > 0 && e.solved > e.first) {
+      target = exact;
+      break;
+    }
+  }
+  REQUIRE(target > 0);
+  const Expected e = expect(target);
+  std::ostringstream t;
+  t << std::setprecision(17) << target;
+  const std::string run = train(dir, "held", flags + " --target " + t.str() + " --target-patience 3");
+  const auto summary = read_summary(run);
+  CHECK(summary.at("target_patience") == patience);
+  CHECK(summary.at("target_first_reached_at_step") == e.first);
+  CHECK(summary.at("solved_at_step") == e.solved);
+  CHECK(summary.at("steps") == e.stop);
+  CHECK(std::stoll(metrics(run).back().at("step")) == e.stop);
+  // Without patience the same target stops the run at its first evaluation reaching it.
+  const auto once = read_summary(train(dir, "once", flags + " --target " + t.str()));
+  CHECK(once.at("solved_at_step") == e.first);
+  CHECK(once.at("steps") == e.first);
+  const auto bad = run_attnlab("train" + kTiny + " --target-patience 0 --run " + (dir / "bad"));
+  REQUIRE(bad.code != 0);
+  REQUIRE(bad.out.find("--target-patience") != std::string::npos);
 }
 
 TEST_CASE("train probe-every writes probe rows at step 1 and at its multiples only", "[cli][flags]") {

@@ -335,3 +335,38 @@ TEST_CASE("an empty held-out set scores zero, not a solved task", "[training][ev
   CHECK(lm.loss == 0);
   CHECK(lm.token == 0);
 }
+
+TEST_CASE("record_target solves at the first of K consecutive evaluations reaching the target, and a checkpoint "
+          "carries the streak",
+          "[training][target]") {
+  TrainSettings s = tiny(8);
+  s.target = 1;
+  s.target_patience = 3;
+  TrainState state(s);
+  // (step, reached): a reach that is lost, then three in a row from step 30.
+  CHECK_FALSE(state.record_target(10, true));
+  CHECK_FALSE(state.record_target(20, false));
+  CHECK(state.target_streak == 0);
+  CHECK_FALSE(state.record_target(30, true));
+  CHECK_FALSE(state.record_target(40, true));
+  CHECK(state.solved_at == -1);
+  CHECK(state.target_first_reached_at == 10);
+
+  // Checkpointed mid-streak, restored into a fresh state: the third evaluation solves it there too.
+  TempDir dir("training-target");
+  const CheckpointStore store(dir / "checkpoints");
+  fs::create_directories(store.dir());
+  state.step = 40;
+  store.save(state, 0, 1);
+  TrainState resumed(s);
+  store.restore(resumed, 40);
+  CHECK(resumed.target_streak == 2);
+  CHECK(resumed.target_streak_start == 30);
+  CHECK(resumed.target_first_reached_at == 10);
+  for (TrainState* st : {&state, &resumed}) {
+    CHECK(st->record_target(50, true));
+    CHECK(st->solved_at == 30);
+    CHECK_FALSE(st->record_target(60, true));  // solved once: a later evaluation does not solve it again
+    CHECK(st->solved_at == 30);
+  }
+}

@@ -101,6 +101,9 @@ void CheckpointStore::save(const TrainState& state, double elapsed_s, int64_t ke
   meta["dropout_rng"] = state.model().dropout_rng().state();
   meta["elapsed_s"] = std::to_string(elapsed_s);
   meta["solved_at"] = std::to_string(state.solved_at);
+  meta["target_first_reached_at"] = std::to_string(state.target_first_reached_at);
+  meta["target_streak_start"] = std::to_string(state.target_streak_start);
+  meta["target_streak"] = std::to_string(state.target_streak);
   std::error_code ec;
   try {
     save_checkpoint(stem(step), state.model(), &state.optimizer(), meta);
@@ -128,6 +131,14 @@ double CheckpointStore::restore(TrainState& state, int64_t step) const {
     state.model().dropout_rng().set_state(meta.at("dropout_rng"));
     const double elapsed_s = std::stod(meta.at("elapsed_s"));
     state.solved_at = std::stoll(meta.at("solved_at"));
+    // Checkpoints written before --target-patience lack the streak: none is running.
+    const auto count = [&](const char* key, int64_t absent) {
+      const auto it = meta.find(key);
+      return it == meta.end() ? absent : std::stoll(it->second);
+    };
+    state.target_first_reached_at = count("target_first_reached_at", state.solved_at);
+    state.target_streak_start = count("target_streak_start", -1);
+    state.target_streak = count("target_streak", 0);
     state.step = step;
     return elapsed_s;
   } catch (const std::exception& e) {  // a missing key, a malformed number or generator state

@@ -74,6 +74,7 @@ void check_model_flags(const TransformerConfig& m) {
   require_one_of("--positional", m.positional, {"sinusoidal", "learned", "rope", "none"});
   require_one_of("--norm", m.norm, {"pre", "post"});
   require_one_of("--activation", m.activation, {"relu", "gelu"});
+  require_one_of("--init", m.init, {"torch", "gpt2"});
   try {
     parse_attention_scale(m.attn_scale);
   } catch (const ValueError&) {
@@ -189,6 +190,7 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   require(s.threads >= 1 && s.threads <= 1024, "--threads must be in [1, 1024], got " + str(s.threads));
   require(std::isfinite(s.clip) && s.clip >= 0, "--clip must be >= 0, got " + str(s.clip));
   require(std::isfinite(s.target) && s.target >= 0 && s.target <= 1, "--target must be in [0, 1], got " + str(s.target));
+  require_at_least("--target-patience", s.target_patience, 1);
   require_fraction("--label-smoothing", s.label_smoothing);
   require(s.on_nan == "stop" || s.on_nan == "skip", "--on-nan must be stop or skip, got '" + s.on_nan + "'");
   require(s.probe_every >= 0, "--probe-every must be >= 0 (0 = off), got " + str(s.probe_every));

@@ -26,6 +26,7 @@ struct TrainSettings {
   int64_t eval_every = 100;
   int64_t heldout = 500;
   double target = 1.0;  // stop once held-out exact match reaches this; 0 = never
+  int64_t target_patience = 1;  // ... at this many consecutive evaluations (the run is solved at the first)
   int64_t log_every = 50;
   int64_t keep = 3;  // checkpoints kept
   uint64_t seed = 0;

@@ -21,4 +21,17 @@ const std::vector<Example>& TrainState::heldout() const {
   return own ? *own : drawn_heldout_.examples();
 }
 
+bool TrainState::record_target(int64_t step, bool reached) {
+  if (!reached) {
+    target_streak_start = -1;
+    target_streak = 0;
+    return false;
+  }
+  if (target_first_reached_at < 0) target_first_reached_at = step;
+  if (target_streak++ == 0) target_streak_start = step;
+  if (solved_at >= 0 || target_streak < settings_.target_patience) return false;
+  solved_at = target_streak_start;
+  return true;
+}
+
 }  // namespace attnlab

@@ -45,7 +45,15 @@ class TrainState {
   void set_communicator(const Communicator& c) { communicator_ = &c; }
 
   int64_t step = 0;       // optimizer steps done (a skipped non-finite step counts)
-  int64_t solved_at = -1;  // the step whose evaluation first reached settings().target; -1: not yet
+  // The held-out target (settings().target, held for target_patience evaluations); -1: not (yet).
+  int64_t solved_at = -1;                // the first evaluation of the streak that held it
+  int64_t target_first_reached_at = -1;  // the first evaluation that reached it, held or not
+  int64_t target_streak_start = -1;      // the first evaluation of the current streak reaching it
+  int64_t target_streak = 0;             // evaluations in that streak
+
+  // Records an evaluation at `step`: whether it reached the target. Returns
+  // true when this evaluation completes the patience (the run is solved now).
+  bool record_target(int64_t step, bool reached);
 
  private:
   TrainSettings settings_;

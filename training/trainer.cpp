@@ -102,14 +102,11 @@ std::optional<TrainOutcome> Trainer::after_update(const StepResult& r) {
     bool evaluated = false;
     excluded([&] { evaluated = evaluate(); });
     if (!evaluated) return interrupted(step, false);  // no metrics row: the evaluation is not done
-    if (s_.target > 0 && held_.accuracy.exact >= s_.target && state_.solved_at < 0) state_.solved_at = step;
+    if (s_.target > 0) solved_ = state_.record_target(step, held_.accuracy.exact >= s_.target);
   }
   report(r, log_now, eval_now);
   if (eval_now) excluded([&] { save(); });
-  if (eval_now && state_.solved_at == step) {
-    solved_ = true;
-    return std::nullopt;
-  }
+  if (solved_) return std::nullopt;
   if (stop_requested()) return interrupted(step, eval_now);
   return std::nullopt;
 }

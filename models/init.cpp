@@ -1,0 +1,67 @@
+#include "models/init.h"
+
+#include <cmath>
+
+#include "framework/nn/embedding.h"
+#include "framework/nn/linear.h"
+#include "framework/nn/positional.h"
+#include "models/blocks.h"
+
+namespace attnlab {
+
+namespace {
+
+constexpr double kGpt2Std = 0.02;
+
+void fill_normal(Var& p, double stddev, Rng& rng) {
+  Tensor& t = p.value();
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<Real>(rng.normal(0.0, stddev));
+}
+
+void fill_zero(Var& p) {
+  if (p.defined()) p.value().zero_();
+}
+
+// `name` is the module's own name within its parent; `residual_std` the
+// standard deviation of the residual output projections of its stack.
+void init_module(Module& m, const std::string& name, double residual_std, Rng& rng) {
+  if (auto* linear = dynamic_cast<Linear*>(&m)) {
+    const bool residual_output = name == "out_proj" || name == "fc2";
+    fill_normal(linear->weight, residual_output ? residual_std : kGpt2Std, rng);
+    fill_zero(linear->bias);
+    return;
+  }
+  if (auto* head = dynamic_cast<TokenHead*>(&m)) {
+    if (head->weight.defined()) fill_normal(head->weight, kGpt2Std, rng);
+    fill_zero(head->bias);
+    return;
+  }
+  if (auto* embedding = dynamic_cast<Embedding*>(&m)) {
+    fill_normal(embedding->weight, kGpt2Std, rng);
+    return;
+  }
+  if (auto* positions = dynamic_cast<LearnedPositional*>(&m)) {
+    fill_normal(positions->weight, kGpt2Std, rng);
+    return;
+  }
+  for (const auto& [child_name, child] : m.children()) init_module(*child, child_name, residual_std, rng);
+}
+
+}  // namespace
+
+bool is_init_scheme(const std::string& name) { return name == "torch" || name == "gpt2"; }
+
+void apply_gpt2_init(Module& model, const TransformerConfig& config, Rng& rng) {
+  const auto residual_std = [&](int64_t branches_per_block) {
+    return kGpt2Std / std::sqrt(static_cast<double>(branches_per_block * config.n_layers));
+  };
+  // The stacks are the top-level children "blocks" (encoder, decoder) or
+  // "encoder" and "decoder" (seq2seq); the rest (embeddings, final norm,
+  // head) has no residual projection, so its std argument is unused.
+  for (const auto& [name, child] : model.children()) {
+    const bool cross_attending = config.arch == "seq2seq" && name == "decoder";
+    init_module(*child, name, residual_std(cross_attending ? 3 : 2), rng);
+  }
+}
+
+}  // namespace attnlab

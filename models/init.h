@@ -1,0 +1,30 @@
+#pragma once
+// Initialisation schemes of the models (TransformerConfig::init).
+//
+// "torch": each layer's PyTorch module default, drawn while the layer is built
+//   (Linear and the head: U(±1/√fan_in) for weight and bias; Embedding N(0, 1);
+//   learned positions N(0, 0.02); LayerNorm weight 1, bias 0).
+// "gpt2": the GPT-2 scheme, drawn over the built model in parameter order:
+//   every Linear weight and the head's weight N(0, 0.02), their biases 0;
+//   the residual output projections (attention out_proj, the feed-forward's
+//   fc2) N(0, 0.02/√N) with N the residual branches of their stack (2 per
+//   block; 3 per block in seq2seq's decoder, which adds cross-attention);
+//   token embeddings and learned positions N(0, 0.02); LayerNorm weight 1,
+//   bias 0. A tied head is the token embedding and is drawn once, as it.
+#include <cstdint>
+#include <string>
+
+#include "framework/nn/module.h"
+#include "framework/random.h"
+#include "models/config.h"
+
+namespace attnlab {
+
+// The names TransformerConfig::init accepts.
+bool is_init_scheme(const std::string& name);
+
+// Redraws `model`'s parameters by the GPT-2 scheme from `rng`. `config` is
+// the model's own (its arch and layers give each stack's residual branches).
+void apply_gpt2_init(Module& model, const TransformerConfig& config, Rng& rng);
+
+}  // namespace attnlab
