@@ -103,7 +103,7 @@ TEST_CASE("gemm equals a plain loop for every transpose pair, overwrite and accu
           t.pad = pad;
           Operands x(t, rng);
           const std::vector<float> c_old = x.c.v;
-          const float alpha = accumulate ? 0.5f : 1.0f;
+          const float alpha = accumulate || pad ? 0.5f : 1.0f;  // alpha on both paths (attention scales)
           INFO("m " << t.m << " n " << t.n << " k " << t.k << " ta " << t.ta << " tb " << t.tb << " pad " << pad
                     << " accumulate " << accumulate << " backend " << gemm_backend());
           gemm(x.out(), x.a.op(t.ta), x.b.op(t.tb), alpha, accumulate);
