@@ -47,7 +47,8 @@ OptionSet model_options(TrainSettings& s) {
            "projections N(0, 0.02/sqrt(2 x layers)), biases 0)")
       .flag("tie-embeddings", &m.tie_embeddings, "output projection shares the input embedding")
       .flag("parameter-free-attention", &m.parameter_free_attention,
-            "attention without Q/K/V/O projections (softmax(x_i . x_j) weights over the inputs)");
+            "attention without Q/K/V/O projections (softmax(x_i . x_j) weights over the inputs); its scores are "
+            "symmetric and peak on the diagonal, so it cannot solve reverse with the encoder or copy with the decoder");
   return o;
 }
 
