@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/processes.h"
+#include "cli/signals.h"
 #include "framework/error.h"
 
 namespace attnlab::cli {
@@ -76,6 +77,9 @@ void print_usage(std::ostream& out) {
 }  // namespace
 
 int run_command_line(int argc, char** argv) {
+  // Before any thread exists: SIGINT, SIGTERM and SIGHUP go to one watcher
+  // thread, never to a thread inside a matrix product (cli/signals.h says why).
+  start_signal_watcher();
   // A write past a file-size limit (ulimit -f) must fail as a full disk does,
   // with an error attnlab reports and cleans up after, not kill the process
   // half-way through a file: from the first byte any command writes.

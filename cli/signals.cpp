@@ -1,45 +1,94 @@
 #include "cli/signals.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
+#include <mutex>
+#include <thread>
 
 namespace attnlab::cli {
 
 namespace {
 
-volatile std::sig_atomic_t g_signal = 0;
-struct sigaction g_old_int, g_old_term, g_old_hup, g_old_xfsz;
-struct sigaction g_old_xfsz_only;  // FileSizeSignalGuard's
+constexpr int kWatched[] = {SIGINT, SIGTERM, SIGHUP};
 
-void on_interrupt(int signal) {
+std::atomic<int> g_signal{0};         // the first stop request under the guard
+std::atomic<bool> g_guarded{false};   // an InterruptGuard lives
+sigset_t g_ignored_at_start;          // dispositions the process started with: SIG_IGN
+sigset_t g_taken;                     // the signals the watcher waits for
+struct sigaction g_old_xfsz, g_old_xfsz_only;  // InterruptGuard's and FileSizeSignalGuard's
+
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
+              "the flags are also touched from a signal handler");
+
+// A signal's effect; from the watcher thread, or (only in a thread created
+// before start_signal_watcher) from a handler, so async-signal-safe calls only.
+void on_signal(int signal) {
+  if (!g_guarded.load()) {
+    if (sigismember(&g_ignored_at_start, signal)) return;
+    ::signal(signal, SIG_DFL);  // the default action: the process ends by this signal
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, signal);
+    ::pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+    ::raise(signal);
+    ::_exit(128 + signal);  // not reached
+  }
+  int none = 0;
+  if (g_signal.compare_exchange_strong(none, signal)) return;  // the first request: stop after this step
   // A closing terminal often sends SIGHUP twice (the kernel to the foreground
   // job, then the shell to each of its jobs): only a user's second SIGINT or
   // SIGTERM means "leave now".
-  if (g_signal != 0 && signal == SIGHUP) return;
-  if (g_signal != 0) {
-    // The second request: leave now. Only async-signal-safe calls here.
-    static const char kMessage[] = "\nattnlab: interrupted again; exiting at once (the last checkpoint is intact)\n";
-    const ssize_t ignored = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
-    (void)ignored;
-    ::_exit(128 + signal);
-  }
-  g_signal = signal;
+  if (signal == SIGHUP) return;
+  static const char kMessage[] = "\nattnlab: interrupted again; exiting at once (the last checkpoint is intact)\n";
+  const ssize_t ignored = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  (void)ignored;
+  ::_exit(128 + signal);
 }
+
+void watch() {
+  for (;;) {
+    int signal = 0;
+    if (::sigwait(&g_taken, &signal) == 0) on_signal(signal);
+  }
+}
+
+void start_once() {
+  sigemptyset(&g_ignored_at_start);
+  sigemptyset(&g_taken);
+  for (const int signal : kWatched) {
+    struct sigaction old = {};
+    ::sigaction(signal, nullptr, &old);
+    if (old.sa_handler == SIG_IGN) {
+      // Started under nohup: the user asked for hangups to change nothing.
+      if (signal == SIGHUP) continue;
+      sigaddset(&g_ignored_at_start, signal);  // still a stop request in a run, as a user's kill expects
+    }
+    // A handler, not SIG_IGN, so that the kernel keeps the signal pending for
+    // the watcher instead of discarding it.
+    struct sigaction action = {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;  // a blocking read or write resumes instead of failing with EINTR
+    ::sigaction(signal, &action, nullptr);
+    sigaddset(&g_taken, signal);
+  }
+  ::pthread_sigmask(SIG_BLOCK, &g_taken, nullptr);  // inherited by every thread created from here on
+  std::thread(watch).detach();
+}
+
+std::once_flag g_started;
 
 }  // namespace
 
+void start_signal_watcher() { std::call_once(g_started, start_once); }
+
 InterruptGuard::InterruptGuard() {
+  start_signal_watcher();
   g_signal = 0;
-  struct sigaction action = {};
-  action.sa_handler = on_interrupt;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;  // a blocking read or write resumes instead of failing with EINTR
-  ::sigaction(SIGINT, &action, &g_old_int);
-  ::sigaction(SIGTERM, &action, &g_old_term);
-  ::sigaction(SIGHUP, &action, &g_old_hup);
-  // Started under nohup (SIGHUP ignored): the user asked for hangups to change nothing.
-  if (g_old_hup.sa_handler == SIG_IGN) ::sigaction(SIGHUP, &g_old_hup, nullptr);
+  g_guarded = true;
   struct sigaction ignore = {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
@@ -47,9 +96,7 @@ InterruptGuard::InterruptGuard() {
 }
 
 InterruptGuard::~InterruptGuard() {
-  ::sigaction(SIGINT, &g_old_int, nullptr);
-  ::sigaction(SIGTERM, &g_old_term, nullptr);
-  ::sigaction(SIGHUP, &g_old_hup, nullptr);
+  g_guarded = false;
   ::sigaction(SIGXFSZ, &g_old_xfsz, nullptr);
 }
 

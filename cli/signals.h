@@ -9,14 +9,31 @@
 // with that code; the checkpoint files are written atomically, so whatever is
 // on disk stays loadable. SIGXFSZ is ignored, so a file-size limit makes the
 // write fail with EFBIG (a clear error) instead of killing the process.
+//
+// No compute thread ever runs a signal handler. start_signal_watcher(), called
+// before the process starts any thread, blocks SIGINT, SIGTERM and SIGHUP in
+// the main thread, so in every thread created after it (OpenMP's, MPI's), and
+// one watcher thread takes them with sigwait. Why: the JIT matrix-product
+// kernels of oneDNN 2.6 (Debian 12's libdnnl) point the stack pointer into a
+// heap buffer while they run, so a handler's frame pushed on top of them
+// overwrites the heap (oneDNN issue 4845, fixed upstream after 3.11). Outside an
+// InterruptGuard the watcher gives each signal the effect it had when the
+// process started: the default action (the process ends by that signal), or
+// nothing for one the parent had ignored.
 #include <string>
 
 namespace attnlab::cli {
 
+// Once per process, first thing in main (later calls do nothing). A thread
+// that already exists keeps the signals unblocked: it would run the same
+// logic as the watcher, from a handler, so correctness does not depend on
+// the order, only the oneDNN hazard does.
+void start_signal_watcher();
+
 class InterruptGuard {
  public:
-  InterruptGuard();   // installs the handlers
-  ~InterruptGuard();  // restores the previous ones
+  InterruptGuard();   // signals become stop requests (and starts the watcher if main did not)
+  ~InterruptGuard();  // they act as at the process's start again
   InterruptGuard(const InterruptGuard&) = delete;
   InterruptGuard& operator=(const InterruptGuard&) = delete;
 };
