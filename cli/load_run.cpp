@@ -35,6 +35,7 @@ std::string ini_name(const std::string& field) {
       {"attn_dropout", "attn-dropout"},
       {"tie_embeddings", "tie-embeddings"},
       {"parameter_free_attention", "parameter-free-attention"},
+      {"random_positions", "random-positions"},
   };
   auto it = names.find(field);
   return it == names.end() ? field : it->second;
@@ -49,23 +50,23 @@ void check_checkpoint_config(const TransformerConfig& config, const std::string&
   auto it = meta.find("model_config");
   if (it == meta.end()) return;
   const std::string path = model_path(stem);
+  // Through from_json, which gives a field the checkpoint was written without
+  // (one added later) its meaning from before the field existed.
   nlohmann::json trained;
   try {
-    trained = nlohmann::json::parse(it->second);
+    trained = TransformerConfig::from_json(nlohmann::json::parse(it->second)).to_json();
   } catch (const nlohmann::json::exception& e) {
     throw IoError(path + ": its model_config metadata is not JSON (" + e.what() + ")");
+  } catch (const ValueError& e) {
+    throw IoError(path + ": its model_config metadata is not a valid model (" + e.what() + ")");
   }
   const std::string config_ini = fs::path(stem).parent_path().parent_path().string() + "/config.ini";
   const nlohmann::json described = config.to_json();
-  // Fields added after checkpoints were first written, and what their absence means.
-  const nlohmann::json absent_means = {{"init", "torch"}};
   for (const auto& [field, value] : described.items()) {
-    if (trained.contains(field) && trained.at(field) == value) continue;
-    if (!trained.contains(field) && absent_means.contains(field) && absent_means.at(field) == value) continue;
-    const std::string was = trained.contains(field) ? value_text(trained.at(field)) : "(absent)";
+    if (trained.at(field) == value) continue;
     throw IoError(path + ": the checkpoint is of a different model than " + config_ini + " describes: config.ini gives " +
-                  ini_name(field) + " = " + value_text(value) + ", the checkpoint was trained with " + was +
-                  " (was config.ini edited? restore it, or train a new run)");
+                  ini_name(field) + " = " + value_text(value) + ", the checkpoint was trained with " +
+                  value_text(trained.at(field)) + " (was config.ini edited? restore it, or train a new run)");
   }
 }
 

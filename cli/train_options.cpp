@@ -37,6 +37,10 @@ OptionSet model_options(TrainSettings& s) {
       .add("d-v", &m.d_v, "value width per head; 0 = d/h")
       .add("positional", &m.positional, "sinusoidal | learned | rope | none")
       .add("positions", &s.positions, "positional table size (longest sequence); 0 = max(64, 2 x the longest training sequence)")
+      .add("random-positions", &m.random_positions,
+           "P > 0: randomised positions (sinusoidal, learned): in training each sequence reads a sorted random "
+           "subset of the positions [0, P), in evaluation an even spread over [0, P); the table has P rows "
+           "(--positions P or unset); 0 = off (docs/length.md)")
       .add("norm", &m.norm, "pre (pre-LN) | post (post-LN, as in Vaswani et al.)")
       .add("attn-scale", &m.attn_scale, "attention logit scale: sqrt (1/sqrt(d_k)) | none | linear (1/d_k) | a number")
       .add("activation", &m.activation, "feed-forward activation: relu | gelu")

@@ -26,6 +26,18 @@ void require_one_of(const char* field, const std::string& value, const std::set<
   throw ValueError(std::string(field) + " must be one of " + list + ", got " + quoted(value));
 }
 
+void check_random_positions(const TransformerConfig& c) {
+  if (c.random_positions == 0) return;
+  if (c.random_positions < 0)
+    throw ValueError("random_positions must be 0 (off) or a positive range P, got " + std::to_string(c.random_positions));
+  if (c.random_positions != c.max_len)
+    throw ValueError("random_positions (" + std::to_string(c.random_positions) +
+                     ") must equal max_len, the positional table it draws from, got max_len = " + std::to_string(c.max_len));
+  if (c.positional != "sinusoidal" && c.positional != "learned")
+    throw ValueError("random_positions applies to sinusoidal or learned positions, not positional " + quoted(c.positional) +
+                     (c.positional == "rope" ? " (rotary positions are relative)" : " (there are no positions)"));
+}
+
 std::string num(double v) {
   std::ostringstream s;
   s << v;
@@ -59,6 +71,7 @@ void TransformerConfig::validate() const {
   if (!(attn_dropout >= 0 && attn_dropout < 1))
     throw ValueError("attn_dropout must be in [0, 1), got " + num(attn_dropout));
   if (!is_init_scheme(init)) throw ValueError("init must be one of 'gpt2', 'torch', got " + quoted(init));
+  check_random_positions(*this);
   // Parameter-free attention is one head over the whole width (see MultiHeadAttentionOptions).
   const int64_t rotated = parameter_free_attention ? d_model : head_dim_k();
   if (positional == "rope" && rotated % 2 != 0)
@@ -84,19 +97,16 @@ nlohmann::json TransformerConfig::to_json() const {
                         {"attn_dropout", attn_dropout},
                         {"tie_embeddings", tie_embeddings},
                         {"parameter_free_attention", parameter_free_attention},
-                        {"init", init}};
+                        {"init", init},
+                        {"random_positions", random_positions}};
 }
 
 TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw ValueError("a model config must be a JSON object, got " + j.dump());
   TransformerConfig c;
-  const std::set<std::string> known = {"arch",       "vocab_size", "max_len",    "d_model",
-                                       "n_heads",    "n_layers",   "d_ff",       "d_k",
-                                       "d_v",        "positional", "norm",       "attn_scale",
-                                       "activation", "dropout",    "attn_dropout", "tie_embeddings",
-                                       "parameter_free_attention", "init"};
+  const nlohmann::json known = c.to_json();  // every field to_json writes, and only those
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (!known.count(it.key())) throw ValueError("unknown model config field '" + it.key() + "'");
+    if (!known.contains(it.key())) throw ValueError("unknown model config field '" + it.key() + "'");
   auto str = [&](const char* key, std::string& out) {
     if (!j.contains(key)) return;
     // attn_scale may also be written as a bare number.
@@ -136,6 +146,7 @@ TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
   integer("d_ff", c.d_ff);
   integer("d_k", c.d_k);
   integer("d_v", c.d_v);
+  integer("random_positions", c.random_positions);
   str("positional", c.positional);
   str("norm", c.norm);
   str("attn_scale", c.attn_scale);

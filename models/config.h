@@ -32,6 +32,11 @@ struct TransformerConfig {
   // Initial weights: "torch" (each layer's PyTorch default) | "gpt2" (N(0, 0.02),
   // residual output projections scaled down); models/init.h says it per parameter.
   std::string init = "torch";
+  // Randomised positions (Ruoss et al. 2023; models/positions.h): 0 = off; P > 0:
+  // in training each sequence reads a sorted random subset of the positions
+  // [0, P), in evaluation an even spread over [0, P). P must equal max_len
+  // (the table the subsets are drawn from); sinusoidal or learned positions only.
+  int64_t random_positions = 0;
 
   // Head widths after applying the defaults.
   int64_t head_dim_k() const { return d_k > 0 ? d_k : d_model / n_heads; }

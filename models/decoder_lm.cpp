@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "models/batch.h"
+#include "models/positions.h"
 
 namespace attnlab {
 
@@ -23,11 +24,21 @@ DecoderLM::DecoderLM(const TransformerConfig& config, uint64_t seed) : SequenceM
 Var DecoderLM::forward(const ModelInput& input) {
   check_sequence(input.tgt_in, input.tgt_pad, "decoder input tgt_in");
   const Tensor* pad = pad_or_null(input.tgt_pad);
-  Var h = observed(embed(input.tgt_in));  // (B, T, d)
+  Var h = observed(embed_at(input.tgt_in, positions_for(input.tgt_in, input.tgt_pad, input.tgt_pos)));  // (B, T, d)
   for (auto& block : blocks_) h = observed(block->forward(h, pad));
   if (ln_f_) h = ln_f_->forward(h);
   return head_logits(h);  // (B, T, V)
 }
+
+namespace {
+
+std::vector<size_t> prompt_lengths(const std::vector<std::vector<int32_t>>& seqs) {
+  std::vector<size_t> lengths;
+  for (const auto& s : seqs) lengths.push_back(s.size());
+  return lengths;
+}
+
+}  // namespace
 
 std::vector<std::vector<int32_t>> DecoderLM::prompts(const std::vector<std::vector<int32_t>>& sources) const {
   std::vector<std::vector<int32_t>> seqs(sources.size());
@@ -66,13 +77,14 @@ std::vector<std::vector<int32_t>> DecoderLM::greedy_cached(const std::vector<std
   // still reading its prompt is fed its next prompt token, and one that
   // reached its end its last generated token.
   DecoderCache cache = make_decoder_cache(blocks_, static_cast<int64_t>(n), config_.max_len);
+  const auto tables = decode_positions(prompt_lengths(seqs), max_new_tokens);  // empty: positions 0, 1, ...
   std::vector<int64_t> active(n);
   for (size_t i = 0; i < n; ++i) active[i] = static_cast<int64_t>(i);
   for (int64_t pos = 0; !active.empty(); ++pos) {
     IntTensor ids({static_cast<int64_t>(active.size()), 1});
     for (size_t a = 0; a < active.size(); ++a)
       ids.data[a] = seqs[static_cast<size_t>(active[a])][static_cast<size_t>(pos)];
-    Var h = embed(ids, pos);  // (B', 1, d)
+    Var h = tables.empty() ? embed(ids, pos) : embed_at(ids, step_position_ids(tables, active, pos));  // (B', 1, d)
     for (size_t l = 0; l < blocks_.size(); ++l)
       h = decoder_block_step(*blocks_[l], config_.norm == "pre", h, cache.self[l], nullptr, active);
     if (ln_f_) h = ln_f_->forward(h);
@@ -100,20 +112,24 @@ std::vector<std::vector<int32_t>> DecoderLM::greedy_uncached(const std::vector<s
   std::vector<std::vector<int32_t>> out(n), seqs = prompts(sources);  // seqs: [bos] src [sep] generated...
   if (logits) logits->assign(n, {});
   InferenceGuard guard(*this);
+  const auto tables = decode_positions(prompt_lengths(seqs), max_new_tokens);  // as greedy_cached's
   std::vector<bool> done(n, max_new_tokens <= 0);
   for (int64_t step = 0; step < max_new_tokens; ++step) {
     // Every unfinished sequence, right-padded: causal attention keeps a
     // position blind to the padding after it, so the batch changes nothing.
     std::vector<size_t> active;
+    std::vector<int64_t> rows;
     std::vector<std::vector<int32_t>> batch;
     for (size_t i = 0; i < n; ++i)
       if (!done[i]) {
         active.push_back(i);
+        rows.push_back(static_cast<int64_t>(i));
         batch.push_back(seqs[i]);
       }
     if (active.empty()) break;
     ModelInput in;
     pad_sequences(batch, in.tgt_in, in.tgt_pad);
+    if (!tables.empty()) in.tgt_pos = prefix_position_ids(tables, rows, in.tgt_in.shape[1]);
     Var all = forward(in);  // (B', T, V)
     const int64_t t_len = all.size(1), v = all.size(2);
     for (size_t a = 0; a < active.size(); ++a) {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "models/batch.h"
+#include "models/positions.h"
 
 namespace attnlab {
 
@@ -34,30 +35,31 @@ EncoderDecoder::EncoderDecoder(const TransformerConfig& config, uint64_t seed) :
   build_head();
 }
 
-Var EncoderDecoder::encode(const IntTensor& src, const Tensor& src_pad) {
+Var EncoderDecoder::encode(const IntTensor& src, const Tensor& src_pad, const IntTensor& src_pos) {
   check_sequence(src, src_pad, "encoder input src");
   const Tensor* pad = pad_or_null(src_pad);
-  Var h = observed(embed(src));  // (B, T_src, d)
+  Var h = observed(embed_at(src, positions_for(src, src_pad, src_pos)));  // (B, T_src, d)
   for (auto& block : encoder_blocks_) h = observed(block->forward(h, pad));
   return encoder_ln_f_ ? encoder_ln_f_->forward(h) : h;
 }
 
-Var EncoderDecoder::decode(const IntTensor& tgt_in, const Tensor& tgt_pad, const Var& memory, const Tensor& src_pad) {
+Var EncoderDecoder::decode(const IntTensor& tgt_in, const Tensor& tgt_pad, const Var& memory, const Tensor& src_pad,
+                           const IntTensor& tgt_pos) {
   check_sequence(tgt_in, tgt_pad, "decoder input tgt_in");
   if (memory.dim() != 3 || memory.size(0) != tgt_in.shape[0])
     throw ShapeError("EncoderDecoder: memory " + memory.value().shape_str() + " does not fit tgt_in " +
                      shape_str(tgt_in.shape) + " (batch sizes differ)");
   const Tensor* self_pad = pad_or_null(tgt_pad);
   const Tensor* mem_pad = pad_or_null(src_pad);
-  Var h = observed(embed(tgt_in));  // (B, T_tgt, d)
+  Var h = observed(embed_at(tgt_in, positions_for(tgt_in, tgt_pad, tgt_pos)));  // (B, T_tgt, d)
   for (auto& block : decoder_blocks_) h = observed(block->forward(h, self_pad, memory, mem_pad));
   if (decoder_ln_f_) h = decoder_ln_f_->forward(h);
   return head_logits(h);  // (B, T_tgt, V)
 }
 
 Var EncoderDecoder::forward(const ModelInput& input) {
-  Var memory = encode(input.src, input.src_pad);
-  return decode(input.tgt_in, input.tgt_pad, memory, input.src_pad);
+  Var memory = encode(input.src, input.src_pad, input.src_pos);
+  return decode(input.tgt_in, input.tgt_pad, memory, input.src_pad, input.tgt_pos);
 }
 
 std::vector<std::vector<int32_t>> EncoderDecoder::greedy(const std::vector<std::vector<int32_t>>& sources,
@@ -78,6 +80,7 @@ std::vector<std::vector<int32_t>> EncoderDecoder::greedy_cached(const std::vecto
   Var memory = encode(in.src, in.src_pad);
   const int64_t steps = std::min(max_new_tokens, config_.max_len);
   DecoderCache cache = make_decoder_cache(decoder_blocks_, static_cast<int64_t>(n), steps);
+  const auto tables = decode_positions(std::vector<size_t>(n, 0), steps);  // empty: positions 0, 1, ...
   for (auto& block : decoder_blocks_)
     cache.cross.push_back(block->cross_attn->memory_cache(memory, pad_or_null(in.src_pad)));  // once for every step
 
@@ -89,7 +92,7 @@ std::vector<std::vector<int32_t>> EncoderDecoder::greedy_cached(const std::vecto
   for (int64_t pos = 0; pos < steps && !active.empty(); ++pos) {
     IntTensor ids({static_cast<int64_t>(active.size()), 1});
     for (size_t a = 0; a < active.size(); ++a) ids.data[a] = last[static_cast<size_t>(active[a])];
-    Var h = embed(ids, pos);  // (B', 1, d)
+    Var h = tables.empty() ? embed(ids, pos) : embed_at(ids, step_position_ids(tables, active, pos));  // (B', 1, d)
     for (size_t l = 0; l < decoder_blocks_.size(); ++l)
       h = decoder_block_step(*decoder_blocks_[l], config_.norm == "pre", h, cache.self[l], &cache.cross[l], active);
     if (decoder_ln_f_) h = decoder_ln_f_->forward(h);
@@ -124,13 +127,17 @@ std::vector<std::vector<int32_t>> EncoderDecoder::greedy_uncached(const std::vec
   // All rows share the decoder length (they all start at [bos] and grow by one
   // token per step), so no target padding is needed; finished rows just ride along.
   const int64_t b = static_cast<int64_t>(n);
+  const auto tables = decode_positions(std::vector<size_t>(n, 0), std::min(max_new_tokens, config_.max_len));
+  std::vector<int64_t> every_row(n);
+  for (size_t i = 0; i < n; ++i) every_row[i] = static_cast<int64_t>(i);
   std::vector<int32_t> tokens(n, SpecialTokens::bos);  // (B, t) row-major, grown column by column
   std::vector<bool> done(n, false);
   size_t remaining = n;
   for (int64_t t = 1; t <= std::min(max_new_tokens, config_.max_len) && remaining > 0; ++t) {
     IntTensor tgt_in({b, t});
     tgt_in.data = tokens;
-    Var all = decode(tgt_in, Tensor(), memory, in.src_pad);  // (B, t, V)
+    const IntTensor tgt_pos = tables.empty() ? IntTensor() : prefix_position_ids(tables, every_row, t);
+    Var all = decode(tgt_in, Tensor(), memory, in.src_pad, tgt_pos);  // (B, t, V)
     ConstMatMap rows = std::as_const(all).value().matrix();
     std::vector<int32_t> next(static_cast<size_t>(b * (t + 1)));
     for (int64_t i = 0; i < b; ++i) {

@@ -31,9 +31,11 @@ class EncoderDecoder : public SequenceModel {
   std::vector<std::vector<int32_t>> greedy_uncached(const std::vector<std::vector<int32_t>>& sources,
                                                     int64_t max_new_tokens, DecodeLogits* logits = nullptr);
 
-  // The two halves, for decoding with a fixed memory.
-  Var encode(const IntTensor& src, const Tensor& src_pad);  // -> memory (B, T_src, d)
-  Var decode(const IntTensor& tgt_in, const Tensor& tgt_pad, const Var& memory, const Tensor& src_pad);
+  // The two halves, for decoding with a fixed memory; the position ids as
+  // ModelInput's src_pos / tgt_pos (empty: the default rule).
+  Var encode(const IntTensor& src, const Tensor& src_pad, const IntTensor& src_pos = IntTensor());  // (B, T_src, d)
+  Var decode(const IntTensor& tgt_in, const Tensor& tgt_pad, const Var& memory, const Tensor& src_pad,
+             const IntTensor& tgt_pos = IntTensor());
 
  private:
   std::vector<std::shared_ptr<EncoderBlock>> encoder_blocks_;

@@ -22,7 +22,7 @@ EncoderTagger::EncoderTagger(const TransformerConfig& config, uint64_t seed) : S
 Var EncoderTagger::forward(const ModelInput& input) {
   check_sequence(input.src, input.src_pad, "encoder input src");
   const Tensor* pad = pad_or_null(input.src_pad);
-  Var h = observed(embed(input.src));  // (B, T, d)
+  Var h = observed(embed_at(input.src, positions_for(input.src, input.src_pad, input.src_pos)));  // (B, T, d)
   for (auto& block : blocks_) h = observed(block->forward(h, pad));
   if (ln_f_) h = ln_f_->forward(h);
   return head_logits(h);  // (B, T, V)

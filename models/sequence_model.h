@@ -33,6 +33,12 @@ struct ModelInput {
   Tensor src_pad;    // (B, T_src)
   IntTensor tgt_in;  // (B, T_tgt): decoder input (decoder, seq2seq)
   Tensor tgt_pad;    // (B, T_tgt)
+  // Position ids of the tokens, (B, T_src) and (B, T_tgt), each in [0, max_len).
+  // Empty (the default): 0..T-1, or with config.random_positions = P a sorted
+  // random subset of [0, P) per sequence in training and an even spread over
+  // [0, P) in evaluation (models/positions.h).
+  IntTensor src_pos;
+  IntTensor tgt_pos;
 };
 
 class SequenceModel : public Module {
@@ -73,6 +79,19 @@ class SequenceModel : public Module {
   void build_head();
   // ids (B, T) -> tok_emb(ids) + positions offset..offset+T-1, with dropout: (B, T, d).
   Var embed(const IntTensor& ids, int64_t offset = 0) const;
+  // The same with the table rows `positions` (B, T); empty positions: embed(ids, 0).
+  // (models/sequence_positions.cpp holds these position members.)
+  Var embed_at(const IntTensor& ids, const IntTensor& positions) const;
+  // The position ids a forward over ids (B, T) uses: `given` when not empty
+  // (checked: (B, T), in [0, max_len)); else with random positions on, a random
+  // subset per row drawn from dropout_rng_ in training and spread_position_ids
+  // in evaluation, over each row's real length (pad); else empty (0..T-1).
+  IntTensor positions_for(const IntTensor& ids, const Tensor& pad, const IntTensor& given);
+  // Random positions on: each sequence's evaluation positions, spread over
+  // min(P, its length + max_new_tokens) (decoding reads no further). Off: empty.
+  std::vector<std::vector<int32_t>> decode_positions(const std::vector<size_t>& lengths, int64_t max_new_tokens) const;
+  // config.random_positions (0 = off).
+  int64_t random_positions() const;
   Var head_logits(const Var& h) const;  // (B, T, d) -> (B, T, V)
   // Checks ids (B, T) with 1 <= T <= max_len and pad empty or (B, T).
   void check_sequence(const IntTensor& ids, const Tensor& pad, const char* what) const;

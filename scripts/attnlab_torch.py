@@ -57,6 +57,7 @@ CONFIG_FIELDS = {  # models/config.h, with the values this loader can build
     "norm": ("pre", "post"), "attn_scale": str, "activation": ("relu", "gelu"), "dropout": float,
     "attn_dropout": float, "tie_embeddings": bool, "parameter_free_attention": bool,
     "init": ("torch", "gpt2"),  # how the weights were drawn; loading does not depend on it
+    "random_positions": int,  # 0 only: evaluation on spread positions is not implemented here
 }
 
 
@@ -109,6 +110,10 @@ def config_from_metadata(meta, path):
         elif not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise LoadError(f"{path}: model_config {key} = {value!r} is not of type {kind.__name__}")
     cfg.setdefault("init", "torch")  # checkpoints written before --init existed
+    cfg.setdefault("random_positions", 0)  # and before --random-positions
+    if cfg["random_positions"] != 0:
+        raise LoadError(f"{path}: model_config random_positions = {cfg['random_positions']}: a model trained with "
+                        "--random-positions reads spread positions, which attnlab_torch does not implement")
     missing = sorted(set(CONFIG_FIELDS) - set(cfg))
     if missing:
         raise LoadError(f"{path}: model_config lacks {', '.join(missing)}")

@@ -176,12 +176,22 @@ TEST_CASE("the encoder tagger takes copy, reverse and sort of variable length, a
   CHECK(p.out.rfind("4 0 5\n", 0) == 0);
 }
 
-TEST_CASE("eval, predict, attention, sample and resume refuse a config.ini that disagrees with the checkpoint",
-          "[cli][validation]") {
-  TempDir dir("val-mismatch");
+namespace {
+
+// A two-step run of reverse (length 5) on the tiny model, checkpointed at step 2.
+std::string tiny_reverse_run(const TempDir& dir) {
   const std::string run = dir / "run";
   REQUIRE(run_attnlab("train --task reverse --vocab 6 --min-len 5 --max-len 5" + kTiny + " --steps 2 --eval-every 2 --run " +
                       run).code == 0);
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("eval, predict, attention, sample and resume refuse a config.ini that disagrees with the checkpoint",
+          "[cli][validation]") {
+  TempDir dir("val-mismatch");
+  const std::string run = tiny_reverse_run(dir);
   REQUIRE(run_attnlab("eval --run " + run).code == 0);
   // heads 2 -> 1 keeps every weight's shape: the checkpoint loads, the answers change.
   std::string ini = read_file(run + "/config.ini");
@@ -207,35 +217,38 @@ TEST_CASE("eval, predict, attention, sample and resume refuse a config.ini that 
   CHECK_FALSE(fs::exists(run + "/checkpoints/step-00000004.safetensors"));
 }
 
-TEST_CASE("a run written before --init existed loads as torch-initialised, and a mismatch with --init is refused",
+TEST_CASE("a run written before --init and --random-positions existed loads as torch-initialised with plain positions, "
+          "and a mismatch with --init is refused",
           "[cli][validation]") {
   TempDir dir("val-old-init");
-  const std::string run = dir / "run";
-  REQUIRE(run_attnlab("train --task reverse --vocab 6 --min-len 5 --max-len 5" + kTiny + " --steps 2 --eval-every 2 --run " +
-                      run).code == 0);
-  // Make it an old run: no init line in config.ini, no init field in the checkpoint's model config.
+  const std::string run = tiny_reverse_run(dir);
+  // Make it an old run: neither line in config.ini, neither field in the checkpoint's model config.
   std::string ini = read_file(run + "/config.ini");
-  const size_t at = ini.find("init = torch\n");
-  REQUIRE(at != std::string::npos);
-  ini.erase(at, 13);
+  for (const std::string line : {"init = torch\n", "random-positions = 0\n"}) {
+    const size_t at = ini.find(line);
+    REQUIRE(at != std::string::npos);
+    ini.erase(at, line.size());
+  }
   write_file(run + "/config.ini", ini);
   const std::string stem = run + "/checkpoints/step-00000002";
   attnlab::Metadata meta = attnlab::read_checkpoint_metadata(stem);
   nlohmann::json config = nlohmann::json::parse(meta.at("model_config"));
   auto model = attnlab::make_model(attnlab::TransformerConfig::from_json(config), 0);
   attnlab::load_checkpoint(stem, *model, nullptr);
-  config.erase("init");
+  REQUIRE(config.erase("init") == 1);
+  REQUIRE(config.erase("random_positions") == 1);
   meta["model_config"] = config.dump();
   attnlab::save_checkpoint(stem, *model, nullptr, meta);
-  REQUIRE(attnlab::read_checkpoint_metadata(stem).at("model_config").find("init") == std::string::npos);
 
   const Result loaded = run_attnlab("eval --run " + run);
   INFO(loaded.out);
   REQUIRE(loaded.code == 0);
-  REQUIRE(run_attnlab("train --resume " + run + " --steps 4").code == 0);
   // A config.ini that says gpt2 does not describe these torch-initialised weights.
   write_file(run + "/config.ini", read_file(run + "/config.ini") + "init = gpt2\n");
-  require_refused(run_attnlab("eval --run " + run), "config.ini gives init = gpt2");
+  const Result refused = run_attnlab("eval --run " + run);
+  require_refused(refused, "config.ini gives init = gpt2, the checkpoint was trained with torch");
+  write_file(run + "/config.ini", ini);
+  REQUIRE(run_attnlab("train --resume " + run + " --steps 4").code == 0);
 }
 
 TEST_CASE("a --d-k too large for memory is refused as bad input before a run directory is made", "[cli][validation]") {

@@ -282,6 +282,8 @@ def check_refusals(exe, work):
         ("a tensor the model lacks", fx["config"], dict(fx["weights"], **{"blocks.0.gate.weight": fx["weights"]["head.bias"]}),
          ("blocks.0.gate.weight",)),
         ("a tensor of another shape", dict(fx["config"], d_ff=8), fx["weights"], ("blocks.0.ff.fc1.weight", "shape")),
+        ("randomised positions", dict(fx["config"], random_positions=fx["config"]["max_len"]), fx["weights"],
+         ("random_positions", "spread positions")),
     ]
     for what, cfg, weights, words in cases:
         write_model_file(file, cfg, weights)

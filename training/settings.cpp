@@ -43,6 +43,21 @@ std::string str(T v) {
   out << v;
   return out.str();
 }
+
+// --random-positions P: the table is [0, P) (--positions P or unset), and
+// holds the longest training sequence.
+void check_random_positions(TrainSettings& s, int64_t needed) {
+  const int64_t p = s.model.random_positions;
+  if (p == 0) return;
+  require(p > 0, "--random-positions must be 0 (off) or a positive range P, got " + str(p));
+  require(s.positions == 0 || s.positions == p, "--random-positions " + str(p) + " draws from the whole table, but "
+                                                    "--positions is " + str(s.positions) + ": give the same P or leave --positions out");
+  require(p >= needed, "--random-positions " + str(p) + " is smaller than the longest training sequence (" +
+                           str(needed) + " positions)");
+  require(s.model.positional == "sinusoidal" || s.model.positional == "learned",
+          "--random-positions applies to --positional sinusoidal or learned, not " + s.model.positional);
+  s.model.max_len = p;
+}
 // The two bounds most flags have, each with one message.
 void require_at_least(const char* flag, int64_t value, int64_t min) {
   require(value >= min, std::string(flag) + " must be >= " + str(min) + ", got " + str(value));
@@ -167,6 +182,7 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   int64_t needed = needed_positions(*task, s.model.arch);
   require_at_least("--positions", s.positions, 0);
   s.model.max_len = s.positions > 0 ? s.positions : std::max<int64_t>(64, 2 * needed);
+  check_random_positions(s, needed);
   const std::string source = task->longest_source();
   require(needed <= s.model.max_len, "the task needs sequences of " + str(needed) + " positions but --positions is " +
                                          str(s.model.max_len) + " (the positional table); raise --positions" +
