@@ -33,9 +33,9 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from experiments import ROOT, replace_block, run_pool  # noqa: E402
 
 TRAIN_LENS = (8, 12)
 EVAL_LENS = [12, 14, 16, 20, 32]
@@ -191,14 +191,6 @@ def table(rows, variant, model):
     return "\n".join(out)
 
 
-def replace_block(text, name, body):
-    """The text between <!-- BEGIN name --> and <!-- END name --> becomes body (appended if absent)."""
-    pattern = re.compile(rf"(<!-- BEGIN {name} -->\n).*?(<!-- END {name} -->)", re.S)
-    if not pattern.search(text):
-        return text + f"\n<!-- BEGIN {name} -->\n{body}\n<!-- END {name} -->\n"
-    return pattern.sub(lambda m: m.group(1) + body + "\n" + m.group(2), text)
-
-
 def write_outputs(rows, docs):
     figures = os.path.join(docs, "figures")
     os.makedirs(figures, exist_ok=True)
@@ -281,11 +273,7 @@ def main():
                 rows[:] = [r for r in rows if key(r) not in redone] + out
                 write_csv(csv_path, rows)
 
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            try:
-                list(pool.map(execute, jobs_of(args)))
-            except RuntimeError as e:
-                sys.exit(f"length_study: {e}")
+        run_pool(execute, jobs_of(args), args.jobs, "length_study")
         print(f"wrote {csv_path} ({len(new)} rows new) in {time.perf_counter() - start:.0f} s")
     write_outputs(rows, args.docs)
 
