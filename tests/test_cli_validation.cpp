@@ -248,6 +248,15 @@ TEST_CASE("a run written before --init and --random-positions existed loads as t
   const Result refused = run_attnlab("eval --run " + run);
   require_refused(refused, "config.ini gives init = gpt2, the checkpoint was trained with torch");
   write_file(run + "/config.ini", ini);
+  // A model config that from_json refuses is named as such, not compared field by field.
+  config["random_positions"] = "many";
+  meta["model_config"] = config.dump();
+  attnlab::save_checkpoint(stem, *model, nullptr, meta);
+  require_refused(run_attnlab("eval --run " + run),
+                  "its model_config metadata is not a valid model (config field 'random_positions' must be an integer");
+  config.erase("random_positions");
+  meta["model_config"] = config.dump();
+  attnlab::save_checkpoint(stem, *model, nullptr, meta);
   REQUIRE(run_attnlab("train --resume " + run + " --steps 4").code == 0);
 }
 

@@ -325,6 +325,41 @@ TEST_CASE("a burst of SIGHUPs in the middle of matrix products stops the run onc
   CHECK_THAT(e.out, Contains("(step " + std::to_string(k) + ")"));
 }
 
+// What the parent ignored stays ignored where it should: nohup's SIGHUP
+// everywhere, a script's background job's SIGINT outside a run. Inside a run a
+// SIGINT is still the stop request a user's kill -INT means.
+TEST_CASE("started with SIGHUP and SIGINT ignored: a hangup changes nothing, SIGINT still stops a run with 130, and "
+          "outside a run SIGINT stays ignored", "[cli][reliability][signals]") {
+  TempDir dir("rel-ignored");
+  const std::string run = dir / "run";
+  REQUIRE(run_attnlab("train" + kHeavy + " --steps 1 --run " + run).code == 0);
+  auto ignoring = [](const std::string& args) {  // as nohup and a non-interactive shell's `&` start it
+    std::vector<std::string> argv = attnlab::testing::words(args);
+    argv.insert(argv.begin(), {std::string("/usr/bin/env"), "--ignore-signal=HUP,INT", ATTNLAB_EXE});
+    return argv;
+  };
+  const int64_t rows = metric_rows(run);
+  const pid_t pid =
+      attnlab::testing::spawn_program(ignoring("train --resume " + run + " --steps 100000 --eval-every 100000 --quiet"),
+                                      dir / "log");
+  wait_until(pid, [&] { return metric_rows(run) > rows; });
+  REQUIRE(::kill(pid, SIGHUP) == 0);
+  const int64_t after_hangup = metric_rows(run);
+  wait_until(pid, [&] { return metric_rows(run) >= after_hangup + 3; });  // still training (fails if it exited)
+  REQUIRE(::kill(pid, SIGINT) == 0);
+  const int code = wait_exit(pid, 120);
+  const std::string log = slurp(dir / "log");
+  INFO(log);
+  CHECK(code == 130);
+  CHECK(log.find("interrupted by SIGINT after step ") != std::string::npos);
+  // eval is no interruptible run: the ignored SIGINT lets it finish (it takes seconds).
+  const pid_t eval = attnlab::testing::spawn_program(ignoring("eval --run " + run + " --heldout 20000"), dir / "eval.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::kill(eval, SIGINT);
+  CHECK(wait_exit(eval, 120) == 0);
+  CHECK_THAT(slurp(dir / "eval.log"), Contains("exact match"));
+}
+
 TEST_CASE("SIGKILL at random moments never leaves the latest checkpoint unloadable", "[cli][reliability][signals]") {
   TempDir dir("rel-sigkill");
   const std::string run = dir / "run";
