@@ -155,8 +155,9 @@ TEST_CASE("bench prints one JSON line with the documented keys, a fixed graph si
   CHECK_FALSE(ja.contains("mfu"));  // --no-peak: no peak, no MFU
   CHECK(ja["config"] == "graph");
   CHECK(ja["steps"] == 30);
-  // 14 per block: the fused Q/K/V projection is 6 nodes (two concats, one linear, three splits).
-  CHECK(ja["nodes_per_step"] == 6 + 14 * 6);
+  // 11 per block: the fused Q/K/V projection is 3 nodes (two concats, one linear), which the
+  // attention kernel reads unsplit.
+  CHECK(ja["nodes_per_step"] == 6 + 11 * 6);
   CHECK(ja["step_ms"].get<double>() > 0);
   // Same seed and threads: the same loss to the last bit.
   CHECK(ja["final_loss"].get<double>() == jb["final_loss"].get<double>());

@@ -147,12 +147,43 @@ TEST_CASE("a MultiHeadAttention with zero query projection attends uniformly, th
   Var loss = sum(mha.forward(x));
   auto inputs = recorded_attention_inputs(loss);
   REQUIRE(inputs.size() == 1);
-  CHECK(inputs[0].q->shape() == Shape{2, T, 2 * 4});  // (B, T, h*d_k): read in place from attention_heads
-  auto stats = attention_head_stats(mha.last_weights(), inputs[0].q, inputs[0].k, mha.scale());
+  // (B, T, h*(2*d_k + d_v)): self-attention's packed Q/K/V product, read in place by attention_packed
+  CHECK(inputs[0].q->shape() == Shape{2, T, 2 * (4 + 4 + 4)});
+  CHECK(inputs[0].k == inputs[0].q);
+  CHECK(inputs[0].packed_row == 24);
+  CHECK(inputs[0].packed_k_base == 2 * 4);
+  auto stats = attention_head_stats(mha.last_weights(), inputs[0], mha.scale());
   for (const HeadStats& s : stats) {
     CHECK(s.entropy == Approx(std::log(static_cast<double>(T))).epsilon(1e-6));  // float32 softmax of equal logits
     CHECK(s.logit_mean == 0);  // q = 0 exactly, so every logit is exactly 0
     CHECK(s.logit_var == 0);
+  }
+}
+
+TEST_CASE("the logit statistics read from the packed Q/K/V product equal those of the separate q and k projections",
+          "[probe]") {
+  Rng init(8), drop(9);
+  MultiHeadAttentionOptions o;
+  o.d_model = 12;
+  o.n_heads = 3;
+  o.d_k = 2;  // d_k != d_v: k's heads start at column h*d_k = 6 of a 3*(2+2+4) = 24-wide row
+  o.d_v = 4;
+  MultiHeadAttention mha(o, init, drop);
+  Var x(random_tensor({2, 5, 12}, init), true);
+  mha.capture_weights(true);
+  Var loss = sum(mha.forward(x));
+  auto inputs = recorded_attention_inputs(loss);
+  REQUIRE(inputs.size() == 1);
+  REQUIRE(inputs[0].packed_row == 24);
+  CHECK(inputs[0].packed_k_base == 6);
+  const Tensor q = mha.q_proj->forward(x).value(), k = mha.k_proj->forward(x).value();  // (B, T, h*d_k) each
+  auto packed = attention_head_stats(mha.last_weights(), inputs[0], mha.scale());
+  auto separate = attention_head_stats(mha.last_weights(), &q, &k, mha.scale());
+  REQUIRE(packed.size() == 3);
+  for (size_t hh = 0; hh < 3; ++hh) {
+    CHECK(separate[hh].logit_var > 0);  // real logits, not a degenerate case
+    CHECK(packed[hh].logit_mean == Approx(separate[hh].logit_mean).epsilon(1e-6).margin(1e-7));
+    CHECK(packed[hh].logit_var == Approx(separate[hh].logit_var).epsilon(1e-6));
   }
 }
 

@@ -123,15 +123,15 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
 
 // Fused projections. Self-attention projects one input three times, so its
 // Q, K and V are one product of width h·(2·d_k + d_v) over the stacked weights
-// (stacked_forward), split into three (B, T, h·w) tensors; cross-attention
+// (stacked_forward), which the fused kernel reads in place (attention_packed)
+// and the other paths split into three (B, T, h·w) tensors; cross-attention
 // projects the memory twice, so K and V are one product and Q its own.
 // Why three parameters stacked per call, not one (h·(2·d_k + d_v), d) parameter
 // whose rows are viewed as q_proj, k_proj and v_proj: a Tensor owns its storage
 // (there are no views into another's), and three parameters keep the names,
 // shapes, init order, optimizer state, clipping and checkpoint format exactly as
 // they were. The price is one copy of the weights forward and of their gradient
-// backward (the split is a copy of the product too): with B·T rows, about
-// 1/(B·T) and 1/d of the product's multiply-adds.
+// backward: with B·T rows, about 1/(B·T) of the product's multiply-adds.
 MultiHeadAttention::Projections MultiHeadAttention::project_memory(const Var& memory) const {
   const int64_t wk = opt_.n_heads * opt_.d_k, wv = opt_.n_heads * opt_.d_v;
   std::vector<Var> kv = split(stacked_forward({k_proj.get(), v_proj.get()}, memory), -1, {wk, wv});
@@ -167,10 +167,17 @@ Var MultiHeadAttention::forward(const Var& x, const Var& memory, bool causal, co
   Tensor* weights_out = capture_ ? &weights_ : nullptr;
   const bool weight_dropout = training() && opt_.dropout > 0;
   if (opt_.projections && !opt_.rope && !weight_dropout) {
-    // The fused kernel reads the heads where the projections put them.
-    const Projections p = project(x, memory);
-    Var ctx = attention_heads(p.q, p.k, p.v, opt_.n_heads, scale_, mask, weights_out);  // (B, T_q, h·d_v)
-    return out_proj->forward(ctx);                                                      // (B, T_q, d)
+    // The fused kernel reads the heads where the projections put them:
+    // self-attention straight from the one Q/K/V product, unsplit.
+    Var ctx;  // (B, T_q, h·d_v)
+    if (!memory.defined() || memory.node() == x.node()) {
+      const Var qkv = stacked_forward({q_proj.get(), k_proj.get(), v_proj.get()}, x);  // (B, T, h·(2·d_k + d_v))
+      ctx = attention_packed(qkv, opt_.n_heads, opt_.d_k, opt_.d_v, scale_, mask, weights_out);
+    } else {
+      const Projections p = project(x, memory);
+      ctx = attention_heads(p.q, p.k, p.v, opt_.n_heads, scale_, mask, weights_out);
+    }
+    return out_proj->forward(ctx);  // (B, T_q, d)
   }
 
   Var q, k, v;

@@ -29,12 +29,33 @@ struct Dims {
 // a head-major (B, h, T, w) tensor or a head-interleaved (B, T, h·w) one. The
 // interleaved layout is what the Q/K/V projections produce, so reading it in
 // place saves the split-heads and merge-heads copies of the layer.
+// In attention_packed's (B, T, h·(2·d_k + d_v)) tensor a token's row is wider
+// than h·w and each of Q, K, V starts at its own column.
 struct HeadLayout {
   int64_t T, w, h;
   bool interleaved;
-  int64_t offset(int64_t b, int64_t hh) const { return interleaved ? (b * T * h + hh) * w : (b * h + hh) * T * w; }
-  int64_t stride() const { return interleaved ? h * w : w; }
+  int64_t row = 0;   // interleaved: a token's row width; 0 = h·w
+  int64_t base = 0;  // interleaved: the column where this tensor's heads start
+  int64_t row_width() const { return row > 0 ? row : h * w; }
+  int64_t offset(int64_t b, int64_t hh) const {
+    return interleaved ? b * T * row_width() + base + hh * w : (b * h + hh) * T * w;
+  }
+  int64_t stride() const { return interleaved ? row_width() : w; }
 };
+// Where q, k, v and the output live. packed: q, k and v are one input (attention_packed).
+struct Layouts {
+  HeadLayout q, k, v, o;
+  bool packed;
+  const char* op;
+};
+Layouts unpacked(const Dims& n, bool interleaved) {
+  return {{n.T_q, n.d_k, n.h, interleaved},
+          {n.T_k, n.d_k, n.h, interleaved},
+          {n.T_k, n.d_v, n.h, interleaved},
+          {n.T_q, n.d_v, n.h, interleaved},
+          false,
+          interleaved ? "attention_heads" : "attention"};
+}
 // The (T, w) matrix of batch b, head hh, as a product operand (its transpose
 // with trans set) or as a product's destination.
 GemmOperand head(const Real* data, const HeadLayout& l, int64_t b, int64_t hh, bool trans = false) {
@@ -65,15 +86,19 @@ Dims check_shapes(const Var& q, const Var& k, const Var& v, const AttentionMask&
   return {qs[0], qs[1], qs[2], ks[2], qs[3], vs[3]};
 }
 
-Var attention_core(const Var& q, const Var& k, const Var& v, const Dims n, bool interleaved, Real scale,
+// inputs: {q, k, v}, or {qkv} when packed.
+Var attention_core(const std::vector<Var>& inputs, const Dims n, const Layouts& layouts, Real scale,
                    const AttentionMask& mask, Tensor* weights_out) {
-  const HeadLayout lq{n.T_q, n.d_k, n.h, interleaved}, lk{n.T_k, n.d_k, n.h, interleaved},
-      lv{n.T_k, n.d_v, n.h, interleaved}, lo{n.T_q, n.d_v, n.h, interleaved};
+  const HeadLayout lq = layouts.q, lk = layouts.k, lv = layouts.v, lo = layouts.o;
+  const bool packed = layouts.packed;
+  const Var& q = inputs[0];
+  const Var& k = inputs[packed ? 0 : 1];
+  const Var& v = inputs[packed ? 0 : 2];
   const int64_t pairs = n.B * n.h;
   const bool parallel = pairs > 1 && pairs * n.T_q * n.T_k * (n.d_k + n.d_v) >= kParallelMinFlops;
 
   Tensor P = Tensor::uninitialized({n.B, n.h, n.T_q, n.T_k});  // attention weights
-  Tensor out = Tensor::uninitialized(interleaved ? Shape{n.B, n.T_q, n.h * n.d_v} : Shape{n.B, n.h, n.T_q, n.d_v});
+  Tensor out = Tensor::uninitialized(lo.interleaved ? Shape{n.B, n.T_q, n.h * n.d_v} : Shape{n.B, n.h, n.T_q, n.d_v});
   const Real* qd = q.value().data();
   const Real* kd = k.value().data();
   const Real* vd = v.value().data();
@@ -98,7 +123,7 @@ Var attention_core(const Var& q, const Var& k, const Var& v, const Dims n, bool 
     gemm(head_out(out.data(), lo, b, hh), square(S, n.T_q, n.T_k), head(vd, lv, b, hh), 1, false);  // O = P V
   }
 
-  const bool record = grad_enabled() && any_requires_grad({q, k, v});
+  const bool record = grad_enabled() && any_requires_grad(inputs);
   if (weights_out) {
     if (record)
       *weights_out = P;  // backward still needs its own copy
@@ -106,20 +131,24 @@ Var attention_core(const Var& q, const Var& k, const Var& v, const Dims n, bool 
       *weights_out = std::move(P);
   }
 
-  return make_result(std::move(out), {q, k, v}, interleaved ? "attention_heads" : "attention", [n, lq, lk, lv, lo, scale, parallel, P = std::move(P)](Node& self) {
-    const bool need_q = self.input_needs_grad(0), need_k = self.input_needs_grad(1),
-               need_v = self.input_needs_grad(2);
-    const Real* qd = self.input_value(0).data();
-    const Real* kd = self.input_value(1).data();
-    const Real* vd = self.input_value(2).data();
+  return make_result(std::move(out), inputs, layouts.op, [n, lq, lk, lv, lo, packed, scale, parallel, P = std::move(P)](Node& self) {
+    const size_t iq = 0, ik = packed ? 0 : 1, iv = packed ? 0 : 2;
+    const bool need_q = self.input_needs_grad(iq), need_k = self.input_needs_grad(ik),
+               need_v = self.input_needs_grad(iv);
+    const Real* qd = self.input_value(iq).data();
+    const Real* kd = self.input_value(ik).data();
+    const Real* vd = self.input_value(iv).data();
     const Real* dod = self.grad.data();
     // q, k and v may be one and the same Var; each (b, h) still writes only its
     // own slices, so the accumulations below never race. The buffers are taken
     // in the order each (b, h) writes them (dv, dq, dk): a fresh one is
     // overwritten by its first product, and an input seen again is not fresh.
-    const detail::GradTarget gv = need_v ? detail::grad_target(self, 2) : detail::GradTarget{nullptr, false};
-    const detail::GradTarget gq = need_q ? detail::grad_target(self, 0) : detail::GradTarget{nullptr, false};
-    const detail::GradTarget gk = need_k ? detail::grad_target(self, 1) : detail::GradTarget{nullptr, false};
+    // Packed, the three write disjoint columns of one buffer: each overwrites
+    // its own columns when that buffer is fresh.
+    const detail::GradTarget none{nullptr, false};
+    const detail::GradTarget gv = need_v ? detail::grad_target(self, iv) : none;
+    const detail::GradTarget gq = packed ? gv : need_q ? detail::grad_target(self, iq) : none;
+    const detail::GradTarget gk = packed ? gv : need_k ? detail::grad_target(self, ik) : none;
     const int64_t pairs = n.B * n.h;
 
 #pragma omp parallel if (parallel)
@@ -152,7 +181,8 @@ Var attention_core(const Var& q, const Var& k, const Var& v, const Dims n, bool 
 
 Var attention(const Var& q, const Var& k, const Var& v, Real scale, const AttentionMask& mask,
               Tensor* weights_out) {
-  return attention_core(q, k, v, check_shapes(q, k, v, mask), false, scale, mask, weights_out);
+  const Dims n = check_shapes(q, k, v, mask);
+  return attention_core({q, k, v}, n, unpacked(n, false), scale, mask, weights_out);
 }
 
 Var attention_heads(const Var& q, const Var& k, const Var& v, int64_t n_heads, Real scale, const AttentionMask& mask,
@@ -172,7 +202,30 @@ Var attention_heads(const Var& q, const Var& k, const Var& v, int64_t n_heads, R
     throw ShapeError("attention_heads: key_padding must have shape " + shape_str({qs[0], ks[1]}) +
                      " (B, T_k), got " + mask.key_padding->shape_str());
   const Dims n{qs[0], n_heads, qs[1], ks[1], qs[2] / n_heads, vs[2] / n_heads};
-  return attention_core(q, k, v, n, true, scale, mask, weights_out);
+  return attention_core({q, k, v}, n, unpacked(n, true), scale, mask, weights_out);
+}
+
+Var attention_packed(const Var& qkv, int64_t n_heads, int64_t d_k, int64_t d_v, Real scale, const AttentionMask& mask,
+                     Tensor* weights_out) {
+  const int64_t width = n_heads * (2 * d_k + d_v);
+  if (n_heads < 1 || d_k < 1 || d_v < 1)
+    throw ShapeError("attention_packed: n_heads, d_k and d_v must be >= 1, got " + std::to_string(n_heads) + ", " +
+                     std::to_string(d_k) + ", " + std::to_string(d_v));
+  if (qkv.dim() != 3 || qkv.size(2) != width)
+    throw ShapeError("attention_packed: qkv must be (B, T, h*(2*d_k + d_v)) = (B, T, " + std::to_string(width) +
+                     "), got " + qkv.value().shape_str());
+  const int64_t b = qkv.size(0), t = qkv.size(1);
+  if (mask.key_padding && mask.key_padding->shape() != Shape{b, t})
+    throw ShapeError("attention_packed: key_padding must have shape " + shape_str({b, t}) + " (B, T), got " +
+                     mask.key_padding->shape_str());
+  const Dims n{b, n_heads, t, t, d_k, d_v};
+  Layouts l = unpacked(n, true);
+  l.q.row = l.k.row = l.v.row = width;
+  l.k.base = n_heads * d_k;
+  l.v.base = 2 * n_heads * d_k;
+  l.packed = true;
+  l.op = "attention_packed";
+  return attention_core({qkv}, n, l, scale, mask, weights_out);
 }
 
 }  // namespace attnlab

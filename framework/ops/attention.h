@@ -23,4 +23,13 @@ Var attention(const Var& q, const Var& k, const Var& v, Real scale, const Attent
 Var attention_heads(const Var& q, const Var& k, const Var& v, int64_t n_heads, Real scale,
                     const AttentionMask& mask = {}, Tensor* weights_out = nullptr);
 
+// Self-attention read in place from the fused Q/K/V product:
+// qkv (B, T, h·(2·d_k + d_v)), each token's row [q heads | k heads | v heads]
+// with head i of each owning d columns from i·d, -> (B, T, h·d_v). Equal to
+// attention_heads on the three column blocks, without splitting them: the
+// gradient is written into one buffer of qkv's shape, which the stacked
+// projection's backward reads as it is.
+Var attention_packed(const Var& qkv, int64_t n_heads, int64_t d_k, int64_t d_v, Real scale,
+                     const AttentionMask& mask = {}, Tensor* weights_out = nullptr);
+
 }  // namespace attnlab

@@ -9,16 +9,30 @@
 namespace attnlab {
 
 std::vector<HeadStats> attention_head_stats(const Tensor& weights, const Tensor* q, const Tensor* k, Real scale) {
+  return attention_head_stats(weights, AttentionInputs{q, k}, scale);
+}
+
+std::vector<HeadStats> attention_head_stats(const Tensor& weights, const AttentionInputs& in, Real scale) {
   if (weights.dim() != 4) throw ShapeError("attention_head_stats: expected weights (B, h, T_q, T_k), got " +
                                            weights.shape_str());
   const int64_t B = weights.size(0), h = weights.size(1), T_q = weights.size(2), T_k = weights.size(3);
+  const Tensor *q = in.q, *k = in.k;
   const bool logits = q && k;
-  // q and k come head-major (B, h, T, d_k) from attention() or interleaved
-  // (B, T, h·d_k) from attention_heads(); read either in place.
+  // q and k come head-major (B, h, T, d_k) from attention(), interleaved
+  // (B, T, h·d_k) from attention_heads(), or as columns of attention_packed's
+  // one input; read each in place.
   const bool interleaved = logits && q->dim() == 3;
-  int64_t d_k = 0;
-  if (logits) {
+  const bool packed = logits && in.packed_row > 0;
+  int64_t d_k = 0, row = 0, k_base = 0;
+  if (packed) {
+    d_k = in.packed_k_base / h;
+    row = in.packed_row;
+    k_base = in.packed_k_base;
+    check_shape(q->shape(), {B, T_q, row}, "attention_head_stats packed q/k/v (B, T, h*(2*d_k + d_v))");
+    check_shape(k->shape(), {B, T_k, row}, "attention_head_stats packed q/k/v (B, T, h*(2*d_k + d_v))");
+  } else if (logits) {
     d_k = interleaved ? q->size(-1) / h : q->size(-1);
+    row = h * d_k;
     if (interleaved) {
       check_shape(q->shape(), {B, T_q, h * d_k}, "attention_head_stats q (B, T_q, h*d_k)");
       check_shape(k->shape(), {B, T_k, h * d_k}, "attention_head_stats k (B, T_k, h*d_k)");
@@ -28,8 +42,9 @@ std::vector<HeadStats> attention_head_stats(const Tensor& weights, const Tensor*
     }
   }
   using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
-  auto head_matrix = [&](const Tensor* t, int64_t T, int64_t b, int64_t head) {
-    if (interleaved) return ConstStridedMap(t->data() + (b * T * h + head) * d_k, T, d_k, Eigen::OuterStride<>(h * d_k));
+  auto head_matrix = [&](const Tensor* t, int64_t base, int64_t T, int64_t b, int64_t head) {
+    if (interleaved)
+      return ConstStridedMap(t->data() + b * T * row + base + head * d_k, T, d_k, Eigen::OuterStride<>(row));
     return ConstStridedMap(t->data() + (b * h + head) * T * d_k, T, d_k, Eigen::OuterStride<>(d_k));
   };
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -44,7 +59,7 @@ std::vector<HeadStats> attention_head_stats(const Tensor& weights, const Tensor*
       const int64_t bh = b * h + head;
       ConstMatMap W(weights.data() + bh * T_q * T_k, T_q, T_k);
       if (logits)
-        S.noalias() = scale * head_matrix(q, T_q, b, head) * head_matrix(k, T_k, b, head).transpose();
+        S.noalias() = scale * head_matrix(q, 0, T_q, b, head) * head_matrix(k, k_base, T_k, b, head).transpose();
       for (int64_t i = 0; i < T_q; ++i) {
         double entropy = 0, max_w = 0, total = 0;
         for (int64_t j = 0; j < T_k; ++j) {
@@ -106,14 +121,27 @@ std::vector<AttentionInputs> recorded_attention_inputs(const Var& root) {
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
-    if ((std::strcmp(n->op, "attention") == 0 || std::strcmp(n->op, "attention_heads") == 0) && n->inputs.size() >= 2) found.push_back(n);
+    const bool fused = std::strcmp(n->op, "attention") == 0 || std::strcmp(n->op, "attention_heads") == 0;
+    if ((fused && n->inputs.size() >= 2) || std::strcmp(n->op, "attention_packed") == 0) found.push_back(n);
     for (const auto& in : n->inputs)
       if (seen.insert(in.get()).second) stack.push_back(in.get());
   }
   std::sort(found.begin(), found.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
   std::vector<AttentionInputs> out;
   out.reserve(found.size());
-  for (Node* n : found) out.push_back({&n->inputs[0]->value, &n->inputs[1]->value});
+  for (Node* n : found) {
+    if (std::strcmp(n->op, "attention_packed") != 0) {
+      out.push_back({&n->inputs[0]->value, &n->inputs[1]->value});
+      continue;
+    }
+    // k's heads start after q's h·d_k columns: half of what the output's
+    // h·d_v columns leave of the packed row h·(2·d_k + d_v).
+    const Tensor& qkv = n->inputs[0]->value;
+    AttentionInputs in{&qkv, &qkv};
+    in.packed_row = qkv.size(2);
+    in.packed_k_base = (qkv.size(2) - n->value.size(2)) / 2;
+    out.push_back(in);
+  }
   return out;
 }
 

@@ -33,6 +33,9 @@ constexpr double kSaturatedWeight = 0.99;
 // ShapeError for inconsistent shapes.
 std::vector<HeadStats> attention_head_stats(const Tensor& weights, const Tensor* q = nullptr,
                                             const Tensor* k = nullptr, Real scale = 1);
+struct AttentionInputs;
+// The same with q and k as recorded_attention_inputs finds them (any layout).
+std::vector<HeadStats> attention_head_stats(const Tensor& weights, const AttentionInputs& in, Real scale);
 
 // Every MultiHeadAttention below `root` with its dotted path
 // ("blocks.0.attn", "decoder.blocks.1.cross_attn"), in registration order,
@@ -46,6 +49,9 @@ std::vector<std::pair<std::string, MultiHeadAttention*>> find_attention_modules(
 struct AttentionInputs {
   const Tensor* q = nullptr;  // (B, h, T_q, d_k), or (B, T_q, h·d_k) from attention_heads
   const Tensor* k = nullptr;  // (B, h, T_k, d_k), or (B, T_k, h·d_k)
+  // From attention_packed, q and k are its one (B, T, h·(2·d_k + d_v)) input:
+  // its row width and the column where k's heads start, h·d_k (q's at 0).
+  int64_t packed_row = 0, packed_k_base = 0;
 };
 std::vector<AttentionInputs> recorded_attention_inputs(const Var& root);
 

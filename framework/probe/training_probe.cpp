@@ -72,7 +72,7 @@ void TrainingProbe::after_forward(const Var& loss) {
   for (size_t i = 0; i < attention_.size(); ++i) {
     const MultiHeadAttention& mha = *attention_[i].second;
     const AttentionInputs in = matched ? inputs[i] : AttentionInputs{};
-    heads_.push_back(attention_head_stats(mha.last_weights(), in.q, in.k, mha.scale()));
+    heads_.push_back(attention_head_stats(mha.last_weights(), in, mha.scale()));
   }
   capture(false);
   for (Var& v : stream_) v.retain_grad();
