@@ -12,35 +12,52 @@ std::vector<HeadStats> attention_head_stats(const Tensor& weights, const Tensor*
   return attention_head_stats(weights, AttentionInputs{q, k}, scale);
 }
 
+namespace {
+
+// Where the heads of q and k lie. They come head-major (B, h, T, d_k) from
+// attention(), interleaved (B, T, h·d_k) from attention_heads(), or as columns
+// of attention_packed's one input (B, T, h·(2·d_k + d_v)); each is read in place.
+struct QkLayout {
+  bool logits = false, interleaved = false;
+  int64_t d_k = 0, row = 0, k_base = 0;  // row, k_base: interleaved only
+};
+
+QkLayout qk_layout(const AttentionInputs& in, int64_t B, int64_t h, int64_t T_q, int64_t T_k) {
+  QkLayout l;
+  const Tensor *q = in.q, *k = in.k;
+  l.logits = q && k;
+  if (!l.logits) return l;
+  l.interleaved = q->dim() == 3;
+  if (in.packed_row > 0) {
+    l.d_k = in.packed_k_base / h;
+    l.row = in.packed_row;
+    l.k_base = in.packed_k_base;
+    check_shape(q->shape(), {B, T_q, l.row}, "attention_head_stats packed q/k/v (B, T, h*(2*d_k + d_v))");
+    check_shape(k->shape(), {B, T_k, l.row}, "attention_head_stats packed q/k/v (B, T, h*(2*d_k + d_v))");
+    return l;
+  }
+  l.d_k = l.interleaved ? q->size(-1) / h : q->size(-1);
+  l.row = h * l.d_k;
+  if (l.interleaved) {
+    check_shape(q->shape(), {B, T_q, h * l.d_k}, "attention_head_stats q (B, T_q, h*d_k)");
+    check_shape(k->shape(), {B, T_k, h * l.d_k}, "attention_head_stats k (B, T_k, h*d_k)");
+  } else {
+    check_shape(q->shape(), {B, h, T_q, l.d_k}, "attention_head_stats q (B, h, T_q, d_k)");
+    check_shape(k->shape(), {B, h, T_k, l.d_k}, "attention_head_stats k (B, h, T_k, d_k)");
+  }
+  return l;
+}
+
+}  // namespace
+
 std::vector<HeadStats> attention_head_stats(const Tensor& weights, const AttentionInputs& in, Real scale) {
   if (weights.dim() != 4) throw ShapeError("attention_head_stats: expected weights (B, h, T_q, T_k), got " +
                                            weights.shape_str());
   const int64_t B = weights.size(0), h = weights.size(1), T_q = weights.size(2), T_k = weights.size(3);
   const Tensor *q = in.q, *k = in.k;
-  const bool logits = q && k;
-  // q and k come head-major (B, h, T, d_k) from attention(), interleaved
-  // (B, T, h·d_k) from attention_heads(), or as columns of attention_packed's
-  // one input; read each in place.
-  const bool interleaved = logits && q->dim() == 3;
-  const bool packed = logits && in.packed_row > 0;
-  int64_t d_k = 0, row = 0, k_base = 0;
-  if (packed) {
-    d_k = in.packed_k_base / h;
-    row = in.packed_row;
-    k_base = in.packed_k_base;
-    check_shape(q->shape(), {B, T_q, row}, "attention_head_stats packed q/k/v (B, T, h*(2*d_k + d_v))");
-    check_shape(k->shape(), {B, T_k, row}, "attention_head_stats packed q/k/v (B, T, h*(2*d_k + d_v))");
-  } else if (logits) {
-    d_k = interleaved ? q->size(-1) / h : q->size(-1);
-    row = h * d_k;
-    if (interleaved) {
-      check_shape(q->shape(), {B, T_q, h * d_k}, "attention_head_stats q (B, T_q, h*d_k)");
-      check_shape(k->shape(), {B, T_k, h * d_k}, "attention_head_stats k (B, T_k, h*d_k)");
-    } else {
-      check_shape(q->shape(), {B, h, T_q, d_k}, "attention_head_stats q (B, h, T_q, d_k)");
-      check_shape(k->shape(), {B, h, T_k, d_k}, "attention_head_stats k (B, h, T_k, d_k)");
-    }
-  }
+  const QkLayout layout = qk_layout(in, B, h, T_q, T_k);
+  const bool logits = layout.logits, interleaved = layout.interleaved;
+  const int64_t d_k = layout.d_k, row = layout.row, k_base = layout.k_base;
   using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
   auto head_matrix = [&](const Tensor* t, int64_t base, int64_t T, int64_t b, int64_t head) {
     if (interleaved)
