@@ -140,6 +140,10 @@ int64_t RunDir::latest_step() const {
   return steps.back();
 }
 
+void read_missing_init_as_torch(const po::variables_map& vm, TrainSettings& s) {
+  if (!vm.count("init") || vm["init"].defaulted()) s.model.init = "torch";  // defaulted: not in the file
+}
+
 TrainSettings load_run_settings(const RunDir& run) {
   std::error_code ec;
   if (!fs::is_directory(run.path(), ec)) throw IoError("run directory '" + run.path() + "' does not exist");
@@ -154,7 +158,7 @@ TrainSettings load_run_settings(const RunDir& run) {
   } catch (const po::error& e) {
     throw IoError(run.config_path() + ": " + e.what());
   }
-  if (!vm.count("init")) s.model.init = "torch";  // written before --init existed, whatever today's default
+  read_missing_init_as_torch(vm, s);
   // A run with a saved vocabulary (file tasks) builds its task from it, not
   // from its data file, which may have changed or gone since.
   const std::string vocab = run.path() + "/vocab.txt";

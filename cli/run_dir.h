@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/program_options.hpp>
+
 #include "cli/train_options.h"
 
 namespace attnlab::cli {
@@ -50,5 +52,10 @@ bool holds_only_own_files(const RunDir& run);
 // Reads a run's config.ini into settings (then `extra` command-line args may
 // override some of them); IoError for a missing or foreign directory.
 TrainSettings load_run_settings(const RunDir& run);
+
+// A run's config.ini read into `vm` without an init line was written before
+// --init existed, when every model was torch-initialised: `s` says so,
+// whatever today's default.
+void read_missing_init_as_torch(const boost::program_options::variables_map& vm, TrainSettings& s);
 
 }  // namespace attnlab::cli

@@ -111,6 +111,7 @@ void resolve_settings(TrainSettings& s, TrainArgs& a, const OptionSet& experimen
     const std::string run_given = a.run_path;
     po::notify(vm);
     a.run_path = run_given;
+    if (!a.resume_path.empty()) read_missing_init_as_torch(vm, s);
   }
   try {
     check_given_flags(s, a.given);

@@ -47,8 +47,10 @@ OptionSet model_options(TrainSettings& s) {
       .add("dropout", &m.dropout, "dropout on embeddings, sublayer outputs and inside the feed-forward")
       .add("attn-dropout", &m.attn_dropout, "dropout on attention weights")
       .add("init", &m.init,
-           "initial weights: torch (each layer's PyTorch default) | gpt2 (N(0, 0.02), residual output "
-           "projections N(0, 0.02/sqrt(2 x layers)), biases 0)")
+           "initial weights: auto (gpt2 with --positional learned, torch otherwise; config.ini records which) | "
+           "torch (each layer's PyTorch default: token embeddings N(0, 1), the scale of sinusoidal positions) | "
+           "gpt2 (N(0, 0.02), residual output projections N(0, 0.02/sqrt(2 x layers)), biases 0: token embeddings "
+           "at the scale of learned positions)")
       .flag("tie-embeddings", &m.tie_embeddings, "output projection shares the input embedding")
       .flag("parameter-free-attention", &m.parameter_free_attention,
             "attention without Q/K/V/O projections (softmax(x_i . x_j) weights over the inputs); its scores are "

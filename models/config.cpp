@@ -70,7 +70,7 @@ void TransformerConfig::validate() const {
   if (!(dropout >= 0 && dropout < 1)) throw ValueError("dropout must be in [0, 1), got " + num(dropout));
   if (!(attn_dropout >= 0 && attn_dropout < 1))
     throw ValueError("attn_dropout must be in [0, 1), got " + num(attn_dropout));
-  if (!is_init_scheme(init)) throw ValueError("init must be one of 'gpt2', 'torch', got " + quoted(init));
+  if (!is_init_scheme(init)) throw ValueError("init must be one of 'auto', 'gpt2', 'torch', got " + quoted(init));
   check_random_positions(*this);
   // Parameter-free attention is one head over the whole width (see MultiHeadAttentionOptions).
   const int64_t rotated = parameter_free_attention ? d_model : head_dim_k();

@@ -29,9 +29,10 @@ struct TransformerConfig {
   // No q/k/v/out projections: one head over the whole width (n_heads, d_k
   // and d_v then do not apply; see MultiHeadAttentionOptions::projections).
   bool parameter_free_attention = false;
-  // Initial weights: "torch" (each layer's PyTorch default) | "gpt2" (N(0, 0.02),
-  // residual output projections scaled down); models/init.h says it per parameter.
-  std::string init = "torch";
+  // Initial weights: "auto" (gpt2 with learned positions, torch otherwise) |
+  // "torch" (each layer's PyTorch default) | "gpt2" (N(0, 0.02), residual output
+  // projections scaled down); models/init.h says it per parameter and why auto.
+  std::string init = "auto";
   // Randomised positions (Ruoss et al. 2023; models/positions.h): 0 = off; P > 0:
   // in training each sequence reads a sorted random subset of the positions
   // [0, P), in evaluation an even spread over [0, P). P must equal max_len

@@ -49,7 +49,12 @@ void init_module(Module& m, const std::string& name, double residual_std, Rng& r
 
 }  // namespace
 
-bool is_init_scheme(const std::string& name) { return name == "torch" || name == "gpt2"; }
+bool is_init_scheme(const std::string& name) { return name == "auto" || name == "torch" || name == "gpt2"; }
+
+std::string resolved_init(const TransformerConfig& config) {
+  if (config.init != "auto") return config.init;
+  return config.positional == "learned" ? "gpt2" : "torch";
+}
 
 void apply_gpt2_init(Module& model, const TransformerConfig& config, Rng& rng) {
   const auto residual_std = [&](int64_t branches_per_block) {

@@ -68,8 +68,10 @@ void SequenceModel::check_sequence(const IntTensor& ids, const Tensor& pad, cons
   if (pad.numel() > 0) check_shape(pad.shape(), ids.shape, std::string(what) + " padding mask");
 }
 
-std::unique_ptr<SequenceModel> make_model(const TransformerConfig& config, uint64_t seed) {
-  config.validate();
+std::unique_ptr<SequenceModel> make_model(const TransformerConfig& requested, uint64_t seed) {
+  requested.validate();
+  TransformerConfig config = requested;  // the model (and so its checkpoints) records the scheme it was built with
+  config.init = resolved_init(requested);
   std::unique_ptr<SequenceModel> model;
   if (config.arch == "encoder") model = std::make_unique<EncoderTagger>(config, seed);
   else if (config.arch == "decoder") model = std::make_unique<DecoderLM>(config, seed);

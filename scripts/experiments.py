@@ -6,6 +6,7 @@ implementation on BENCHMARK.md's S configuration (steps to 99% on reverse).
     /usr/bin/python3 scripts/experiments.py                 # everything (about 15 min on a quiet core)
     /usr/bin/python3 scripts/experiments.py --part tasks    # only the task table
     /usr/bin/python3 scripts/experiments.py --part s --s-seeds 0 1 2
+    /usr/bin/python3 scripts/experiments.py --part init --jobs 2   # which --init beside which positions
     /usr/bin/python3 scripts/experiments.py --only sort-encoder --seeds 0
     /usr/bin/python3 scripts/experiments.py --tables-only    # the tables from docs/experiments.csv
 
@@ -60,8 +61,14 @@ S_ARGS = ["--task", "reverse", "--vocab", "12", "--min-len", "16", "--max-len", 
           "--d-model", "64", "--heads", "4", "--layers", "2", "--d-ff", "256", "--batch-size", "64",
           "--lr", "1e-3", "--beta1", "0.9", "--beta2", "0.999", "--eps", "1e-8", "--weight-decay", "0.01",
           "--schedule", "constant", "--clip", "0", "--norm", "pre", "--positional", "sinusoidal",
-          "--dropout", "0", "--target", "0.99", "--heldout", "500"]
+          "--dropout", "0", "--init", "torch", "--target", "0.99", "--heldout", "500"]
 S_EVAL_EVERY, S_STEP_CAP = 10, 3000
+
+# The initialisation study: the task table's encoder and decoder runs with each
+# scheme beside sinusoidal and learned positions (--init auto's choice comes from it).
+INIT_TASKS = ["copy-encoder", "reverse-encoder", "sort-encoder", "copy-decoder", "reverse-decoder", "sort-decoder"]
+INIT_POSITIONALS = ["sinusoidal", "learned"]
+INIT_SCHEMES = ["torch", "gpt2"]
 
 CSV_FIELDS = ["part", "experiment", "implementation", "task", "model", "seed", "parameters", "target",
               "solved_at_step", "steps", "heldout_exact", "seconds", "cpu_seconds", "command"]
@@ -145,6 +152,22 @@ def tasks_table(rows):
     return "\n".join(out)
 
 
+def init_table(rows):
+    cells = [(p, i) for p in INIT_POSITIONALS for i in INIT_SCHEMES]
+    auto = {"sinusoidal": "torch", "learned": "gpt2"}
+    out = ["| task | model | " + " | ".join(f"{p}, --init {i}{' (auto)' if auto[p] == i else ''}" for p, i in cells) +
+           " |", "|---|---|" + "---|" * len(cells)]
+    for name in INIT_TASKS:
+        line = []
+        for p, i in cells:
+            rs = [r for r in rows if r["experiment"] == f"{name}-{p}-{i}"]
+            line.append(fmt_steps(rs) if rs else "—")
+        if any(c != "—" for c in line):
+            task, model = name.split("-")
+            out.append(f"| {task} | {model} | " + " | ".join(line) + " |")
+    return "\n".join(out)
+
+
 def s_table(rows):
     out = ["| implementation | parameters | weight decay on | steps to 99% (per seed) | median / mean / range "
            "| seconds, wall (per seed) | seconds, CPU (per seed) |",
@@ -176,7 +199,7 @@ def replace_block(text, name, body):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--attnlab", default=os.path.join(ROOT, "build", "attnlab"), help="the attnlab binary")
-    p.add_argument("--part", choices=["all", "tasks", "s"], default="all")
+    p.add_argument("--part", choices=["all", "tasks", "s", "init"], default="all")
     p.add_argument("--only", nargs="*", default=None, help="task experiments by name (e.g. sort-encoder)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the task runs")
     p.add_argument("--s-seeds", type=int, nargs="+", default=list(range(10)), help="seeds of the S comparison")
@@ -204,6 +227,16 @@ def main():
                 continue
             a = task_args + model_args + opt_args + ["--eval-every", str(every), "--steps", str(cap)]
             jobs += [("tasks", name, run_attnlab, (args.attnlab, name, a, seed, args.runs)) for seed in args.seeds]
+    if args.part in ("all", "init") and not args.tables_only:
+        for name, task_args, model_args, opt_args, every, cap in TASKS:
+            if name not in INIT_TASKS or (args.only and name not in args.only):
+                continue
+            for p in INIT_POSITIONALS:
+                for i in INIT_SCHEMES:
+                    a = task_args + model_args + opt_args + ["--positional", p, "--init", i, "--eval-every", str(every),
+                                                             "--steps", str(cap)]
+                    jobs += [("init", f"{name}-{p}-{i}", run_attnlab, (args.attnlab, f"{name}-{p}-{i}", a, seed,
+                                                                      args.runs)) for seed in args.seeds]
     if args.part in ("all", "s") and not args.tables_only:
         s_args = S_ARGS + ["--eval-every", str(S_EVAL_EVERY), "--steps", str(S_STEP_CAP)]
         for seed in args.s_seeds:  # interleaved, so that both implementations see the same machine load
@@ -237,8 +270,9 @@ def main():
         r["solved_at_step"] = int(r["solved_at_step"]) if r["solved_at_step"] else None
     all_rows = kept + rows
     order = {name: i for i, (name, *_rest) in enumerate(TASKS)}
-    all_rows.sort(key=lambda r: (r["part"] != "tasks", order.get(r["experiment"], 99), r["implementation"],
-                                 int(r["seed"])))
+    parts = {"tasks": 0, "init": 1, "s": 2}
+    all_rows.sort(key=lambda r: (parts[r["part"]], order.get(r["experiment"], 99), r["experiment"],
+                                 r["implementation"], int(r["seed"])))
     os.makedirs(args.docs, exist_ok=True)
     with open(csv_path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
@@ -251,6 +285,8 @@ def main():
     stamp = datetime.date.today().isoformat()
     text = replace_block(text, "tasks", f"_Generated by scripts/experiments.py ({stamp})._\n\n" +
                          tasks_table([r for r in all_rows if r["part"] == "tasks"]))
+    text = replace_block(text, "init-study", f"_Generated by scripts/experiments.py ({stamp})._\n\n" +
+                         init_table([r for r in all_rows if r["part"] == "init"]))
     text = replace_block(text, "s-compare", f"_Generated by scripts/experiments.py ({stamp})._\n\n" +
                          s_table([r for r in all_rows if r["part"] == "s"]))
     with open(md_path, "w") as f:

@@ -50,7 +50,8 @@ VARIANTS = {"base": [], "randpos": ["--random-positions", str(RANDOM_POSITIONS)]
 VARIANT_POSITIONALS = {"base": POSITIONALS, "randpos": ["sinusoidal", "learned"]}
 # As scripts/experiments.py: 16 symbols, target 99%; sort with a cosine schedule.
 COMMON = ["--vocab", "16", "--min-len", str(TRAIN_LENS[0]), "--max-len", str(TRAIN_LENS[1]),
-          "--target", "0.99", "--positions", str(POSITIONS)]
+          "--target", "0.99", "--positions", str(POSITIONS),
+          "--init", "torch"]  # the grid was begun before gpt2 became the default; kept so its cells compare
 COSINE = ["--schedule", "cosine", "--warmup", "100", "--lr", "2e-3"]
 # task -> (optimisation args, eval every, step cap)
 TASK_SETTINGS = {"copy": ([], 50, 2000), "reverse": ([], 50, 2000), "sort": (COSINE, 100, 3000)}
@@ -85,13 +86,25 @@ def parse_eval(text):
     return float(exact.group(1)) / 100, float(token.group(1)) / 100
 
 
+def same_run(stamped, shown, run_dir):
+    """Whether a finished run was trained by `shown`. Runs stamped before the grid pinned --init torch were
+    torch-initialised if their config.ini says so or has no init line (written before --init existed)."""
+    if stamped == shown:
+        return True
+    if stamped != shown.replace(" --init torch", ""):
+        return False
+    with open(os.path.join(run_dir, "config.ini")) as f:
+        inits = [line.split("=", 1)[1].strip() for line in f if line.split("=", 1)[0].strip() == "init"]
+    return inits in ([], ["torch"])
+
+
 def train(exe, runs_dir, variant, task, model, positional, seed, retrain):
     run_dir = os.path.join(runs_dir, variant, f"{cell_name(task, model, positional)}-s{seed}")
     args = train_args(variant, task, model, positional) + ["--seed", str(seed), "--threads", "1"]
     shown = "attnlab train " + " ".join(args)
     stamp = os.path.join(run_dir, "length_study_command.txt")
     done = os.path.exists(os.path.join(run_dir, "summary.json")) and os.path.exists(stamp)
-    if retrain or not done or open(stamp).read().strip() != shown:
+    if retrain or not done or not same_run(open(stamp).read().strip(), shown, run_dir):
         run([exe, "train"] + args + ["--quiet", "--overwrite", "--run", run_dir])
         with open(stamp, "w") as f:
             f.write(shown + "\n")

@@ -11,7 +11,7 @@ usage: scripts/scaling_study.py [--attnlab PATH] [--jobs N] [--work DIR] [--quic
     (--d-k, d_model = 64 fixed) and --probe-every 1; read from probe_*.csv:
     logit variance, attention entropy, saturation (rows with max weight >
     0.99), and the gradient norm reaching W_Q and W_K. Two variants:
-      "as built"   the default init (torch's Linear init: q, k entries have
+      "as built"   --init torch (torch's Linear init: q, k entries have
                    variance ~1/3 on LayerNorm'd inputs, so q.k has ~d_k/9);
       "unit q, k"  the logit scale multiplied by 3, which is the same forward
                    pass as scaling W_Q and W_K by sqrt(3) so that q and k
@@ -87,7 +87,7 @@ def init_run(exe, work, d_k, scale, variant, seed):
     cmd = [exe, "train", "--task", "reverse", "--model", "encoder", "--vocab", "8", "--min-len", "16",
            "--max-len", "16", "--d-model", "64", "--heads", "1", "--d-k", str(d_k), "--layers", "2", "--d-ff", "128",
            "--attn-scale", repr(s), "--steps", "1", "--probe-every", "1", "--batch-size", "64", "--heldout", "8",
-           "--target", "0", "--seed", str(seed), "--quiet", "--threads", "1", "--overwrite", "--run", run]
+           "--target", "0", "--init", "torch", "--seed", str(seed), "--quiet", "--threads", "1", "--overwrite", "--run", run]
     subprocess.run(cmd, check=True)
     heads = [r for r in read_csv(os.path.join(run, "probe_heads.csv")) if r["step"] == "1"]
     params = [r for r in read_csv(os.path.join(run, "probe_params.csv")) if r["step"] == "1"]
@@ -105,7 +105,7 @@ def solve_run(exe, work, d_k, scale, seed, cap):
     cmd = [exe, "train", "--task", "reverse", "--model", "encoder", "--vocab", "16", "--min-len", "16", "--max-len", "16",
            "--d-model", "32", "--heads", "1", "--d-k", str(d_k), "--layers", "2", "--d-ff", "64",
            "--attn-scale", scale, "--lr", "3e-3", "--batch-size", "32", "--steps", str(cap), "--eval-every", "25",
-           "--heldout", "200", "--target", "1", "--seed", str(seed), "--quiet", "--threads", "1", "--overwrite",
+           "--heldout", "200", "--target", "1", "--init", "torch", "--seed", str(seed), "--quiet", "--threads", "1", "--overwrite",
            "--run", run]
     subprocess.run(cmd, check=True)
     with open(os.path.join(run, "summary.json")) as f:

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "models/config.h"
+#include "models/init.h"
 #include "models/sequence_model.h"
 #include "tests/fixtures.h"
 
@@ -113,14 +114,15 @@ TEST_CASE("gpt2 init scales seq2seq's decoder outputs by its 3 residual branches
   });
 }
 
-TEST_CASE("torch init is the layers' own draws, the default, and gpt2 is a different deterministic draw",
+TEST_CASE("gpt2 init is a deterministic draw of the seed that differs from torch's layer draws, and auto, the "
+          "default, is gpt2 with learned positions",
           "[models][init]") {
-  const TransformerConfig torch_config = config_for("decoder", "torch");
-  TransformerConfig default_config = torch_config;
-  default_config.init = TransformerConfig().init;
-  REQUIRE(default_config.init == "torch");
-  auto torch_a = make_model(torch_config, 3), torch_b = make_model(default_config, 3);
-  auto gpt2_a = make_model(config_for("decoder", "gpt2"), 3), gpt2_b = make_model(config_for("decoder", "gpt2"), 3);
+  TransformerConfig auto_config = config_for("decoder", "torch");  // learned positions
+  auto_config.init = TransformerConfig().init;
+  REQUIRE(auto_config.init == "auto");
+  auto torch_a = make_model(config_for("decoder", "torch"), 3), torch_b = make_model(config_for("decoder", "torch"), 3);
+  auto gpt2_a = make_model(auto_config, 3), gpt2_b = make_model(config_for("decoder", "gpt2"), 3);
+  CHECK(gpt2_a->config().init == "gpt2");  // the model, and so its checkpoints, name the scheme it was built with
   auto gpt2_c = make_model(config_for("decoder", "gpt2"), 4);
   const auto ta = torch_a->parameters(), tb = torch_b->parameters();
   const auto ga = gpt2_a->parameters(), gb = gpt2_b->parameters(), gc = gpt2_c->parameters();
@@ -137,6 +139,23 @@ TEST_CASE("torch init is the layers' own draws, the default, and gpt2 is a diffe
   CHECK(schemes_differ);
   // Token embeddings: torch.nn.Embedding's N(0, 1) under torch.
   require_normal("tok_emb.weight", torch_a->parameter("tok_emb.weight"), 1.0);
+}
+
+TEST_CASE("auto init is torch beside sinusoidal, rotary or no positions: the layers' own draws", "[models][init]") {
+  for (const char* positional : {"sinusoidal", "rope", "none"}) {
+    INFO(positional);
+    TransformerConfig c = config_for("decoder", "auto"), torch_config = config_for("decoder", "torch");
+    c.positional = torch_config.positional = positional;
+    CHECK(resolved_init(c) == "torch");
+    auto a = make_model(c, 5), t = make_model(torch_config, 5);
+    CHECK(a->config().init == "torch");
+    const auto pa = a->parameters(), pt = t->parameters();
+    REQUIRE(pa.size() == pt.size());
+    for (size_t i = 0; i < pa.size(); ++i) REQUIRE(pa[i].value().flat() == pt[i].value().flat());
+  }
+  TransformerConfig explicit_gpt2 = config_for("decoder", "gpt2");
+  explicit_gpt2.positional = "sinusoidal";
+  CHECK(resolved_init(explicit_gpt2) == "gpt2");  // an explicit scheme is kept whatever the positions
 }
 
 TEST_CASE("init round-trips through the config JSON, a config without it means torch, a bad one is named",

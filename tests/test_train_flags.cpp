@@ -116,7 +116,8 @@ struct ReplicaOptions {
   uint64_t seed = kSeed;
   int64_t heldout = kHeldout;
   double dropout = 0, attn_dropout = 0;
-  std::string init = "torch";
+  std::string init = TransformerConfig().init;  // the CLI's default scheme
+  std::string positional = TransformerConfig().positional;
 };
 
 Replica make_replica(const ReplicaOptions& o = {}) {
@@ -138,6 +139,7 @@ Replica make_replica(const ReplicaOptions& o = {}) {
   m.dropout = o.dropout;
   m.attn_dropout = o.attn_dropout;
   m.init = o.init;
+  m.positional = o.positional;
   m.vocab_size = r.task->vocab_size();
   m.max_len = 64;  // the CLI's default table: max(64, 2 x the longest sequence)
   r.model = make_model(m, derive_seed(o.seed, kInitStream));
@@ -305,33 +307,46 @@ TEST_CASE("train decay-all applies sgd weight decay to biases LayerNorm and embe
                  [&](const std::string& n, int64_t i, double w) { return sgd_rule(g1, 0.1, 0.05, true, n, i, w); });
 }
 
-TEST_CASE("train init gpt2 starts from the gpt2 draw of the seed, records it, and eval rebuilds the same model",
+TEST_CASE("train init gpt2 and torch start from their draws of the seed, auto picks by the positions, config.ini and "
+          "the checkpoint record the scheme",
           "[cli][flags]") {
   TempDir dir("flags-init");
-  // An update of lr 1e-30 leaves every weight its initial value (to 1e-28): the checkpoint of step 1 is the init.
-  const std::string run = train(dir, "run", "--init gpt2 --optimizer sgd --lr 1e-30 --steps 1");
-  ReplicaOptions o;
-  o.init = "gpt2";
-  const Params w0 = values(*make_replica(o).model);
-  const Params torch_w0 = values(*make_replica().model);
-  const Params w1 = weights_at(run, 1);
-  REQUIRE(w1.size() == w0.size());
-  bool differs_from_torch = false;
-  for (const auto& [name, t] : w0) {
-    const Tensor& got = w1.at(name);
-    REQUIRE(got.shape() == t.shape());
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      INFO(name << "[" << i << "]");
-      REQUIRE(std::fabs(got[i] - t[i]) <= 1e-28 + 1e-7 * std::fabs(t[i]));
+  struct Case {
+    std::string name, flags, positional, scheme;
+  };
+  // auto: gpt2 beside learned positions, torch beside sinusoidal ones (the default positions).
+  const std::vector<Case> cases = {{"gpt2", "--init gpt2", "sinusoidal", "gpt2"},
+                                   {"torch", "--init torch --positional learned", "learned", "torch"},
+                                   {"auto-sinusoidal", "", "sinusoidal", "torch"},
+                                   {"auto-learned", "--positional learned", "learned", "gpt2"}};
+  for (const Case& c : cases) {
+    INFO(c.name);
+    // An update of lr 1e-30 leaves every weight its initial value (to 1e-28): the checkpoint of step 1 is the init.
+    const std::string run = train(dir, c.name, c.flags + " --optimizer sgd --lr 1e-30 --steps 1");
+    ReplicaOptions want, other;
+    want.init = c.scheme;
+    other.init = c.scheme == "gpt2" ? "torch" : "gpt2";
+    want.positional = other.positional = c.positional;
+    const Params w0 = values(*make_replica(want).model), other_w0 = values(*make_replica(other).model);
+    const Params w1 = weights_at(run, 1);
+    REQUIRE(w1.size() == w0.size());
+    bool differs_from_other = false;
+    for (const auto& [name, t] : w0) {
+      const Tensor& got = w1.at(name);
+      REQUIRE(got.shape() == t.shape());
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        INFO(name << "[" << i << "]");
+        REQUIRE(std::fabs(got[i] - t[i]) <= 1e-28 + 1e-7 * std::fabs(t[i]));
+      }
+      differs_from_other = differs_from_other || other_w0.at(name).flat() != t.flat();
     }
-    differs_from_torch = differs_from_torch || torch_w0.at(name).flat() != t.flat();
+    REQUIRE(differs_from_other);  // the other scheme is another draw, so the check above tells them apart
+    std::ifstream ini(run + "/config.ini");
+    const std::string config((std::istreambuf_iterator<char>(ini)), std::istreambuf_iterator<char>());
+    REQUIRE(config.find("init = " + c.scheme + "\n") != std::string::npos);
+    const Metadata meta = load_safetensors(model_path(stem(run, 1))).metadata;
+    REQUIRE(TransformerConfig::from_json(nlohmann::json::parse(meta.at("model_config"))).init == c.scheme);
   }
-  REQUIRE(differs_from_torch);  // the default init is another draw, so the check above tells them apart
-  std::ifstream ini(run + "/config.ini");
-  const std::string config((std::istreambuf_iterator<char>(ini)), std::istreambuf_iterator<char>());
-  REQUIRE(config.find("init = gpt2") != std::string::npos);
-  const Metadata meta = load_safetensors(model_path(stem(run, 1))).metadata;
-  REQUIRE(TransformerConfig::from_json(nlohmann::json::parse(meta.at("model_config"))).init == "gpt2");
   const auto bad = run_attnlab("train" + kTiny + " --init xavier --run " + (dir / "bad"));
   REQUIRE(bad.code != 0);
   REQUIRE(bad.out.find("--init") != std::string::npos);
@@ -366,8 +381,12 @@ TEST_CASE("train clip scales the step-1 update by clip over the gradient norm an
 TEST_CASE("train label-smoothing makes the step-1 loss the smoothed cross-entropy and the update its gradient",
           "[cli][flags]") {
   TempDir dir("flags-smoothing");
-  const std::string run = train(dir, "run", "--optimizer sgd --lr 0.1 --weight-decay 0 --label-smoothing 0.2 --steps 1");
-  Replica r = make_replica();
+  // torch init: its logits are far from uniform, where smoothing would leave the loss (nearly) unchanged.
+  const std::string run =
+      train(dir, "run", "--init torch --optimizer sgd --lr 0.1 --weight-decay 0 --label-smoothing 0.2 --steps 1");
+  ReplicaOptions torch_init;
+  torch_init.init = "torch";
+  Replica r = make_replica(torch_init);
   const Params w0 = values(*r.model);
   const StepGrad g1 = next_gradient(r, 0.2);
   const double logged = number(metrics(run).at(0), "loss");
@@ -380,12 +399,17 @@ TEST_CASE("train label-smoothing makes the step-1 loss the smoothed cross-entrop
 TEST_CASE("train dropout and attn-dropout reach the model: the step-1 loss and update are the replica's with those masks",
           "[cli][flags]") {
   TempDir dir("flags-dropout");
-  Replica plain = make_replica();
+  // torch init: gpt2's small weights make near-uniform attention and tiny sublayer outputs, which
+  // dropout changes too little for the loss to tell it was applied.
+  ReplicaOptions torch_init;
+  torch_init.init = "torch";
+  Replica plain = make_replica(torch_init);
   const double plain_loss = next_gradient(plain).loss;
   for (const std::string which : {"dropout", "attn-dropout"}) {
     INFO("--" << which);
-    const std::string run = train(dir, which, "--optimizer sgd --lr 0.1 --weight-decay 0 --steps 1 --" + which + " 0.3");
-    ReplicaOptions o;
+    const std::string run =
+        train(dir, which, "--init torch --optimizer sgd --lr 0.1 --weight-decay 0 --steps 1 --" + which + " 0.3");
+    ReplicaOptions o = torch_init;
     (which == "dropout" ? o.dropout : o.attn_dropout) = 0.3;
     Replica r = make_replica(o);
     const Params w0 = values(*r.model);

@@ -8,6 +8,7 @@
 
 #include "framework/error.h"
 #include "framework/nn/attention.h"
+#include "models/init.h"
 
 namespace attnlab {
 
@@ -89,7 +90,7 @@ void check_model_flags(const TransformerConfig& m) {
   require_one_of("--positional", m.positional, {"sinusoidal", "learned", "rope", "none"});
   require_one_of("--norm", m.norm, {"pre", "post"});
   require_one_of("--activation", m.activation, {"relu", "gelu"});
-  require_one_of("--init", m.init, {"torch", "gpt2"});
+  require_one_of("--init", m.init, {"auto", "torch", "gpt2"});
   try {
     parse_attention_scale(m.attn_scale);
   } catch (const ValueError&) {
@@ -191,6 +192,7 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   // the table size so that the run's checkpoints always load.
   if (!task->saved_vocab().empty()) s.positions = s.model.max_len;
   check_model_flags(s.model);
+  s.model.init = resolved_init(s.model);  // config.ini and the checkpoints name the scheme, not "auto"
   s.model.validate();
   require_at_least("--steps", s.steps, 1);
   require_at_least("--batch-size", s.batch_size, 1);
