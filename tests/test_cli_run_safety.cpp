@@ -139,10 +139,20 @@ TEST_CASE("train --overwrite replaces a marked run in place: its checkpoints and
   REQUIRE(checkpoint_steps(run) == std::vector<int64_t>{2, 4, 6});
   write(run + "/notes.txt", "what I tried\n");
   write(run + "/plots/loss.png", "png bytes");
+  // Temporaries a killed write leaves (".NAME.tmp.XXXXXX", write_file_atomic's) are attnlab's when NAME is;
+  // one named after a file of the user's is not.
+  write(run + "/.metrics.csv.tmp.Ab12Cd", "half a row");
+  write(run + "/checkpoints/.step-00000004.safetensors.tmp.Xy34Zw", "half a checkpoint");
+  write(run + "/.notes.txt.tmp.Qr56St", "the user's");
+  write(run + "/checkpoints/which-is-best.txt", "step 4");  // checkpoints/ then stays, with it
 
   CliResult r = run_attnlab("train" + kTiny + " --steps 2 --eval-every 2 --overwrite --run " + run);
   INFO(r.out);
   REQUIRE(r.code == 0);
+  CHECK_FALSE(fs::exists(run + "/.metrics.csv.tmp.Ab12Cd"));
+  CHECK_FALSE(fs::exists(run + "/checkpoints/.step-00000004.safetensors.tmp.Xy34Zw"));
+  CHECK(slurp(run + "/.notes.txt.tmp.Qr56St") == "the user's");
+  CHECK(slurp(run + "/checkpoints/which-is-best.txt") == "step 4");
   CHECK(checkpoint_steps(run) == std::vector<int64_t>{2});
   CHECK(read_summary(run)["steps"] == 2);
   CHECK(lines(slurp(run + "/metrics.csv")) <= 3);  // header and the new run's rows, none of the 6-step run's
