@@ -54,7 +54,6 @@ std::vector<HeadStats> attention_head_stats(const Tensor& weights, const Attenti
   if (weights.dim() != 4) throw ShapeError("attention_head_stats: expected weights (B, h, T_q, T_k), got " +
                                            weights.shape_str());
   const int64_t B = weights.size(0), h = weights.size(1), T_q = weights.size(2), T_k = weights.size(3);
-  const Tensor *q = in.q, *k = in.k;
   const QkLayout layout = qk_layout(in, B, h, T_q, T_k);
   const bool logits = layout.logits, interleaved = layout.interleaved;
   const int64_t d_k = layout.d_k, row = layout.row, k_base = layout.k_base;
@@ -76,7 +75,7 @@ std::vector<HeadStats> attention_head_stats(const Tensor& weights, const Attenti
       const int64_t bh = b * h + head;
       ConstMatMap W(weights.data() + bh * T_q * T_k, T_q, T_k);
       if (logits)
-        S.noalias() = scale * head_matrix(q, 0, T_q, b, head) * head_matrix(k, k_base, T_k, b, head).transpose();
+        S.noalias() = scale * head_matrix(in.q, 0, T_q, b, head) * head_matrix(in.k, k_base, T_k, b, head).transpose();
       for (int64_t i = 0; i < T_q; ++i) {
         double entropy = 0, max_w = 0, total = 0;
         for (int64_t j = 0; j < T_k; ++j) {
