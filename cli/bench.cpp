@@ -35,6 +35,7 @@
 #include "cli/fma_peak.h"
 #include "cli/option_set.h"
 #include "framework/ops/gemm.h"
+#include "framework/ops/gemm_log.h"
 #include "framework/ops/loss.h"
 #include "framework/optim/optim.h"
 #include "models/sequence_model.h"
@@ -104,7 +105,9 @@ const char* const kBenchUsage =
     "fixed random batches and prints one JSON line: median step_ms, tokens_per_s, params,\n"
     "achieved GFLOP/s, MFU against the fp32 FMA peak measured here with the same threads\n"
     "(and gemm_mfu against the engine's own matrix product), the CPU model, the\n"
-    "matrix-product backend, and peak RSS.\n"
+    "matrix-product backend, and peak RSS. The products of one step are then recorded and\n"
+    "replayed alone: products_ms, products_share_of_step, products_gflops, and\n"
+    "products_mfu_bound, the MFU a step would reach if nothing but its products took time.\n"
     "With --decode: times greedy decoding of random prompts (KV-cached, then the uncached\n"
     "reference) and prints tokens_per_s, uncached_tokens_per_s, speedup, answers_equal.\n\n";
 
@@ -209,6 +212,38 @@ Timings time_steps(const BenchShape& shape, const BenchArgs& a, SequenceModel& m
 // The CPU, the backend and the peaks, with MFU against each. No step can run
 // faster than the FMA peak; should one seem to, every burst met load on this
 // shared machine, so the peak is measured again, longer, before it is used.
+// The products of one training step (forward and backward; the optimizer makes none).
+std::vector<GemmCall> record_step_products(const BenchShape& shape, const BenchArgs& a, SequenceModel& model) {
+  std::vector<ModelInput> inputs;
+  std::vector<IntTensor> targets;
+  make_batches(shape, a.seed, inputs, targets);
+  model.zero_grad();
+  std::vector<GemmCall> calls;
+  {
+    GemmLog log;
+    backward(cross_entropy(model.forward(inputs[0]), targets[0]));
+    calls = log.calls();
+  }
+  model.zero_grad();
+  return calls;
+}
+
+// What the step's products alone cost: replayed (best of five) on scratch
+// operands, with everything else in the step taken as free. products_mfu_bound
+// is the share of the FMA peak a step could reach with these products.
+void add_products_bound(nlohmann::json& out, const std::vector<GemmCall>& calls, double step_ms,
+                        double model_flops_per_step) {
+  double product_flops = 0;
+  for (const GemmCall& call : calls) product_flops += call.flops();
+  const double seconds = replay_seconds(calls, 5);
+  out["products_per_step"] = calls.size();
+  out["product_gflop_per_step"] = product_flops / 1e9;
+  out["products_ms"] = seconds * 1e3;
+  out["products_share_of_step"] = seconds * 1e3 / step_ms;
+  out["products_gflops"] = product_flops / seconds / 1e9;
+  out["products_mfu_bound"] = model_flops_per_step / seconds / 1e9 / out["fma_peak_gflops"].get<double>();
+}
+
 void add_peaks(nlohmann::json& out, FmaPeak fma, double gflops, int threads) {
   fma_burst(fma, threads);
   for (int retry = 0; retry < 3 && gflops > fma.gflops; ++retry) fma = measure_fma_peak(threads, 40, 0.005, fma);
@@ -269,7 +304,10 @@ int run_bench(const Args& args) {
                         {"steps", steps},           {"step_ms", median},        {"tokens_per_s", tokens_per_s},
                         {"params", model->parameter_count()}, {"nodes_per_step", timed.nodes_per_step},
                         {"gflops", gflops},         {"final_loss", timed.last_loss}};
-  if (!a.no_peak) add_peaks(out, fma, gflops, a.threads);
+  if (!a.no_peak) {
+    add_peaks(out, fma, gflops, a.threads);
+    add_products_bound(out, record_step_products(*shape, a, *model), median, gflops * 1e9 * median / 1e3);
+  }
   out["peak_rss_mib"] = peak_rss_mib();
   std::cout << out.dump() << std::endl;
   return kExitOk;

@@ -21,7 +21,10 @@
 # AVX-512, Haswell for AVX2) and the script says so.
 #
 # The table's "share of FMA peak" is attnlab's model FLOP/s over the fp32 FMA
-# peak bench measured in the same process at the same thread count.
+# peak bench measured in the same process at the same thread count; "bound" is
+# the share a step would reach if only its matrix products took time (bench
+# records one step's products and replays them alone: products_mfu_bound), and
+# "products" is the share of a step's time that those products take.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 configs="${1:-S M L}"
@@ -74,16 +77,18 @@ if att:
           ", ".join(f"{max(r['fma_peak_gflops'] for r in att if r['threads'] == t):.1f} GFLOP/s at {t} thread(s)"
                     for t in sorted({r['threads'] for r in att})))
     print()
-print("| config | threads | attnlab tok/s | attnlab speed-up over 1 thread | PyTorch tok/s (torch x BLAS threads) | ratio | attnlab share of FMA peak (GFLOP/s of peak) | attnlab RSS MiB | PyTorch RSS MiB |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| config | threads | attnlab tok/s | attnlab speed-up over 1 thread | PyTorch tok/s (torch x BLAS threads) | ratio | attnlab share of FMA peak (GFLOP/s of peak) | bound: products alone | products' share of a step | attnlab RSS MiB | PyTorch RSS MiB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for (c, t, impl), a in sorted(best.items()):
     if impl != "attnlab" or (c, t, "pytorch") not in best:
         continue
     p = best[(c, t, "pytorch")]
     mfu = f"{a['mfu']:.0%} ({a['gflops']:.1f} of {a['fma_peak_gflops']:.1f})" if "fma_peak_gflops" in a else "-"
+    bound = f"{a['products_mfu_bound']:.0%}" if "products_mfu_bound" in a else "-"
+    share = f"{a['products_share_of_step']:.0%}" if "products_share_of_step" in a else "-"
     split = f"{p.get('torch_threads', t)} x {p.get('blas_threads', '?')}"
     one = best.get((c, 1, "attnlab"))  # scaling needs the 1-thread run in the same table
     speedup = f"{a['tokens_per_s'] / one['tokens_per_s']:.2f}x" if one else "-"
     print(f"| {c} | {t} | {a['tokens_per_s']:,.0f} | {speedup} | {p['tokens_per_s']:,.0f} ({split}) "
-          f"| {a['tokens_per_s'] / p['tokens_per_s']:.2f}x | {mfu} | {a['peak_rss_mib']:.0f} | {p['peak_rss_mib']:.0f} |")
+          f"| {a['tokens_per_s'] / p['tokens_per_s']:.2f}x | {mfu} | {bound} | {share} | {a['peak_rss_mib']:.0f} | {p['peak_rss_mib']:.0f} |")
 PY

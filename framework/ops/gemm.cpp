@@ -13,6 +13,7 @@
 #include <string>
 
 #include "framework/ops/broadcast.h"
+#include "framework/ops/gemm_log.h"
 
 #if defined(ATTNLAB_GEMM_ONEDNN) && !defined(ATTNLAB_DOUBLE)
 #define ATTNLAB_USE_ONEDNN 1
@@ -100,7 +101,9 @@ void onednn_gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b
 
 }  // namespace
 
-void gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha, bool accumulate) {
+namespace {
+// gemm() without the record: what gemm_batched() calls for each of its products.
+void product(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha, bool accumulate) {
   assert(a.op_rows() == c.rows && b.op_cols() == c.cols && a.op_cols() == b.op_rows());
   if (c.rows == 0 || c.cols == 0) return;
   if (a.op_cols() == 0) {  // an empty sum: C = 0, or C unchanged
@@ -121,21 +124,35 @@ void gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real 
 #endif
 }
 
+void record(int64_t count, const GemmOutput& c, int64_t c_stride, const GemmOperand& a, int64_t a_stride,
+            const GemmOperand& b, int64_t b_stride, Real alpha, bool accumulate) {
+  if (GemmLog* log = detail::active_gemm_log())
+    log->record({count, c, c_stride, a, b, a_stride, b_stride, alpha, accumulate, omp_in_parallel() != 0});
+}
+}  // namespace
+
+void gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha, bool accumulate) {
+  record(1, c, 0, a, 0, b, 0, alpha, accumulate);
+  product(c, a, b, alpha, accumulate);
+}
+
 void gemm_batched(int64_t count, const GemmOutput& c, int64_t c_stride, const GemmOperand& a, int64_t a_stride,
                   const GemmOperand& b, int64_t b_stride, Real alpha, bool accumulate) {
+  record(count, c, c_stride, a, a_stride, b, b_stride, alpha, accumulate);
   auto nth = [](auto o, int64_t i, int64_t stride) {
     o.data += i * stride;
     return o;
   };
   if (c_stride == 0) {  // one C: the products are summed in order, on this thread
-    for (int64_t i = 0; i < count; ++i) gemm(c, nth(a, i, a_stride), nth(b, i, b_stride), alpha, accumulate || i > 0);
+    for (int64_t i = 0; i < count; ++i) product(c, nth(a, i, a_stride), nth(b, i, b_stride), alpha, accumulate || i > 0);
     return;
   }
   const int64_t work = c.rows * c.cols * a.op_cols();
   const bool parallel = count > 1 && count * work >= detail::kParallelGrain * 4 && omp_get_max_threads() > 1 &&
                         !omp_in_parallel();
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < count; ++i) gemm(nth(c, i, c_stride), nth(a, i, a_stride), nth(b, i, b_stride), alpha, accumulate);
+  for (int64_t i = 0; i < count; ++i)
+    product(nth(c, i, c_stride), nth(a, i, a_stride), nth(b, i, b_stride), alpha, accumulate);
 }
 
 namespace {

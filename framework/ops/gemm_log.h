@@ -1,0 +1,64 @@
+#pragma once
+// A record of the matrix products some code makes through gemm() and
+// gemm_batched(), and their replay on scratch operands. `attnlab bench` records
+// one training step and times its products alone: how long the step would take
+// if everything that is not a matrix product (norms, softmax, the optimizer,
+// the graph) cost nothing. That is an upper bound on the step's speed with this
+// backend on this CPU, and it says how much of a step the products are.
+//
+// Only the calls made while a GemmLog is alive are recorded, one log at a time;
+// a product gemm_batched() makes is recorded once, as the batched call. Calls
+// made inside an OpenMP parallel region (the attention core's per-head
+// products) are marked so, and a replay runs a run of such calls in parallel.
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "framework/ops/gemm.h"
+
+namespace attnlab {
+
+// One gemm() call (count 1, strides 0) or one gemm_batched() call.
+struct GemmCall {
+  int64_t count = 1;
+  GemmOutput c{};
+  int64_t c_stride = 0;
+  GemmOperand a{}, b{};
+  int64_t a_stride = 0, b_stride = 0;
+  Real alpha = 1;
+  bool accumulate = false;
+  bool in_parallel = false;  // made from inside an OpenMP parallel region
+
+  // 2·m·n·k per product, times count.
+  double flops() const;
+};
+
+class GemmLog {
+ public:
+  GemmLog();  // starts recording; throws std::logic_error if another log is alive
+  ~GemmLog();
+  GemmLog(const GemmLog&) = delete;
+  GemmLog& operator=(const GemmLog&) = delete;
+
+  // The calls in the order they were made (those of one parallel region in the
+  // order their threads made them).
+  std::vector<GemmCall> calls() const;
+  double flops() const;  // the sum of calls()' flops
+
+  void record(const GemmCall& call);  // called by gemm.cpp
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<GemmCall> calls_;
+};
+
+namespace detail {
+GemmLog* active_gemm_log();  // the recording log, or nullptr
+}
+
+// Runs `calls` in order `repeats` times on scratch operands of their sizes (A
+// and B shared by all calls, C one buffer per thread, all finite) and returns
+// the quickest run's seconds. The calls' own data pointers are never touched.
+double replay_seconds(const std::vector<GemmCall>& calls, int repeats);
+
+}  // namespace attnlab

@@ -1,0 +1,147 @@
+// The record and replay of matrix products (framework/ops/gemm_log.h), which
+// bench uses to bound a step's speed by its products alone: a log records each
+// gemm() and gemm_batched() call once, with its sizes, only while it lives; a
+// training step of BENCHMARK.md's encoder records exactly 3x the forward FLOPs
+// of BENCHMARK.md's formula (so the bound is computed over the right work);
+// a replay makes the same calls again, on its own operands.
+#include <omp.h>
+
+#include <catch2/catch.hpp>
+#include <stdexcept>
+#include <vector>
+
+#include "framework/ops/gemm_log.h"
+#include "framework/ops/loss.h"
+#include "models/sequence_model.h"
+#include "tests/cli_harness.h"
+
+using namespace attnlab;
+
+namespace {
+
+// Sizes, flags and strides of a call, without its data pointers.
+bool same_shape(const GemmCall& x, const GemmCall& y) {
+  auto op = [](const GemmOperand& a, const GemmOperand& b) {
+    return a.rows == b.rows && a.cols == b.cols && a.ld == b.ld && a.trans == b.trans;
+  };
+  return x.count == y.count && x.c.rows == y.c.rows && x.c.cols == y.c.cols && x.c.ld == y.c.ld &&
+         x.c_stride == y.c_stride && x.a_stride == y.a_stride && x.b_stride == y.b_stride && op(x.a, y.a) &&
+         op(x.b, y.b) && x.alpha == y.alpha && x.accumulate == y.accumulate && x.in_parallel == y.in_parallel;
+}
+
+}  // namespace
+
+TEST_CASE("a GemmLog records each gemm and gemm_batched call once, with its sizes, only while it lives", "[gemm]") {
+  std::vector<Real> a(6 * 5, 0.5f), b(5 * 4 * 3, 0.25f), c(3 * 6 * 4, 0);
+  gemm({c.data(), 6, 4, 4}, {a.data(), 6, 5, 5}, {b.data(), 5, 4, 4}, 1, false);  // before: not recorded
+  std::vector<GemmCall> calls;
+  {
+    GemmLog log;
+    REQUIRE_THROWS_AS(GemmLog(), std::logic_error);  // one log at a time
+    gemm({c.data(), 6, 4, 4}, {a.data(), 5, 6, 6, true}, {b.data(), 5, 4, 4}, 2, true);
+    // Three products C_i = A B_i: one record, not three (gemm_batched calls the product per item itself).
+    gemm_batched(3, {c.data(), 6, 4, 4}, 24, {a.data(), 6, 5, 5}, 0, {b.data(), 5, 4, 4}, 20, 1, false);
+    calls = log.calls();
+    CHECK(log.flops() == Approx(2.0 * 6 * 4 * 5 * (1 + 3)));
+  }
+  gemm({c.data(), 6, 4, 4}, {a.data(), 6, 5, 5}, {b.data(), 5, 4, 4}, 1, false);  // after: not recorded
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0].count == 1);
+  CHECK(calls[0].a.trans);
+  CHECK(calls[0].a.op_cols() == 5);
+  CHECK(calls[0].alpha == 2);
+  CHECK(calls[0].accumulate);
+  CHECK(calls[0].c.data == c.data());
+  CHECK(calls[1].count == 3);
+  CHECK(calls[1].c_stride == 24);
+  CHECK(calls[1].a_stride == 0);
+  CHECK(calls[1].b_stride == 20);
+  CHECK_FALSE(calls[1].accumulate);
+  CHECK_FALSE(calls[1].in_parallel);
+  CHECK(calls[1].flops() == Approx(2.0 * 3 * 6 * 4 * 5));
+  GemmLog again;  // the first log's end freed the place
+}
+
+TEST_CASE("one training step of the benchmark's S encoder makes 3x BENCHMARK.md's forward FLOPs in products",
+          "[gemm]") {
+  // BENCHMARK.md: forward FLOPs per token = L (8 d^2 + 4 d d_ff + 4 T d) + 2 d V; a step is
+  // forward + backward, and every product's backward makes two products of its size.
+  const int64_t V = 16, T = 16, d = 64, h = 4, L = 2, d_ff = 256, B = 8;
+  TransformerConfig config;
+  config.arch = "encoder";
+  config.vocab_size = V;
+  config.max_len = T;
+  config.d_model = d;
+  config.n_heads = h;
+  config.n_layers = L;
+  config.d_ff = d_ff;
+  auto model = make_model(config, 3);
+  ModelInput input;
+  input.src = IntTensor({B, T});
+  IntTensor target({B, T});
+  for (int64_t i = 0; i < B * T; ++i) {
+    input.src.data[static_cast<size_t>(i)] = static_cast<int32_t>(i % V);
+    target.data[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7) % V);
+  }
+  GemmLog log;
+  backward(cross_entropy(model->forward(input), target));
+  const double forward_per_token = L * (8.0 * d * d + 4.0 * d * d_ff + 4.0 * T * d) + 2.0 * d * V;
+  CHECK(log.flops() == Approx(3 * forward_per_token * B * T).epsilon(1e-12));
+}
+
+TEST_CASE("a replay makes the recorded calls again, on its own operands, runs of parallel ones in parallel",
+          "[gemm]") {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);  // the replay's parallel run must have a team of two, as the recording had
+  std::vector<Real> a(8 * 8, 1.0f), b(8 * 8, 2.0f), c(4 * 8 * 8, 7.0f);
+  std::vector<GemmCall> recorded;
+  {
+    GemmLog log;
+    gemm({c.data(), 8, 8, 8}, {a.data(), 8, 8, 8}, {b.data(), 8, 8, 8, true}, 0.5f, false);
+#pragma omp parallel for num_threads(2)
+    for (int i = 0; i < 4; ++i) gemm({c.data() + 64 * i, 8, 8, 8}, {a.data(), 8, 8, 8}, {b.data(), 8, 8, 8}, 1, true);
+    gemm_batched(2, {c.data(), 8, 8, 8}, 0, {a.data(), 8, 8, 8}, 0, {b.data(), 8, 8, 8}, 0, 1, true);
+    recorded = log.calls();
+  }
+  REQUIRE(recorded.size() == 6);
+  CHECK_FALSE(recorded[0].in_parallel);
+  for (size_t i = 1; i < 5; ++i) CHECK(recorded[i].in_parallel);
+  CHECK_FALSE(recorded[5].in_parallel);
+  const std::vector<Real> before = c;
+  std::vector<GemmCall> replayed;
+  double seconds = 0;
+  {
+    GemmLog log;
+    seconds = replay_seconds(recorded, 2);
+    replayed = log.calls();
+  }
+  omp_set_num_threads(threads);
+  CHECK(seconds > 0);
+  CHECK(c == before);  // the recorded operands are never touched
+  REQUIRE(replayed.size() == 2 * recorded.size());
+  for (size_t i = 0; i < replayed.size(); ++i) {
+    const GemmCall& want = recorded[i % recorded.size()];
+    INFO("call " << i);
+    // A run of parallel calls may be replayed by the threads in another order; all four have one shape.
+    CHECK(same_shape(replayed[i], want));
+    CHECK(replayed[i].c.data != want.c.data);
+    CHECK(replayed[i].a.data != a.data());
+  }
+}
+
+TEST_CASE("bench reports a step's products replayed alone: their FLOPs, time, share and the MFU bound", "[gemm][cli]") {
+  auto r = attnlab::testing::run_attnlab("bench --config graph --steps 10 --warmup 2");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  // graph: V 8, T 2, d 4, h 1, L 6, d_ff 4, B 1.
+  const double forward_per_token = 6 * (8.0 * 16 + 4.0 * 4 * 4 + 4.0 * 2 * 4) + 2.0 * 4 * 8;
+  CHECK(j["product_gflop_per_step"].get<double>() * 1e9 == Approx(3 * forward_per_token * 2));
+  CHECK(j["products_per_step"].get<int>() > 0);
+  const double ms = j["products_ms"].get<double>();
+  CHECK(ms > 0);
+  CHECK(j["products_share_of_step"].get<double>() == Approx(ms / j["step_ms"].get<double>()));
+  CHECK(j["products_gflops"].get<double>() == Approx(j["product_gflop_per_step"].get<double>() / (ms / 1e3)));
+  CHECK(j["products_mfu_bound"].get<double>() ==
+        Approx(j["gflops"].get<double>() * j["step_ms"].get<double>() / ms / j["fma_peak_gflops"].get<double>()));
+}
