@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "framework/ops/gemm.h"
+#include "framework/ops/gemm_small.h"
 #include "framework/ops/ops.h"
 #include "framework/random.h"
 #include "tests/cli_harness.h"
@@ -87,6 +88,10 @@ const std::vector<Case> kShapes = {
     {33, 7, 65, false, false}, {64, 64, 32, false, false}, {130, 97, 67, false, false},  // above the threads' grain
     {17, 300, 129, false, false},                                                        // wide: split by columns
     {33, 33, 33, false, false},  {1, 300, 129, false, false},  // just above the size that goes to Eigen
+    // The small kernel (gemm_small.h): S's and M's heads, a tail of rows after the blocks of 8 and 4,
+    // every width it takes, k at its limit; and k one past it (Eigen).
+    {16, 16, 16, false, false}, {32, 32, 16, false, false}, {32, 16, 32, false, false}, {7, 48, 30, false, false},
+    {9, 64, 20, false, false},  {13, 16, 128, false, false}, {5, 16, 129, false, false},
 };
 
 }  // namespace
@@ -108,7 +113,19 @@ TEST_CASE("gemm equals a plain loop for every transpose pair, overwrite and accu
                     << " accumulate " << accumulate << " backend " << gemm_backend());
           gemm(x.out(), x.a.op(t.ta), x.b.op(t.tb), alpha, accumulate);
           check_against_loop(t, x, c_old, alpha, accumulate);
+          if (t.m * t.n * t.k < 32 * 32 * 32 && detail::small_gemm_fits(t.n, t.k)) {  // it went to the small kernel
+            std::vector<float> small = c_old;
+            detail::small_gemm({small.data(), t.m, t.n, x.c.ld}, x.a.op(t.ta), x.b.op(t.tb), alpha, accumulate);
+            REQUIRE(small == x.c.v);
+          }
         }
+}
+
+TEST_CASE("the small kernel takes widths 16, 32, 48 and 64 and k up to 128, nothing else", "[gemm]") {
+  for (int64_t n : {16, 32, 48, 64}) CHECK(detail::small_gemm_fits(n, 128));
+  for (int64_t n : {0, 8, 17, 80}) CHECK_FALSE(detail::small_gemm_fits(n, 16));
+  CHECK_FALSE(detail::small_gemm_fits(16, 0));
+  CHECK_FALSE(detail::small_gemm_fits(16, 129));
 }
 
 TEST_CASE("gemm agrees with the Eigen backend to rounding on the engine's shapes", "[gemm]") {
@@ -136,7 +153,8 @@ TEST_CASE("gemm agrees with the Eigen backend to rounding on the engine's shapes
 
 TEST_CASE("gemm without accumulate never reads the destination (a NaN there does not survive)", "[gemm]") {
   Rng rng(13);
-  for (const Case& t : {Case{33, 7, 65, false, true}, Case{130, 97, 67, true, false}}) {
+  for (const Case& t : {Case{33, 7, 65, false, true}, Case{130, 97, 67, true, false}, Case{16, 16, 16, false, true},
+                        Case{7, 48, 30, true, false}}) {
     Operands x(t, rng);
     std::fill(x.c.v.begin(), x.c.v.end(), std::numeric_limits<float>::quiet_NaN());
     gemm(x.out(), x.a.op(t.ta), x.b.op(t.tb), 1, false);

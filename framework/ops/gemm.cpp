@@ -14,6 +14,7 @@
 
 #include "framework/ops/broadcast.h"
 #include "framework/ops/gemm_log.h"
+#include "framework/ops/gemm_small.h"
 
 #if defined(ATTNLAB_GEMM_ONEDNN) && !defined(ATTNLAB_DOUBLE)
 #define ATTNLAB_USE_ONEDNN 1
@@ -111,13 +112,15 @@ void product(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Re
       for (int64_t i = 0; i < c.rows; ++i) std::fill(c.data + i * c.ld, c.data + i * c.ld + c.cols, Real(0));
     return;
   }
-#ifdef ATTNLAB_USE_ONEDNN
-  if (g_eigen_only) return detail::eigen_gemm(c, a, b, alpha, accumulate);
-  // Below this size (the attention heads of S and M) a library call costs more
-  // than Eigen's whole product (docs/performance.md); the choice depends only
-  // on the sizes, so it is the same every call.
+  // Below this size (the attention heads of S and M) a library's packing and
+  // dispatch cost more than the multiply-adds: such products go to the small
+  // kernel where their width fits it, else to Eigen (docs/performance.md), in
+  // every backend. The choice depends only on the sizes: the same every call.
   constexpr int64_t kSmallProduct = 32 * 32 * 32;
-  if (c.rows * c.cols * a.op_cols() < kSmallProduct) return detail::eigen_gemm(c, a, b, alpha, accumulate);
+  const bool small = c.rows * c.cols * a.op_cols() < kSmallProduct;
+  if (small && detail::small_gemm_fits(c.cols, a.op_cols())) return detail::small_gemm(c, a, b, alpha, accumulate);
+#ifdef ATTNLAB_USE_ONEDNN
+  if (g_eigen_only || small) return detail::eigen_gemm(c, a, b, alpha, accumulate);
   onednn_gemm(c, a, b, alpha, accumulate);
 #else
   detail::eigen_gemm(c, a, b, alpha, accumulate);

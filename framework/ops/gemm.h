@@ -5,8 +5,10 @@
 //   "eigen"  Eigen's own product: portable, always available; the float64 build
 //            (gradient checks) always uses it.
 //   "onednn" oneDNN's sgemm (Debian libdnnl-dev) for float32, when the build
-//            selected it (CMake -DATTNLAB_GEMM=auto|onednn|eigen); products of
-//            fewer than 32³ multiply-adds still go to Eigen (faster there).
+//            selected it (CMake -DATTNLAB_GEMM=auto|onednn|eigen).
+// In both, products of fewer than 32³ multiply-adds (attention heads) go to a
+// small register-blocked kernel (gemm_small.h) when C's width is 16, 32, 48 or
+// 64 and k <= 128, else to Eigen.
 // Determinism: for a given backend, CPU and thread count the result is the same
 // bits every call. A product is split across threads by output rows (or
 // columns), each block computed by one thread with the kernel's own fixed order
