@@ -5,6 +5,10 @@
 # compared. Prints a Markdown table; the raw JSON lines go to $OUT (default
 # bench-results.jsonl). Usage: scripts/bench_vs_torch.sh [configs] [threads]
 #   e.g. scripts/bench_vs_torch.sh "S M L" "1 2"; add "graph" for the fixed cost of a step.
+# MODE=decode times KV-cached greedy decoding instead (attnlab bench --decode
+# against torch_reference.py --bench C --decode, the decoder LM of the config's
+# sizes, T/2 prompt positions and T/2 new tokens) and prints a second kind of
+# table: tokens/s of each, attnlab's cached over uncached speed-up, the ratio.
 # Thread scaling on a bigger machine (issue #6 asks for L at 1-16 threads):
 #   ROUNDS=1 scripts/bench_vs_torch.sh L "1 2 4 8 16"   (the speed-up column is against 1 thread)
 #
@@ -52,6 +56,11 @@ echo "bench_vs_torch: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); O
 for c in $configs; do
   for t in $threads_list; do
     for r in $(seq "$rounds"); do
+      if [ "${MODE:-train}" = decode ]; then
+        "$attnlab" bench --config "$c" --threads "$t" --decode | tee -a "$out"
+        /usr/bin/python3 "$root/scripts/torch_reference.py" --bench "$c" --decode --threads "$t" | tee -a "$out"
+        continue
+      fi
       "$attnlab" bench --config "$c" --threads "$t" | tee -a "$out"
       splits=("$t $t")
       [ "$t" -gt 1 ] && splits+=("1 $t" "$t 1")
@@ -71,6 +80,16 @@ for r in rows:
     if key not in best or r["tokens_per_s"] > best[key]["tokens_per_s"]:
         best[key] = r
 print()
+if any(r.get("mode") == "decode" for r in rows):
+    print("| config | threads | attnlab cached tok/s | attnlab uncached tok/s | cached speed-up | answers equal | PyTorch cached tok/s | ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (c, t, impl), a in sorted(best.items()):
+        if impl != "attnlab" or (c, t, "pytorch") not in best:
+            continue
+        p = best[(c, t, "pytorch")]
+        print(f"| {c} | {t} | {a['tokens_per_s']:,.0f} | {a['uncached_tokens_per_s']:,.0f} | {a['speedup']:.1f}x "
+              f"| {a['answers_equal']} | {p['tokens_per_s']:,.0f} | {a['tokens_per_s'] / p['tokens_per_s']:.2f}x |")
+    sys.exit(0)
 att = [r for r in rows if r["impl"] == "attnlab" and "cpu" in r]
 if att:
     print(f"CPU: {att[0]['cpu']}; attnlab's matrix products: {att[0]['gemm_backend']}; FMA peak (best in the run): " +
