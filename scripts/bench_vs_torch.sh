@@ -56,17 +56,15 @@ echo "bench_vs_torch: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); O
 for c in $configs; do
   for t in $threads_list; do
     for r in $(seq "$rounds"); do
-      if [ "${MODE:-train}" = decode ]; then
-        "$attnlab" bench --config "$c" --threads "$t" --decode | tee -a "$out"
-        /usr/bin/python3 "$root/scripts/torch_reference.py" --bench "$c" --decode --threads "$t" | tee -a "$out"
-        continue
-      fi
-      "$attnlab" bench --config "$c" --threads "$t" | tee -a "$out"
+      decode=()
+      [ "${MODE:-train}" = decode ] && decode=(--decode)
+      "$attnlab" bench --config "$c" --threads "$t" "${decode[@]}" | tee -a "$out"
       splits=("$t $t")
       [ "$t" -gt 1 ] && splits+=("1 $t" "$t 1")
       for split in "${splits[@]}"; do
         set -- $split
-        /usr/bin/python3 "$root/scripts/torch_reference.py" --bench "$c" --threads "$1" --blas-threads "$2" | tee -a "$out"
+        /usr/bin/python3 "$root/scripts/torch_reference.py" --bench "$c" "${decode[@]}" --threads "$1" \
+          --blas-threads "$2" | tee -a "$out"
       done
     done
   done
@@ -81,14 +79,15 @@ for r in rows:
         best[key] = r
 print()
 if any(r.get("mode") == "decode" for r in rows):
-    print("| config | threads | attnlab cached tok/s | attnlab uncached tok/s | cached speed-up | answers equal | PyTorch cached tok/s | ratio |")
+    print("| config | threads | attnlab cached tok/s | attnlab uncached tok/s | cached speed-up | answers equal | PyTorch cached tok/s (torch x BLAS threads) | ratio |")
     print("|---|---|---|---|---|---|---|---|")
     for (c, t, impl), a in sorted(best.items()):
         if impl != "attnlab" or (c, t, "pytorch") not in best:
             continue
         p = best[(c, t, "pytorch")]
+        split = f"{p.get('torch_threads', t)} x {p.get('blas_threads', '?')}"
         print(f"| {c} | {t} | {a['tokens_per_s']:,.0f} | {a['uncached_tokens_per_s']:,.0f} | {a['speedup']:.1f}x "
-              f"| {a['answers_equal']} | {p['tokens_per_s']:,.0f} | {a['tokens_per_s'] / p['tokens_per_s']:.2f}x |")
+              f"| {a['answers_equal']} | {p['tokens_per_s']:,.0f} ({split}) | {a['tokens_per_s'] / p['tokens_per_s']:.2f}x |")
     sys.exit(0)
 att = [r for r in rows if r["impl"] == "attnlab" and "cpu" in r]
 if att:
