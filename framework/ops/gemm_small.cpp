@@ -4,6 +4,11 @@
 #include <cassert>
 #include <cmath>
 
+// GCC's tuning for recent x86 cores keeps auto-vectorised loops at 256 bits even where
+// AVX-512 is available; these loops are made of FMAs on 16-float rows, which 512-bit
+// registers run at twice the rate (harmless on a build without AVX-512).
+#pragma GCC target("prefer-vector-width=512")
+
 namespace attnlab::detail {
 
 namespace {
