@@ -304,11 +304,11 @@ int run_bench(const Args& args) {
                         {"steps", steps},           {"step_ms", median},        {"tokens_per_s", tokens_per_s},
                         {"params", model->parameter_count()}, {"nodes_per_step", timed.nodes_per_step},
                         {"gflops", gflops},         {"final_loss", timed.last_loss}};
+  out["peak_rss_mib"] = peak_rss_mib();  // training's, before the peaks' and the replay's own buffers
   if (!a.no_peak) {
     add_peaks(out, fma, gflops, a.threads);
     add_products_bound(out, record_step_products(*shape, a, *model), median, gflops * 1e9 * median / 1e3);
   }
-  out["peak_rss_mib"] = peak_rss_mib();
   std::cout << out.dump() << std::endl;
   return kExitOk;
 }
