@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -93,6 +94,7 @@ struct BenchArgs {
   int64_t steps = 0, warmup = 5;
   uint64_t seed = 0;
   bool no_peak = false;
+  bool products = false;
   bool decode = false, no_reference = false;
   std::string arch = "decoder";
   int64_t batch = 0;
@@ -121,6 +123,9 @@ const BenchShape* parse_bench(const Args& args, BenchArgs& a) {
       .add("seed", &a.seed, "seed of weights and data")
       .add("gemm", &a.gemm, "matrix-product backend for this run: eigen or onednn (default: the build's)")
       .flag("no-peak", &a.no_peak, "skip measuring the FMA and matrix-product peaks (no MFU, CPU or backend)")
+      .flag("products", &a.products,
+            "after the JSON line, a Markdown table of one step's matrix products by shape, each shape "
+            "replayed alone: count, ms, share of the products' time, GFLOP/s")
       .flag("decode", &a.decode, "time greedy decoding (KV-cached, and uncached as the reference) instead of training")
       .add("arch", &a.arch, "with --decode: decoder | seq2seq")
       .add("batch", &a.batch, "with --decode: sequences per greedy call; 0 = the config's batch")
@@ -244,6 +249,34 @@ void add_products_bound(nlohmann::json& out, const std::vector<GemmCall>& calls,
   out["products_mfu_bound"] = model_flops_per_step / seconds / 1e9 / out["fma_peak_gflops"].get<double>();
 }
 
+// One row per distinct product shape (m x n x k, transposes, accumulate, batch
+// count) of a step, in order of first appearance, its calls replayed together.
+void print_products_table(const std::vector<GemmCall>& calls) {
+  std::vector<std::pair<std::string, std::vector<GemmCall>>> shapes;
+  for (const GemmCall& call : calls) {
+    std::string key = std::to_string(call.c.rows) + " x " + std::to_string(call.c.cols) + " x " +
+                      std::to_string(call.a.op_cols()) + (call.a.trans ? ", Aᵀ" : "") + (call.b.trans ? ", Bᵀ" : "") +
+                      (call.accumulate ? ", +=" : "") + (call.count > 1 ? ", batch " + std::to_string(call.count) : "");
+    auto it = std::find_if(shapes.begin(), shapes.end(), [&](const auto& s) { return s.first == key; });
+    if (it == shapes.end()) it = shapes.insert(shapes.end(), {key, {}});
+    it->second.push_back(call);
+  }
+  std::vector<double> ms;
+  double total = 0;
+  for (const auto& [key, group] : shapes) total += ms.emplace_back(replay_seconds(group, 5) * 1e3);
+  std::cout << "\n| product (m x n x k) | calls | ms | share | GFLOP/s |\n|---|---|---|---|---|\n";
+  char line[256];
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    double flops = 0;
+    for (const GemmCall& call : shapes[i].second) flops += call.flops();
+    std::snprintf(line, sizeof line, "| %s | %zu | %.3f | %.1f%% | %.1f |\n", shapes[i].first.c_str(),
+                  shapes[i].second.size(), ms[i], 100 * ms[i] / total, flops / ms[i] / 1e6);
+    std::cout << line;
+  }
+  std::snprintf(line, sizeof line, "| all, each shape alone | %zu | %.3f | 100%% | |\n", calls.size(), total);
+  std::cout << line;
+}
+
 void add_peaks(nlohmann::json& out, FmaPeak fma, double gflops, int threads) {
   fma_burst(fma, threads);
   for (int retry = 0; retry < 3 && gflops > fma.gflops; ++retry) fma = measure_fma_peak(threads, 40, 0.005, fma);
@@ -305,11 +338,14 @@ int run_bench(const Args& args) {
                         {"params", model->parameter_count()}, {"nodes_per_step", timed.nodes_per_step},
                         {"gflops", gflops},         {"final_loss", timed.last_loss}};
   out["peak_rss_mib"] = peak_rss_mib();  // training's, before the peaks' and the replay's own buffers
+  std::vector<GemmCall> calls;
+  if (!a.no_peak || a.products) calls = record_step_products(*shape, a, *model);
   if (!a.no_peak) {
     add_peaks(out, fma, gflops, a.threads);
-    add_products_bound(out, record_step_products(*shape, a, *model), median, gflops * 1e9 * median / 1e3);
+    add_products_bound(out, calls, median, gflops * 1e9 * median / 1e3);
   }
   std::cout << out.dump() << std::endl;
+  if (a.products) print_products_table(calls);
   return kExitOk;
 }
 

@@ -7,7 +7,9 @@
 #include <omp.h>
 
 #include <catch2/catch.hpp>
+#include <sstream>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "framework/ops/gemm_log.h"
@@ -144,4 +146,32 @@ TEST_CASE("bench reports a step's products replayed alone: their FLOPs, time, sh
   CHECK(j["products_gflops"].get<double>() == Approx(j["product_gflop_per_step"].get<double>() / (ms / 1e3)));
   CHECK(j["products_mfu_bound"].get<double>() ==
         Approx(j["gflops"].get<double>() * j["step_ms"].get<double>() / ms / j["fma_peak_gflops"].get<double>()));
+}
+
+TEST_CASE("bench --products adds a table of the step's products by shape whose calls add up to the step's",
+          "[gemm][cli]") {
+  auto r = attnlab::testing::run_attnlab("bench --config graph --steps 4 --warmup 1 --products");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  std::istringstream lines(r.out);
+  std::string json_line, line;
+  std::getline(lines, json_line);
+  const auto j = nlohmann::json::parse(json_line);
+  std::vector<std::string> rows;
+  while (std::getline(lines, line))
+    if (line.rfind("| ", 0) == 0) rows.push_back(line);
+  REQUIRE(rows.size() >= 3);  // header, at least one shape, the total
+  CHECK(rows.front().find("| product (m x n x k) | calls | ms | share | GFLOP/s |") == 0);
+  // graph (d 4, T 2, B 1, h 1): the first product of a step is the fused Q/K/V projection, 2 x 12 x 4 with Bᵀ.
+  CHECK(rows[1].find("| 2 x 12 x 4, Bᵀ | ") == 0);
+  int64_t calls = 0;
+  for (size_t i = 1; i + 1 < rows.size(); ++i) {
+    std::istringstream cells(rows[i].substr(rows[i].find(" | ") + 3));
+    int64_t n = 0;
+    cells >> n;
+    CHECK(n > 0);
+    calls += n;
+  }
+  CHECK(calls == j["products_per_step"].get<int64_t>());
+  CHECK(rows.back().find("| all, each shape alone | " + std::to_string(calls) + " | ") == 0);
 }
