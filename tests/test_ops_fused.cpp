@@ -1,6 +1,8 @@
 // Float32 edge cases of the fused kernels: huge logits, fully masked rows,
 // attention weight properties, known cross-entropy values, shape and value
 // errors, and that the multi-threaded paths compute what one row at a time does.
+#include <omp.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -366,4 +368,32 @@ TEST_CASE("attention hands out the same weights with and without gradient record
   for (int64_t i = 0; i < recorded.numel(); ++i) REQUIRE(recorded[i] == unrecorded[i]);
   backward(sum(a));  // backward still has its own copy of the weights
   REQUIRE(all_finite(q.grad()));
+}
+
+TEST_CASE("linear's bias gradient is each column summed row after row, the same bits at one and two threads",
+          "[fused][linear]") {
+  // 1024 x 72 is above the parallel threshold: the columns are split between the
+  // threads in blocks of 16 (the last block 8 wide), each column still summed in row order.
+  Rng rng(5);
+  const int64_t rows = 1024, in = 8, out = 72;
+  Tensor x = random_tensor({rows, in}, rng), w = random_tensor({out, in}, rng), b = random_tensor({out}, rng);
+  Tensor g = random_tensor({rows, out}, rng);
+  const int saved = omp_get_max_threads();
+  std::vector<Tensor> grads;
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    Var xv(x, true), wv(w, true), bv(b, true);
+    Var y = linear(xv, wv, bv);
+    backward(sum(mul(y, Var(g))));
+    grads.push_back(bv.grad());
+  }
+  omp_set_num_threads(saved);
+  REQUIRE(grads[0].numel() == out);
+  for (int64_t j = 0; j < out; ++j) {
+    Real want = 0;  // the serial order: row 0, 1, 2, ...
+    for (int64_t r = 0; r < rows; ++r) want += g[r * out + j];
+    INFO("column " << j);
+    REQUIRE(grads[0][j] == want);
+    REQUIRE(grads[1][j] == want);
+  }
 }

@@ -2,6 +2,8 @@
 // all through the one product interface of framework/ops/gemm.h.
 #include "framework/ops/matmul.h"
 
+#include <omp.h>
+
 #include <algorithm>
 
 #include "framework/ops/broadcast.h"
@@ -183,10 +185,19 @@ void linear_backward(Node& self, const Real* g_data, int64_t rows, int64_t in_fe
          !dw.fresh);
   }
   if (self.inputs.size() > 2 && self.input_needs_grad(2)) {
+    // Column sums, each column summed row after row: threads split the columns
+    // in blocks of 16, so every thread count gives the same bits.
     Real* db = self.input_grad(2).data();
-    for (int64_t r = 0; r < rows; ++r) {
-      const Real* gr = g_data + r * out_features;
-      for (int64_t j = 0; j < out_features; ++j) db[j] += gr[j];
+    const int64_t blocks = (out_features + 15) / 16;
+    const bool parallel = blocks > 1 && rows * out_features >= 2 * detail::kParallelGrain &&
+                          omp_get_max_threads() > 1 && !omp_in_parallel();
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t j0 = blk * 16, j1 = std::min(out_features, j0 + 16);
+      for (int64_t r = 0; r < rows; ++r) {
+        const Real* gr = g_data + r * out_features;
+        for (int64_t j = j0; j < j1; ++j) db[j] += gr[j];
+      }
     }
   }
 }
