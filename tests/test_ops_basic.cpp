@@ -341,3 +341,36 @@ TEST_CASE("dropout is the identity in eval mode and at p = 0, and rejects p outs
   REQUIRE_THROWS_AS(dropout(x, -0.1f, rng, true), ValueError);
   REQUIRE_THROWS_WITH(dropout(x, 1.5f, rng, true), Contains("1.5"));
 }
+
+TEST_CASE("add's backward overwrites a fresh gradient and adds to one that has a contribution already",
+          "[ops][autograd]") {
+  // x is an intermediate (its gradient has no buffer until backward reaches a consumer).
+  // Backward runs consumers newest first: with add newer, add's contribution is the first
+  // (written over an uninitialised buffer); with mul newer, add's comes second (added).
+  // Either way dL/dx = 1 (add) + 3 (mul); add(x, x) gives 2 through the one buffer.
+  for (int add_first : {0, 1}) {
+    Var leaf(iota({2, 5}, -1, 0.5f), true);
+    Var x = mul(leaf, Var(Tensor({1}, 1.0f)));
+    Var c(iota({2, 5}));
+    Var via_add, via_mul;
+    if (add_first) {
+      via_mul = mul(x, Var(Tensor({1}, 3.0f)));
+      via_add = add(x, c);
+    } else {
+      via_add = add(x, c);
+      via_mul = mul(x, Var(Tensor({1}, 3.0f)));
+    }
+    backward(add(sum(via_add), sum(via_mul)));
+    INFO("add " << (add_first ? "newer" : "older") << " than mul");
+    for (int64_t i = 0; i < 10; ++i) REQUIRE(leaf.grad()[i] == 4.0f);
+  }
+  Var leaf(iota({3, 4}), true);
+  Var x = mul(leaf, Var(Tensor({1}, 1.0f)));
+  backward(sum(add(x, x)));
+  for (int64_t i = 0; i < 12; ++i) REQUIRE(leaf.grad()[i] == 2.0f);
+  // A broadcast operand (a bias) still sums over the rows it was added to.
+  Var bias(iota({4}), true);
+  Var rows = mul(Var(iota({3, 4}), true), Var(Tensor({1}, 1.0f)));
+  backward(sum(add(rows, bias)));
+  for (int64_t j = 0; j < 4; ++j) REQUIRE(bias.grad()[j] == 3.0f);
+}

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "framework/ops/broadcast.h"
+#include "framework/ops/grad_target.h"
 
 namespace attnlab {
 namespace detail {
@@ -91,10 +92,12 @@ Tensor binary_forward(const BroadcastPlan& p, const Tensor& a, const Tensor& b, 
 }
 
 // target += gfn(g, a, b) summed back to the target operand's shape
-// (which = 0: a, 1: b). Parallel only when the target has the output's shape
-// (no two runs touch the same element); otherwise runs are summed serially so
-// the result does not depend on the thread count.
-template <class G>
+// (which = 0: a, 1: b), or target = ... with overwrite set (only for a target
+// of the output's shape, whose every element one run writes). Parallel only
+// when the target has the output's shape (no two runs touch the same element);
+// otherwise runs are summed serially so the result does not depend on the
+// thread count.
+template <bool overwrite = false, class G>
 void binary_accumulate(const BroadcastPlan& p, int which, const Tensor& grad, const Tensor& a, const Tensor& b,
                        Tensor& target, G gfn) {
   const Real* pg = grad.data();
@@ -106,13 +109,38 @@ void binary_accumulate(const BroadcastPlan& p, int which, const Tensor& grad, co
     const Real* g = pg + o;
     Real* t = pt + (which == 0 ? ia : ib);
     if ((which == 0 ? sa : sb) == 1) {
-      run_loop(pa + ia, pb + ib, n, sa, sb, [&](int64_t k, Real x, Real z) { t[k] += gfn(g[k], x, z); });
+      if constexpr (overwrite)
+        run_loop(pa + ia, pb + ib, n, sa, sb, [&](int64_t k, Real x, Real z) { t[k] = gfn(g[k], x, z); });
+      else
+        run_loop(pa + ia, pb + ib, n, sa, sb, [&](int64_t k, Real x, Real z) { t[k] += gfn(g[k], x, z); });
     } else {  // the target is constant along this run: sum the run into one element
       Real acc = 0;
       run_loop(pa + ia, pb + ib, n, sa, sb, [&](int64_t k, Real x, Real z) { acc += gfn(g[k], x, z); });
-      t[0] += acc;
+      if constexpr (overwrite)
+        t[0] = acc;
+      else
+        t[0] += acc;
     }
   });
+}
+
+// The backward of a binary op for input `which`. An input of the output's shape
+// whose gradient has no buffer yet (its first contribution, as for a residual
+// stream) gets an uninitialised one that the op overwrites (grad_target.h): no
+// zero-fill and no read of zeros. A broadcast input (a bias) accumulates.
+template <class G>
+void binary_backward(Node& self, const BroadcastPlan& p, int which, G gfn) {
+  const Tensor& a = self.input_value(0);
+  const Tensor& b = self.input_value(1);
+  if (which == 0 ? p.a_full : p.b_full) {
+    const detail::GradTarget t = detail::grad_target(self, static_cast<size_t>(which));
+    if (t.fresh)
+      binary_accumulate<true>(p, which, self.grad, a, b, *t.grad, gfn);
+    else
+      binary_accumulate(p, which, self.grad, a, b, *t.grad, gfn);
+    return;
+  }
+  binary_accumulate(p, which, self.grad, a, b, self.input_grad(static_cast<size_t>(which)), gfn);
 }
 
 // A broadcasting binary op: forward f(x, y); dL/da = ga(g, x, y), dL/db = gb(g, x, y).
@@ -121,10 +149,8 @@ Var binary_op(const Var& a, const Var& b, const char* name, F f, GA ga, GB gb) {
   BroadcastPlan plan = make_broadcast_plan(a.shape(), b.shape(), name);
   Tensor out = binary_forward(plan, a.value(), b.value(), f);
   return make_result(std::move(out), {a, b}, name, [plan = std::move(plan), ga, gb](Node& self) {
-    if (self.input_needs_grad(0))
-      binary_accumulate(plan, 0, self.grad, self.input_value(0), self.input_value(1), self.input_grad(0), ga);
-    if (self.input_needs_grad(1))
-      binary_accumulate(plan, 1, self.grad, self.input_value(0), self.input_value(1), self.input_grad(1), gb);
+    if (self.input_needs_grad(0)) binary_backward(self, plan, 0, ga);
+    if (self.input_needs_grad(1)) binary_backward(self, plan, 1, gb);
   });
 }
 
