@@ -373,7 +373,7 @@ TEST_CASE("attention hands out the same weights with and without gradient record
 TEST_CASE("linear's bias gradient is each column summed row after row, the same bits at one and two threads",
           "[fused][linear]") {
   // 1024 x 72 is above the parallel threshold: the columns are split between the
-  // threads in blocks of 16 (the last block 8 wide), each column still summed in row order.
+  // threads on multiples of 16 (0-31 and 32-71 at two), each column still summed in row order.
   Rng rng(5);
   const int64_t rows = 1024, in = 8, out = 72;
   Tensor x = random_tensor({rows, in}, rng), w = random_tensor({out, in}, rng), b = random_tensor({out}, rng);

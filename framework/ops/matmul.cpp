@@ -185,15 +185,17 @@ void linear_backward(Node& self, const Real* g_data, int64_t rows, int64_t in_fe
          !dw.fresh);
   }
   if (self.inputs.size() > 2 && self.input_needs_grad(2)) {
-    // Column sums, each column summed row after row: threads split the columns
-    // in blocks of 16, so every thread count gives the same bits.
+    // Column sums, each column summed row after row: each thread takes one
+    // contiguous range of columns (edges on multiples of 16) and reads its part
+    // of every row, so every thread count gives the same bits.
     Real* db = self.input_grad(2).data();
     const int64_t blocks = (out_features + 15) / 16;
     const bool parallel = blocks > 1 && rows * out_features >= 2 * detail::kParallelGrain &&
                           omp_get_max_threads() > 1 && !omp_in_parallel();
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      const int64_t j0 = blk * 16, j1 = std::min(out_features, j0 + 16);
+    const int64_t threads = parallel ? std::min<int64_t>(omp_get_max_threads(), blocks) : 1;
+#pragma omp parallel for schedule(static) num_threads(static_cast<int>(threads)) if (parallel)
+    for (int64_t t = 0; t < threads; ++t) {
+      const int64_t j0 = blocks * t / threads * 16, j1 = std::min(out_features, blocks * (t + 1) / threads * 16);
       for (int64_t r = 0; r < rows; ++r) {
         const Real* gr = g_data + r * out_features;
         for (int64_t j = j0; j < j1; ++j) db[j] += gr[j];
