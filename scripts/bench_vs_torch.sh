@@ -78,14 +78,18 @@ for r in rows:
     if key not in best or r["tokens_per_s"] > best[key]["tokens_per_s"]:
         best[key] = r
 print()
+
+def pairs():
+    """(config, threads, attnlab row, PyTorch row, PyTorch's split) for each cell run by both."""
+    for (c, t, impl), a in sorted(best.items()):
+        if impl == "attnlab" and (c, t, "pytorch") in best:
+            p = best[(c, t, "pytorch")]
+            yield c, t, a, p, f"{p.get('torch_threads', t)} x {p.get('blas_threads', '?')}"
+
 if any(r.get("mode") == "decode" for r in rows):
     print("| config | threads | attnlab cached tok/s | attnlab uncached tok/s | cached speed-up | answers equal | PyTorch cached tok/s (torch x BLAS threads) | ratio |")
     print("|---|---|---|---|---|---|---|---|")
-    for (c, t, impl), a in sorted(best.items()):
-        if impl != "attnlab" or (c, t, "pytorch") not in best:
-            continue
-        p = best[(c, t, "pytorch")]
-        split = f"{p.get('torch_threads', t)} x {p.get('blas_threads', '?')}"
+    for c, t, a, p, split in pairs():
         print(f"| {c} | {t} | {a['tokens_per_s']:,.0f} | {a['uncached_tokens_per_s']:,.0f} | {a['speedup']:.1f}x "
               f"| {a['answers_equal']} | {p['tokens_per_s']:,.0f} ({split}) | {a['tokens_per_s'] / p['tokens_per_s']:.2f}x |")
     sys.exit(0)
@@ -97,14 +101,10 @@ if att:
     print()
 print("| config | threads | attnlab tok/s | attnlab speed-up over 1 thread | PyTorch tok/s (torch x BLAS threads) | ratio | attnlab share of FMA peak (GFLOP/s of peak) | bound: products alone | products' share of a step | attnlab RSS MiB | PyTorch RSS MiB |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
-for (c, t, impl), a in sorted(best.items()):
-    if impl != "attnlab" or (c, t, "pytorch") not in best:
-        continue
-    p = best[(c, t, "pytorch")]
+for c, t, a, p, split in pairs():
     mfu = f"{a['mfu']:.0%} ({a['gflops']:.1f} of {a['fma_peak_gflops']:.1f})" if "fma_peak_gflops" in a else "-"
     bound = f"{a['products_mfu_bound']:.0%}" if "products_mfu_bound" in a else "-"
     share = f"{a['products_share_of_step']:.0%}" if "products_share_of_step" in a else "-"
-    split = f"{p.get('torch_threads', t)} x {p.get('blas_threads', '?')}"
     one = best.get((c, 1, "attnlab"))  # scaling needs the 1-thread run in the same table
     speedup = f"{a['tokens_per_s'] / one['tokens_per_s']:.2f}x" if one else "-"
     print(f"| {c} | {t} | {a['tokens_per_s']:,.0f} | {speedup} | {p['tokens_per_s']:,.0f} ({split}) "

@@ -16,6 +16,7 @@
 #include "framework/ops/loss.h"
 #include "models/sequence_model.h"
 #include "tests/cli_harness.h"
+#include "tests/fixtures.h"
 
 using namespace attnlab;
 
@@ -69,15 +70,7 @@ TEST_CASE("one training step of the benchmark's S encoder makes 3x BENCHMARK.md'
   // BENCHMARK.md: forward FLOPs per token = L (8 d^2 + 4 d d_ff + 4 T d) + 2 d V; a step is
   // forward + backward, and every product's backward makes two products of its size.
   const int64_t V = 16, T = 16, d = 64, h = 4, L = 2, d_ff = 256, B = 8;
-  TransformerConfig config;
-  config.arch = "encoder";
-  config.vocab_size = V;
-  config.max_len = T;
-  config.d_model = d;
-  config.n_heads = h;
-  config.n_layers = L;
-  config.d_ff = d_ff;
-  auto model = make_model(config, 3);
+  auto model = make_model(attnlab::testing::model_config("encoder", V, T, d, h, L, d_ff), 3);
   ModelInput input;
   input.src = IntTensor({B, T});
   IntTensor target({B, T});
