@@ -3,8 +3,9 @@
 // attention at short lengths and narrow heads (S: 16 x 16 x 16, M: 32 x 16 x 32),
 // where a library's packing and dispatch cost more than the multiply-adds
 // (Eigen ran them at 34-57 GFLOP/s on a 215 GFLOP/s core, docs/performance.md).
-// op(B) is copied into a contiguous k x n block on the stack, then each block
-// of four rows of C is accumulated in registers over k, in k's order: one fixed
+// op(B) is read row by row where it is stored (copied upright onto the stack
+// first only when it is transposed); blocks of 8 rows of C (C 16 wide) or 4
+// rows (wider) are accumulated in registers over k, in k's order: one fixed
 // summation order for every element, whatever the thread count.
 #include "framework/ops/gemm.h"
 
