@@ -214,9 +214,6 @@ Timings time_steps(const BenchShape& shape, const BenchArgs& a, SequenceModel& m
   return out;
 }
 
-// The CPU, the backend and the peaks, with MFU against each. No step can run
-// faster than the FMA peak; should one seem to, every burst met load on this
-// shared machine, so the peak is measured again, longer, before it is used.
 // The products of one training step (forward and backward; the optimizer makes none).
 std::vector<GemmCall> record_step_products(const BenchShape& shape, const BenchArgs& a, SequenceModel& model) {
   std::vector<ModelInput> inputs;
@@ -238,8 +235,7 @@ std::vector<GemmCall> record_step_products(const BenchShape& shape, const BenchA
 // is the share of the FMA peak a step could reach with these products.
 void add_products_bound(nlohmann::json& out, const std::vector<GemmCall>& calls, double step_ms,
                         double model_flops_per_step) {
-  double product_flops = 0;
-  for (const GemmCall& call : calls) product_flops += call.flops();
+  const double product_flops = total_flops(calls);
   const double seconds = replay_seconds(calls, 5);
   out["products_per_step"] = calls.size();
   out["product_gflop_per_step"] = product_flops / 1e9;
@@ -267,8 +263,7 @@ void print_products_table(const std::vector<GemmCall>& calls) {
   std::cout << "\n| product (m x n x k) | calls | ms | share | GFLOP/s |\n|---|---|---|---|---|\n";
   char line[256];
   for (size_t i = 0; i < shapes.size(); ++i) {
-    double flops = 0;
-    for (const GemmCall& call : shapes[i].second) flops += call.flops();
+    const double flops = total_flops(shapes[i].second);
     std::snprintf(line, sizeof line, "| %s | %zu | %.3f | %.1f%% | %.1f |\n", shapes[i].first.c_str(),
                   shapes[i].second.size(), ms[i], 100 * ms[i] / total, flops / ms[i] / 1e6);
     std::cout << line;
@@ -277,6 +272,9 @@ void print_products_table(const std::vector<GemmCall>& calls) {
   std::cout << line;
 }
 
+// The CPU, the backend and the peaks, with MFU against each. No step can run
+// faster than the FMA peak; should one seem to, every burst met load on this
+// shared machine, so the peak is measured again, longer, before it is used.
 void add_peaks(nlohmann::json& out, FmaPeak fma, double gflops, int threads) {
   fma_burst(fma, threads);
   for (int retry = 0; retry < 3 && gflops > fma.gflops; ++retry) fma = measure_fma_peak(threads, 40, 0.005, fma);

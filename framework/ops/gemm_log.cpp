@@ -48,11 +48,13 @@ std::vector<GemmCall> GemmLog::calls() const {
   return calls_;
 }
 
-double GemmLog::flops() const {
+double total_flops(const std::vector<GemmCall>& calls) {
   double sum = 0;
-  for (const GemmCall& call : calls()) sum += call.flops();
+  for (const GemmCall& call : calls) sum += call.flops();
   return sum;
 }
+
+double GemmLog::flops() const { return total_flops(calls()); }
 
 void GemmLog::record(const GemmCall& call) {
   std::lock_guard<std::mutex> lock(mutex_);

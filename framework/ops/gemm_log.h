@@ -33,6 +33,9 @@ struct GemmCall {
   double flops() const;
 };
 
+// The sum of the calls' flops().
+double total_flops(const std::vector<GemmCall>& calls);
+
 class GemmLog {
  public:
   GemmLog();  // starts recording; throws std::logic_error if another log is alive
@@ -43,7 +46,7 @@ class GemmLog {
   // The calls in the order they were made (those of one parallel region in the
   // order their threads made them).
   std::vector<GemmCall> calls() const;
-  double flops() const;  // the sum of calls()' flops
+  double flops() const;  // total_flops(calls())
 
   void record(const GemmCall& call);  // called by gemm.cpp
 
