@@ -132,6 +132,8 @@ TEST_CASE("bench reports a step's products replayed alone: their FLOPs, time, sh
   // graph: V 8, T 2, d 4, h 1, L 6, d_ff 4, B 1.
   const double forward_per_token = 6 * (8.0 * 16 + 4.0 * 4 * 4 + 4.0 * 2 * 4) + 2.0 * 4 * 8;
   CHECK(j["product_gflop_per_step"].get<double>() * 1e9 == Approx(3 * forward_per_token * 2));
+  // bench's model FLOP/s uses the same formula: 3x forward FLOPs per token, times tokens/s.
+  CHECK(j["gflops"].get<double>() * 1e9 == Approx(3 * forward_per_token * j["tokens_per_s"].get<double>()));
   CHECK(j["products_per_step"].get<int>() > 0);
   const double ms = j["products_ms"].get<double>();
   CHECK(ms > 0);
