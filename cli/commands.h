@@ -1,6 +1,7 @@
 #pragma once
 // The attnlab subcommands: one file each in cli/. Each takes the arguments
 // after its name and returns the process exit code.
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,6 +35,20 @@ constexpr int kExitUsage = 2;
 // would say 2, bad input).
 struct RunFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// What an error a command threw becomes: the one line printed on stderr
+// ("attnlab COMMAND: ...") and the exit code. One table for every command.
+struct Failure {
+  int code;
+  std::string line;
+};
+Failure describe_failure(const std::string& command, std::exception_ptr error);
+
+// A failure whose line was printed already (under mpirun, by rank 0 before
+// any process ended): the dispatcher only returns its exit code.
+struct ReportedFailure {
+  int code;
 };
 
 }  // namespace attnlab::cli

@@ -1,9 +1,10 @@
 // The attnlab command line: the subcommand table, --help, --version, and the
 // one line and exit code every error becomes.
 #include <boost/program_options/errors.hpp>
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <new>
 
@@ -74,7 +75,38 @@ void print_usage(std::ostream& out) {
          "  attnlab predict --run runs/reverse \"3 1 4 1 5 9 2 6\"\n";
 }
 
+// A command's output that did not reach its destination (a full disk, a
+// closed pipe, a file-size limit) is a failure, not a success.
+int finish_standard_output(const std::string& name, int code) {
+  std::cout.flush();
+  if (std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
+  std::cerr << "attnlab " << name << ": could not write the output to standard output (" << std::strerror(errno)
+            << ")\n";
+  return code == kExitOk ? kExitFailure : code;
+}
+
 }  // namespace
+
+Failure describe_failure(const std::string& command, std::exception_ptr error) {
+  const std::string prefix = "attnlab " + command + ": ";
+  try {
+    std::rethrow_exception(error);
+  } catch (const boost::program_options::error& e) {
+    return {kExitUsage, prefix + e.what() + " (see attnlab " + command + " --help)"};
+  } catch (const std::invalid_argument& e) {  // ShapeError, ValueError
+    return {kExitUsage, prefix + e.what()};
+  } catch (const RunFailure& e) {
+    return {kExitFailure, prefix + e.what()};
+  } catch (const IoError& e) {
+    return {kExitUsage, prefix + e.what()};
+  } catch (const std::bad_alloc&) {
+    return {kExitFailure, prefix + "out of memory; lower --batch-size, --d-model, --d-ff, --layers or the sequence length"};
+  } catch (const std::exception& e) {
+    return {kExitFailure, prefix + "internal error: " + e.what()};
+  } catch (...) {
+    return {kExitFailure, prefix + "internal error: an unknown exception"};
+  }
+}
 
 int run_command_line(int argc, char** argv) {
   // Before any thread exists: SIGINT, SIGTERM and SIGHUP go to one watcher
@@ -91,7 +123,7 @@ int run_command_line(int argc, char** argv) {
   std::string name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     print_usage(std::cout);
-    return kExitOk;
+    return finish_standard_output("--help", kExitOk);
   }
   if (name == "--version") {
     if (argc > 2) {
@@ -99,35 +131,24 @@ int run_command_line(int argc, char** argv) {
       return kExitUsage;
     }
     print_version(std::cout);
-    return kExitOk;
+    return finish_standard_output("--version", kExitOk);
   }
   // Under mpirun every process meets the same bad input: one of them says so.
-  std::ofstream silent;
-  std::ostream& err = launched_rank() == 0 ? std::cerr : silent;
+  const bool speaks = launched_rank() == 0;
   for (const Command& c : kCommands) {
     if (name != c.name) continue;
     Args args(argv + 2, argv + argc);
+    int code = kExitOk;
     try {
-      return c.run(args);
-    } catch (const boost::program_options::error& e) {
-      err << "attnlab " << name << ": " << e.what() << " (see attnlab " << name << " --help)\n";
-      return kExitUsage;
-    } catch (const std::invalid_argument& e) {  // ShapeError, ValueError
-      err << "attnlab " << name << ": " << e.what() << '\n';
-      return kExitUsage;
-    } catch (const RunFailure& e) {
-      err << "attnlab " << name << ": " << e.what() << '\n';
-      return kExitFailure;
-    } catch (const IoError& e) {
-      err << "attnlab " << name << ": " << e.what() << '\n';
-      return kExitUsage;
-    } catch (const std::bad_alloc&) {
-      err << "attnlab " << name << ": out of memory; lower --batch-size, --d-model, --d-ff, --layers or the sequence length\n";
-      return kExitFailure;
-    } catch (const std::exception& e) {
-      err << "attnlab " << name << ": internal error: " << e.what() << '\n';
-      return kExitFailure;
+      code = c.run(args);
+    } catch (const ReportedFailure& e) {  // printed already, by the process that speaks
+      return e.code;
+    } catch (...) {
+      const Failure f = describe_failure(name, std::current_exception());
+      if (speaks) std::cerr << f.line << '\n';
+      return f.code;
     }
+    return finish_standard_output(name, code);
   }
   std::cerr << "attnlab: unknown command '" << name << "' (commands: train, eval, predict, sample, tasks, bench, gradcheck, attention; see attnlab --help)\n";
   return kExitUsage;

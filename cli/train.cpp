@@ -8,8 +8,10 @@
 #include <set>
 
 #include "cli/command_line.h"
+#include "cli/decide_together.h"
 #include "cli/processes.h"
 #include "cli/run_claim.h"
+#include "cli/shell_quote.h"
 #include "cli/train_job.h"
 
 namespace attnlab::cli {
@@ -139,7 +141,7 @@ TrainJob make_job(const TrainSettings& s, const TrainArgs& a, const OptionSet& e
   job.run = RunDir(a.run_path.empty() ? "runs/" + s.task.name + "-" + s.model.arch : a.run_path);
   job.resume = !a.resume_path.empty();
   job.quiet = a.quiet;
-  job.config_ini = "# attnlab train: resolved options; repeat with  attnlab train --config " + job.run.config_path() +
+  job.config_ini = "# attnlab train: resolved options; repeat with  attnlab train --config " + shell_quote(job.run.config_path()) +
                    " --run NEW_DIR\n" + experiment.to_ini();
   if (job.resume && job.run.latest_step() >= s.steps)
     throw ValueError("run '" + job.run.path() + "' is already at step " + std::to_string(job.run.latest_step()) +
@@ -147,36 +149,55 @@ TrainJob make_job(const TrainSettings& s, const TrainArgs& a, const OptionSet& e
   return job;
 }
 
-}  // namespace
-
-int run_train(const Args& args) {
+// Everything before the first step, on every process: the options, the run
+// directory's claim (by the root process), the data, the model and the run's
+// files. `session` stays empty for --help and --check, which print and end.
+void prepare_training(const Args& args, const Communicator& processes, TrainJob& job, std::optional<RunClaim>& claim,
+                      std::optional<TrainSession>& session) {
   TrainSettings s = default_settings();
   OptionSet experiment = all_train_options(s);
   TrainArgs a;
   po::options_description all = options_with_help();
   all.add(general_options(a).description()).add(experiment.description());
   po::variables_map vm;  // command-line values win: they are stored first
-  if (!parse_command_line(args, all, vm, kTrainUsage, kTrainExamples)) return kExitOk;
+  if (!parse_command_line(args, all, vm, kTrainUsage, kTrainExamples)) return;
   a.given = given_options(vm);  // before --config adds its values: check_given_flags checks what the user wrote
-  std::optional<RunClaim> claim;
-  if (!a.resume_path.empty()) claim = prepare_resume(a, vm, experiment, launched_rank() == 0);
+  if (!a.resume_path.empty()) claim = prepare_resume(a, vm, experiment, processes.is_root());
   resolve_settings(s, a, experiment, vm);
   if (a.check_only) {
-    std::cout << experiment.to_ini();
-    return kExitOk;
+    if (processes.is_root()) std::cout << experiment.to_ini();
+    return;
   }
   check_processes(s);
-  TrainJob job = make_job(s, a, experiment);
+  job = make_job(s, a, experiment);
+  job.processes = &processes;
+  if (processes.is_root() && !job.resume) claim = RunClaim::start(job.run, a.overwrite);  // before config.ini is written
+  session.emplace(job);
+}
+
+}  // namespace
+
+int run_train(const Args& args) {
+  // First, so that every refusal below is decided by all processes together.
   const std::unique_ptr<Communicator> processes = start_processes();
-  job.processes = processes.get();
-  if (!processes->is_root()) return train(job);  // the root process claims, writes and prints
-  if (!job.resume) claim = RunClaim::start(job.run, a.overwrite);  // created (or replaced) and locked before config.ini is written
+  TrainJob job;
+  std::optional<RunClaim> claim;
+  std::optional<TrainSession> session;
   try {
-    return train(job);
-  } catch (...) {
-    // A run that failed before its first checkpoint has nothing to resume: leave nothing behind.
-    if (claim && job.run.checkpoint_steps().empty()) claim->undo();
+    decide_together(*processes, "train", [&] { prepare_training(args, *processes, job, claim, session); });
+  } catch (...) {  // refused before the first step (by any process): a new run leaves nothing behind
+    session.reset();
+    if (claim) claim->undo();
     throw;
+  }
+  if (!session) return kExitOk;
+  // From here on the run's record (metrics.csv, config.ini) is the user's: a failure keeps it.
+  try {
+    return session->run();
+  } catch (const RunFailure&) {
+    throw;  // every process throws it after the same step (training/trainer.h): rank 0 prints it
+  } catch (...) {
+    end_every_process(*processes, "train");
   }
 }
 

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/load_run.h"
 #include "cli/progress.h"
+#include "cli/shell_quote.h"
 #include "cli/signals.h"
 #include "cli/test_seams.h"
 #include "framework/io/atomic_file.h"
@@ -44,6 +45,11 @@ void prepare_run_files(const TrainJob& job, const Task& task) {
   check_checkpoint_config(s.model, run.checkpoint_stem(run.latest_step()));
 }
 
+// The command that continues this run, quoted for a POSIX shell.
+std::string resume_command(const TrainJob& job) {
+  return "attnlab train --resume " + shell_quote(job.run.path()) + " --steps " + std::to_string(job.settings.steps);
+}
+
 // Stops on a NaN or Inf: nothing more is written; the last checkpoint stays the run's state.
 int report_nonfinite(const TrainOutcome& out, const RunDir& run) {
   std::cerr << "attnlab train: " << out.problem << "; stopped (" << out.policy << "). ";
@@ -60,8 +66,7 @@ int report_interrupted(const TrainOutcome& out, const TrainJob& job) {
     std::cerr << "attnlab train: interrupted by " << by << " during the final evaluation\n";
   } else {
     std::cerr << "attnlab train: interrupted by " << by << " after step " << out.last_step
-              << "; checkpoint written. Resume with: attnlab train --resume " << job.run.path() << " --steps "
-              << job.settings.steps << "\n";
+              << "; checkpoint written. Resume with: " << resume_command(job) << "\n";
   }
   return interrupt_exit_code(signal);
 }
@@ -131,32 +136,41 @@ TrainerOptions trainer_options(const TrainJob& job, Progress& progress, bool roo
 
 void set_step_hooks_for_tests(StepHooks hooks) { test_hooks() = std::move(hooks); }
 
-int train(const TrainJob& job) {
+TrainSession::TrainSession(const TrainJob& job) : job_(job) {
   const TrainSettings& s = job.settings;
-  const InterruptGuard interrupts;  // SIGINT/SIGTERM/SIGHUP: finish the step, checkpoint, exit 128 + signal
   omp_set_num_threads(s.threads);
-  TrainState state(s);
-  state.set_communicator(*job.processes);
+  state_ = std::make_unique<TrainState>(s);
+  state_->set_communicator(*job.processes);
   const bool root = job.processes->is_root();
-  if (root) prepare_run_files(job, state.task());
+  if (root) prepare_run_files(job, state_->task());
   const bool quiet = job.quiet || !root;
-  Progress progress(job.resume ? job.run.latest_step() + 1 : 1, s.steps, quiet, s.log_every);
-  Trainer trainer(state, trainer_options(job, progress, root));
+  progress_ = std::make_unique<Progress>(job.resume ? job.run.latest_step() + 1 : 1, s.steps, quiet, s.log_every);
+  trainer_ = std::make_unique<Trainer>(*state_, trainer_options(job, *progress_, root));
+}
+
+TrainSession::~TrainSession() = default;
+
+int TrainSession::run() {
+  const TrainJob& job = job_;
+  const TrainSettings& s = job.settings;
+  const TrainState& state = *state_;
+  const bool root = job.processes->is_root();
+  const bool quiet = job.quiet || !root;
   if (!quiet) {
-    progress.message("task: " + state.task().describe());
-    progress.message("model: " + s.model.arch + ", " + std::to_string(state.model().parameter_count()) +
-                     " parameters; run: " + job.run.path() +
-                     (job.resume ? " (resuming at step " + std::to_string(state.step + 1) + ")" : ""));
+    progress_->message("task: " + state.task().describe());
+    progress_->message("model: " + s.model.arch + ", " + std::to_string(state.model().parameter_count()) +
+                       " parameters; run: " + job.run.path() +
+                       (job.resume ? " (resuming at step " + std::to_string(state.step + 1) + ")" : ""));
   }
   TrainOutcome out;
   try {
-    out = trainer.run();
-  } catch (const CheckpointFailure& e) {
-    throw RunFailure(std::string(e.what()) +
-                     (e.intact_step < 0 ? "" : " (continue with: attnlab train --resume " + job.run.path() +
-                                                   " --steps " + std::to_string(s.steps) + ")"));
+    out = trainer_->run();
+  } catch (const RunWriteFailure& e) {
+    progress_->finish();
+    throw RunFailure(std::string(e.what()) + (e.intact_step < 0 ? "; the run directory is kept"
+                                                                : " (continue with: " + resume_command(job) + ")"));
   }
-  progress.finish();
+  progress_->finish();
   if (!root) return out.end == TrainEnd::finished ? kExitOk : out.end == TrainEnd::nonfinite ? kExitFailure
                                                                                          : interrupt_exit_code(SIGTERM);
   if (out.end == TrainEnd::nonfinite) return report_nonfinite(out, job.run);

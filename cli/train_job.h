@@ -2,11 +2,15 @@
 // `attnlab train` around the library's Trainer (training/trainer.h): the run
 // directory's files, the progress display, the interrupt signals, and the
 // report of how the run ended.
+#include <memory>
 #include <string>
 
+#include "cli/progress.h"
 #include "cli/run_dir.h"
+#include "cli/signals.h"
 #include "training/communicator.h"
 #include "training/settings.h"
+#include "training/trainer.h"
 
 namespace attnlab::cli {
 
@@ -19,7 +23,27 @@ struct TrainJob {
   const Communicator* processes = &single_process();  // the root process alone writes and prints
 };
 
-// Runs training and returns the exit code.
-int train(const TrainJob& job);
+// One `train` in two halves, so that under mpirun every refusal is met
+// before the first step and decided by all processes together
+// (cli/decide_together.h): the constructor does everything before the first
+// step, run() trains and reports.
+class TrainSession {
+ public:
+  // The model and data (a resumed run's checkpoint restored), the run's files
+  // written (a resumed run's checked against its checkpoint), the trainer set
+  // up. Throws on bad input; writes config.ini, the vocabulary and metrics.csv.
+  explicit TrainSession(const TrainJob& job);
+  ~TrainSession();
+  // Trains and returns the exit code. RunFailure, on every process at once,
+  // when a file of the run cannot be written (the run is kept).
+  int run();
+
+ private:
+  const TrainJob& job_;
+  InterruptGuard interrupts_;  // SIGINT/SIGTERM/SIGHUP: finish the step, checkpoint, exit 128 + signal
+  std::unique_ptr<TrainState> state_;
+  std::unique_ptr<Progress> progress_;
+  std::unique_ptr<Trainer> trainer_;
+};
 
 }  // namespace attnlab::cli

@@ -29,6 +29,7 @@ TEST_CASE("a build without MPI started as one of 2 processes refuses with one li
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "tests/child_process.h"
 #include "tests/cli_harness.h"
@@ -39,6 +40,7 @@ using attnlab::testing::CliResult;
 using attnlab::testing::metrics_without_times;
 using attnlab::testing::run_attnlab;
 using attnlab::testing::run_executable;
+using attnlab::testing::slurp;
 using attnlab::testing::TempDir;
 
 namespace {
@@ -68,6 +70,24 @@ void require_same_run(const std::string& a, const std::string& b, int step) {
   CHECK(checkpoint_difference(model_file(a, step) + ".optim.safetensors", model_file(b, step) + ".optim.safetensors") ==
         "");
   CHECK(metrics_without_times(a + "/metrics.csv") == metrics_without_times(b + "/metrics.csv"));
+}
+
+
+// A refusal that one rank alone meets (rank 0 claims and locks the run
+// directory and checks a resumed run's files) is decided by every rank: each
+// case ends (a hang would meet the timeout: exit 137) with exit 2 and its
+// line printed once, by rank 0, before any rank ends.
+CliResult mpirun_refused(const std::string& args) {
+  const CliResult r = run_executable("timeout -s KILL 120 " + std::string(ATTNLAB_MPIEXEC),
+                                     "--oversubscribe -np 2 " + std::string(ATTNLAB_EXE) + " " + args, kMpiEnv);
+  return r;
+}
+
+void check_refused_once(const CliResult& r, const std::string& line) {
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK(r.out.find(line) != std::string::npos);
+  CHECK(r.out.find(line) == r.out.rfind(line));
 }
 
 }  // namespace
@@ -259,5 +279,79 @@ TEST_CASE("a NaN gradient stops every rank under --on-nan stop with one message 
   CHECK(skipped.code == 0);
   CHECK(skipped.out.find("step skipped (--on-nan skip)") == skipped.out.rfind("step skipped (--on-nan skip)"));
   CHECK(attnlab::testing::read_summary(dir / "skip")["steps"] == 30);
+}
+TEST_CASE("under mpirun a refusal that only rank 0 meets ends every rank with exit 2 and its line printed once: a "
+          "finished run trained again, a directory that is not a run, an edited config.ini on --resume",
+          "[mpi][refusals]") {
+  TempDir dir("mpi-refusals");
+  const std::string run = dir / "run";
+  const CliResult trained = mpirun_refused("train" + kFlags + " --steps 10 --run " + run);
+  INFO(trained.out);
+  REQUIRE(trained.code == 0);
+  const std::string metrics = slurp(run + "/metrics.csv");
+
+  check_refused_once(mpirun_refused("train" + kFlags + " --steps 10 --run " + run),
+                     "run directory '" + run + "' already exists; use --resume");
+  CHECK(slurp(run + "/metrics.csv") == metrics);
+
+  fs::create_directories(dir / "mine");
+  std::ofstream(dir / "mine/notes.txt") << "a user's file\n";
+  check_refused_once(mpirun_refused("train" + kFlags + " --steps 10 --run " + (dir / "mine")),
+                     "is not an attnlab run directory");
+  CHECK(slurp(dir / "mine/notes.txt") == "a user's file\n");
+
+  const std::string config = slurp(run + "/config.ini");
+  std::string edited = config;
+  edited.replace(edited.find("d-ff = 32"), 9, "d-ff = 64");
+  std::ofstream(run + "/config.ini") << edited;
+  check_refused_once(mpirun_refused("train --resume " + run + " --steps 20 --quiet"),
+                     "config.ini gives d-ff = 64, the checkpoint was trained with 32");
+  CHECK_FALSE(fs::exists(model_file(run, 20) + ".safetensors"));
+  CHECK(slurp(run + "/metrics.csv") == metrics);
+
+  // Refused by every rank alike (the Trainer's check): still printed once, every time.
+  for (int attempt = 0; attempt < 3; ++attempt)
+    check_refused_once(mpirun_refused("train" + kFlags + " --steps 10 --probe-every 5 --run " + (dir / "probe")),
+                       "--probe-every records one process's micro-batch: not with several processes");
+  CHECK_FALSE(fs::exists(dir / "probe"));
+}
+
+TEST_CASE("under mpirun a run in use is refused by every rank: a second job on a live run, with --overwrite, with "
+          "--resume, and of two jobs started together on one new directory one trains and one is refused",
+          "[mpi][refusals]") {
+  using namespace attnlab::testing;
+  TempDir dir("mpi-live");
+  const std::string live = dir / "live";
+  std::vector<std::string> argv = {ATTNLAB_MPIEXEC, "--oversubscribe", "-np", "2", ATTNLAB_EXE};
+  for (const std::string& w : words("train" + kFlags + " --steps 1000000 --run " + live))
+    argv.push_back(w);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  Child job{spawn_program(argv, dir / "live.log")};
+  wait_until(job.pid, [&] { return fs::exists(model_file(live, 20) + ".safetensors"); });
+  const std::string in_use = "run directory '" + live + "' is in use by attnlab process";
+  check_refused_once(mpirun_refused("train" + kFlags + " --steps 10 --run " + live), in_use);
+  check_refused_once(mpirun_refused("train" + kFlags + " --steps 10 --overwrite --run " + live), in_use);
+  check_refused_once(mpirun_refused("train --resume " + live + " --steps 2000000"), in_use);
+  REQUIRE(::kill(job.pid, SIGTERM) == 0);
+  job.wait(60);
+  const CliResult eval = run_attnlab("eval --run " + live);  // the live run was left alone
+  INFO(eval.out);
+  CHECK(eval.code == 0);
+
+  // Two jobs at once on one new directory: the loser meets the winner's lock or its finished run.
+  const std::string both = dir / "both", cmd = "train" + kFlags + " --steps 30 --run " + both;
+  CliResult first, second;
+  std::thread other([&] { second = mpirun_refused(cmd); });
+  first = mpirun_refused(cmd);
+  other.join();
+  INFO(first.out << "\n---\n" << second.out);
+  CHECK(std::min(first.code, second.code) == 0);
+  CHECK(std::max(first.code, second.code) == 2);
+  const std::string& loser = first.code == 2 ? first.out : second.out;
+  const bool locked = loser.find("is in use by attnlab process") != std::string::npos;
+  const bool exists = loser.find("already exists; use --resume") != std::string::npos;
+  CHECK((locked || exists));
+  CHECK(attnlab::testing::read_summary(both)["steps"] == 30);
 }
 #endif

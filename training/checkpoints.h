@@ -18,13 +18,18 @@
 
 namespace attnlab {
 
-// A checkpoint that could not be written (a full disk, a file-size limit, the
-// directory gone or read-only): what() names the reason and the step, and
-// that step's partial files are gone. intact_step is the newest checkpoint
-// still complete on disk, -1 if none.
-struct CheckpointFailure : std::runtime_error {
-  CheckpointFailure(const std::string& what, int64_t intact) : std::runtime_error(what), intact_step(intact) {}
+// A file of a training run that could not be written (a full disk, a
+// file-size limit, the directory gone or read-only): what() names the file,
+// the reason and the newest checkpoint still complete on disk, intact_step
+// (-1 if none). The run directory is kept: it holds the run's record.
+struct RunWriteFailure : std::runtime_error {
+  RunWriteFailure(const std::string& what, int64_t intact) : std::runtime_error(what), intact_step(intact) {}
   int64_t intact_step;
+};
+// A checkpoint that could not be written: what() also names its step, whose
+// partial files are gone.
+struct CheckpointFailure : RunWriteFailure {
+  using RunWriteFailure::RunWriteFailure;
 };
 
 // The self-describing keys of a model file, each a string (JSON where noted):

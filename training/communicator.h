@@ -2,11 +2,12 @@
 // The processes of a data-parallel run, behind the few collectives training
 // needs. This base class is the one-process stand-in (rank 0 of 1: every
 // collective returns its input), so the library builds, runs and tests
-// without MPI; training/mpi_communicator.h is the MPI one (built when CMake
+// without MPI; cli/mpi/communicator.cpp is the MPI one (built when CMake
 // finds MPI). The collectives are chosen for bitwise reproducibility: the
 // gradients are gathered and summed in rank order by every rank (see
 // training/step.cpp), never reduced in an order the MPI library picks.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "framework/real.h"
@@ -25,6 +26,14 @@ class Communicator {
   virtual std::vector<double> allgather(const std::vector<double>& local) const { return local; }
   // True on every rank when it is true on any (collective stop decisions).
   virtual bool any(bool local) const { return local; }
+  // The smallest of every rank's `local`, on every rank (exact: no rounding).
+  virtual int min(int local) const { return local; }
+  // Rank `from`'s `text`, on every rank (the others' `text` is ignored).
+  virtual std::string broadcast(const std::string& text, int from) const { return text; }
+  // Ends every process at once with exit code `code`, for a failure that the
+  // other ranks cannot learn of (they may be waiting in a collective). The
+  // stand-in returns: a single process unwinds as usual.
+  virtual void abort(int code) const { (void)code; }
 };
 
 // The stand-in, for callers that have no communicator of their own.

@@ -81,7 +81,14 @@ TrainOutcome Trainer::run() {
   metrics_->start_interval();
   for (int64_t step = state_.step + 1; step <= s_.steps && !solved_; ++step) {
     const bool probing = probe_ && (step == 1 || step % s_.probe_every == 0);
-    const StepResult r = train_step(state_, options_.hooks, probing ? probe_.get() : nullptr);
+    StepResult r;
+    if (!probing) {
+      r = train_step(state_, options_.hooks, nullptr);
+    } else try {  // probes record one process's micro-batch: only a single process gets here
+        r = train_step(state_, options_.hooks, probe_.get());
+      } catch (const IoError& e) {
+        throw write_failure(e.what());
+      }
     if (auto end = r.finite ? after_update(r) : after_nonfinite(r)) return *end;
   }
   if (!held_valid_ && !evaluate()) return ended(TrainEnd::interrupted_in_final_evaluation, state_.step);
@@ -156,9 +163,19 @@ std::optional<TrainOutcome> Trainer::interrupted(int64_t step, bool checkpointed
 
 // Train figures are averaged over each logging interval; between rows the
 // display shows the first step of the interval.
+// The root process writes metrics.csv (and the event file); a failure there
+// stops every process after this step, as a checkpoint's does.
 void Trainer::report(const StepResult& r, bool log_now, bool evaluated) {
   if (log_now) {
-    stats_ = metrics_->write_row(r.step, state_.optimizer().lr(), evaluated ? &held_ : nullptr, elapsed());
+    std::optional<std::string> failed;
+    try {
+      stats_ = metrics_->write_row(r.step, state_.optimizer().lr(), evaluated ? &held_ : nullptr, elapsed());
+    } catch (const IoError& e) {
+      failed = e.what();
+    }
+    const Communicator& comm = state_.communicator();
+    if (comm.size() > 1 ? comm.any(failed.has_value()) : failed.has_value())
+      throw write_failure(failed ? *failed : "the root process could not write metrics.csv");
   } else if (metrics_->interval_steps() == 1) {
     stats_.loss = r.loss;
     stats_.token_acc = r.accuracy.token;
@@ -191,6 +208,13 @@ void Trainer::save() {
     }
   if (comm.any(failed.has_value()))
     throw failed ? *failed : CheckpointFailure("the root process could not write the checkpoint", -1);
+}
+
+RunWriteFailure Trainer::write_failure(const std::string& what) const {
+  const std::vector<int64_t> intact = checkpoints_ ? checkpoints_->steps() : std::vector<int64_t>{};
+  if (intact.empty()) return RunWriteFailure(what + "; no checkpoint had been written yet", -1);
+  return RunWriteFailure(what + "; the checkpoint of step " + std::to_string(intact.back()) + " is intact",
+                         intact.back());
 }
 
 // Asked of every process and decided together: one process's interrupt stops them all.

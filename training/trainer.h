@@ -69,7 +69,9 @@ class Trainer {
   ~Trainer();
 
   // Steps state.step + 1 .. settings().steps, then evaluates if the last step did not.
-  // CheckpointFailure when a checkpoint cannot be written.
+  // RunWriteFailure when a checkpoint, metrics.csv, the event file or a probe
+  // file cannot be written (a checkpoint's: CheckpointFailure); under several
+  // processes every process throws it after the same step.
   TrainOutcome run();
 
  private:
@@ -80,6 +82,7 @@ class Trainer {
   void report(const StepResult& r, bool log_now, bool evaluated);
   bool evaluate();  // false: abandoned by stop_requested
   void save();
+  RunWriteFailure write_failure(const std::string& what) const;  // names the newest intact checkpoint
   void excluded(const std::function<void()>& work);  // work's time is left out of tokens_per_s
   double elapsed() const;
   bool stop_requested() const;

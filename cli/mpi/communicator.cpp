@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <string>
 
 #include "framework/error.h"
 #include "training/communicator.h"
@@ -34,6 +35,19 @@ class MpiCommunicator : public Communicator {
     MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
     return out != 0;
   }
+  int min(int local) const override {
+    int out = local;
+    MPI_Allreduce(&local, &out, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return out;
+  }
+  std::string broadcast(const std::string& text, int from) const override {
+    unsigned long long length = text.size();
+    MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, from, MPI_COMM_WORLD);
+    std::string out = rank_ == from ? text : std::string(static_cast<size_t>(length), '\0');
+    MPI_Bcast(out.data(), static_cast<int>(length), MPI_CHAR, from, MPI_COMM_WORLD);
+    return out;
+  }
+  void abort(int code) const override { MPI_Abort(MPI_COMM_WORLD, code); }
 
  private:
   template <class T>
