@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
+#include "cli/shell_quote.h"
 #include "framework/error.h"
 
 namespace attnlab::cli {
@@ -54,13 +56,13 @@ std::string existing_message(const RunDir& run) {
   const std::string& path = run.path();
   std::error_code ec;
   if (run.has_marker() && !run.checkpoint_steps().empty())
-    return "run directory '" + path + "' already exists; use --resume " + path + ", another --run, or --overwrite";
+    return "run directory '" + path + "' already exists; use --resume " + shell_quote(path) + ", another --run, or --overwrite";
   if (run.has_marker())
     return "run directory '" + path + "' holds a run that stopped before its first checkpoint (nothing to resume); "
            "start it again with --overwrite, or choose another --run";
   if (fs::exists(run.config_path(), ec))
     return "run directory '" + path + "' already exists (a run of an older attnlab: config.ini, no .attnlab-run "
-           "marker); use --resume " + path + " or another --run (--overwrite replaces only marked runs)";
+           "marker); use --resume " + shell_quote(path) + " or another --run (--overwrite replaces only marked runs)";
   return "'" + path + "' already exists and is not an attnlab run directory; choose another --run";
 }
 
@@ -69,9 +71,25 @@ std::string no_checkpoint_message(const RunDir& run) {
   const std::string head = "run directory '" + path + "' has no checkpoint yet: it stopped before its first one, so "
                            "there is nothing to resume; ";
   if (run.has_marker())
-    return head + "start it again with: attnlab train --config " + run.config_path() + " --run " + path + " --overwrite";
+    return head + "start it again with: attnlab train --config " + shell_quote(run.config_path()) + " --run " +
+               shell_quote(path) + " --overwrite";
   return head + "it has no .attnlab-run marker (an older attnlab's run), so --overwrite will not replace it: delete it "
                 "yourself, or choose another --run";
+}
+
+// `path` with control characters written as \xNN, for a message on one line.
+std::string printable(const std::string& path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if (c >= 0x20 && c != 0x7f) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    char escaped[8];
+    std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+    out += escaped;
+  }
+  return out;
 }
 
 // mkdir -p that remembers what it made, so a failed run can remove exactly that.
@@ -115,9 +133,17 @@ std::string protected_path_reason(const std::string& path) {
 
 RunClaim RunClaim::start(const RunDir& run, bool overwrite) {
   const std::string& path = run.path();
+  // config.ini, metrics.csv and the commands attnlab suggests hold the path on one line.
+  for (size_t i = 0; i < path.size(); ++i)
+    if (static_cast<unsigned char>(path[i]) < 0x20 || path[i] == 0x7f)
+      throw ValueError("run directory '" + printable(path) + "' has a control character (byte " +
+                       std::to_string(static_cast<int>(path[i])) + " at offset " + std::to_string(i) +
+                       "); choose a name without newlines or tabs");
   std::error_code ec;
-  if (fs::exists(path, ec) && !fs::is_directory(path, ec))
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::exists(status) && !fs::is_directory(status))
     throw IoError("cannot create run directory '" + path + "': a file of that name exists");
+  if (ec && ec != std::errc::no_such_file_or_directory) run.require_directory();  // a symlink loop: says so
   if (overwrite)
     if (std::string why = protected_path_reason(path); !why.empty())
       throw ValueError("--overwrite refuses to replace '" + path + "': it is " + why);
@@ -151,7 +177,7 @@ RunClaim RunClaim::start(const RunDir& run, bool overwrite) {
 
 RunClaim RunClaim::resume(const RunDir& run) {
   std::error_code ec;
-  if (!fs::is_directory(run.path(), ec)) throw IoError("run directory '" + run.path() + "' does not exist");
+  run.require_directory();
   if (!fs::exists(run.config_path(), ec))
     throw IoError("'" + run.path() + "' is not an attnlab run directory (no config.ini)");
   RunClaim claim(run);

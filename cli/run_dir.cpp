@@ -126,9 +126,19 @@ std::string RunDir::checkpoint_stem(int64_t step) const { return CheckpointStore
 
 std::vector<int64_t> RunDir::checkpoint_steps() const { return CheckpointStore(checkpoint_dir()).steps(); }
 
+void RunDir::require_directory() const {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path_, ec);
+  if (fs::is_directory(status)) return;
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw IoError("run directory '" + path_ + "' cannot be opened: " + ec.message());
+  if (fs::exists(status)) throw IoError("'" + path_ + "' is not a directory, so it is not a run directory");
+  throw IoError("run directory '" + path_ + "' does not exist");
+}
+
 void RunDir::require_trained() const {
   std::error_code ec;
-  if (!fs::is_directory(path_, ec)) throw IoError("run directory '" + path_ + "' does not exist");
+  require_directory();
   if (!fs::exists(config_path(), ec))
     throw IoError("'" + path_ + "' is not an attnlab run directory (no config.ini)");
   if (checkpoint_steps().empty()) throw IoError("run directory '" + path_ + "' has no checkpoint yet");
@@ -145,8 +155,7 @@ void read_missing_init_as_torch(const po::variables_map& vm, TrainSettings& s) {
 }
 
 TrainSettings load_run_settings(const RunDir& run) {
-  std::error_code ec;
-  if (!fs::is_directory(run.path(), ec)) throw IoError("run directory '" + run.path() + "' does not exist");
+  run.require_directory();
   std::ifstream in(run.config_path());
   if (!in) throw IoError("'" + run.path() + "' is not an attnlab run directory (no readable config.ini)");
   TrainSettings s = default_settings();
@@ -162,6 +171,7 @@ TrainSettings load_run_settings(const RunDir& run) {
   // A run with a saved vocabulary (file tasks) builds its task from it, not
   // from its data file, which may have changed or gone since.
   const std::string vocab = run.path() + "/vocab.txt";
+  std::error_code ec;
   if (fs::exists(vocab, ec)) s.task.vocab_path = vocab;
   finalize(s);
   return s;

@@ -32,6 +32,9 @@ class RunDir {
   std::string checkpoint_stem(int64_t step) const;
   // Steps of the complete checkpoints present (model and optimizer file), ascending.
   std::vector<int64_t> checkpoint_steps() const;
+  // IoError unless the path is a directory: one line saying what it is
+  // instead (missing, a file, a symlink loop or unreadable).
+  void require_directory() const;
   // IoError unless this is a run directory (it has config.ini) with at least one checkpoint.
   void require_trained() const;
   int64_t latest_step() const;  // require_trained() first

@@ -90,10 +90,8 @@ OptionSet general_options(TrainArgs& a) {
 std::optional<RunClaim> prepare_resume(TrainArgs& a, const po::variables_map& vm, const OptionSet& experiment,
                                        bool root) {
   if (!a.config_file.empty()) throw ValueError("--resume reads the run's own config.ini; drop --config");
-  const std::set<std::string> may_change = {"steps", "threads", "grad-accum", "eval-every", "log-every", "keep", "target", "target-patience", "on-nan", "probe-every",
-                                            "tensorboard"};
   for (const auto& [name, value] : vm)
-    if (!value.defaulted() && experiment.description().find_nothrow(name, false) && !may_change.count(name))
+    if (!value.defaulted() && experiment.description().find_nothrow(name, false) && !resume_may_change(name))
       throw ValueError("--" + name + " cannot change when resuming (it is part of the run's config.ini); start a new run instead");
   if (!a.run_path.empty() && a.run_path != a.resume_path) throw ValueError("--resume and --run name different directories");
   std::optional<RunClaim> claim;
@@ -162,6 +160,9 @@ void prepare_training(const Args& args, const Communicator& processes, TrainJob&
   po::variables_map vm;  // command-line values win: they are stored first
   if (!parse_command_line(args, all, vm, kTrainUsage, kTrainExamples)) return;
   a.given = given_options(vm);  // before --config adds its values: check_given_flags checks what the user wrote
+  for (const char* path : {"run", "resume", "config"})
+    if (a.given.count(path) && vm[path].as<std::string>().empty())
+      throw ValueError(std::string("--") + path + " needs a path, got an empty one");
   if (!a.resume_path.empty()) claim = prepare_resume(a, vm, experiment, processes.is_root());
   resolve_settings(s, a, experiment, vm);
   if (a.check_only) {

@@ -23,6 +23,11 @@ struct TrainJob {
   const Communicator* processes = &single_process();  // the root process alone writes and prints
 };
 
+// Whether option `name` (config.ini's name) may differ on --resume: how long
+// the run goes, how it reports, its threads and micro-batches; the rest is
+// the experiment.
+bool resume_may_change(const std::string& name);
+
 // One `train` in two halves, so that under mpirun every refusal is met
 // before the first step and decided by all processes together
 // (cli/decide_together.h): the constructor does everything before the first

@@ -285,3 +285,87 @@ TEST_CASE("scripts/sweep.py: the user's --threads wins over the sweep's own, --r
   CHECK_THAT(run_given.out, Contains("--run cannot be given after --"));
   CHECK_FALSE(fs::exists(dir / "elsewhere"));
 }
+
+TEST_CASE("run paths: a control character is refused at creation, an empty --run is refused, a file or a symlink loop "
+          "is named for what it is, and the commands attnlab suggests are shell-quoted",
+          "[cli][run-safety]") {
+  TempDir dir("safety-paths");
+  CliResult tab = run_attnlab("train" + kTiny + " --steps 2 --run '" + (dir / "a\tb") + "'");
+  INFO(tab.out);
+  CHECK(tab.code == 2);
+  CHECK_THAT(tab.out, Contains("\\x09b' has a control character (byte 9 at offset"));
+  CHECK(fs::is_empty(dir.path));
+  CliResult newline = run_attnlab("train" + kTiny + " --steps 2 --run '" + (dir / "a\nb") + "'");
+  CHECK(newline.code == 2);
+  CHECK_THAT(newline.out, Contains("has a control character (byte 10 at offset"));
+  CHECK(fs::is_empty(dir.path));
+
+  CliResult empty = run_attnlab("train" + kTiny + " --steps 2 --run ''");
+  CHECK(empty.code == 2);
+  CHECK(empty.out == "attnlab train: --run needs a path, got an empty one\n");
+
+  std::ofstream(dir / "afile") << "mine\n";
+  fs::create_symlink(dir / "loop", dir / "loop");
+  for (const std::string& command : {"eval --run ", "train --steps 5 --resume "}) {
+    CliResult file = run_attnlab(command + (dir / "afile"));
+    INFO(file.out);
+    CHECK(file.code == 2);
+    CHECK_THAT(file.out, Contains("'" + (dir / "afile") + "' is not a directory, so it is not a run directory"));
+    CliResult loop = run_attnlab(command + (dir / "loop"));
+    INFO(loop.out);
+    CHECK(loop.code == 2);
+    CHECK_THAT(loop.out, Contains("run directory '" + (dir / "loop") + "' cannot be opened: Too many levels of symbolic links"));
+  }
+  CliResult loop_new = run_attnlab("train" + kTiny + " --steps 2 --run " + (dir / "loop"));
+  CHECK(loop_new.code == 2);
+  CHECK_THAT(loop_new.out, Contains("cannot be opened: Too many levels of symbolic links"));
+  CHECK(slurp(dir / "afile") == "mine\n");
+
+  // A path with a space and a quote: config.ini's "repeat with" line and the resume hint work when pasted.
+  const std::string spaced = dir / "my run's";
+  CliResult trained = run_attnlab("train" + kTiny + " --steps 2 --eval-every 2 --run \"" + spaced + "\"");
+  INFO(trained.out);
+  REQUIRE(trained.code == 0);
+  const std::string quoted = "'" + (dir / "my run'\\''s") + "'";
+  CHECK_THAT(slurp(spaced + "/config.ini"),
+             Contains("repeat with  attnlab train --config " + quoted.substr(0, quoted.size() - 1) + "/config.ini'"));
+  CliResult again = run_attnlab("train" + kTiny + " --steps 2 --run \"" + spaced + "\"");
+  CHECK(again.code == 2);
+  CHECK_THAT(again.out, Contains("use --resume " + quoted + ", another --run"));
+  CliResult resumed = run_attnlab("train --resume " + quoted + " --steps 4 --quiet");  // the hint, pasted
+  INFO(resumed.out);
+  CHECK(resumed.code == 0);
+}
+
+TEST_CASE("a resumed run's options are those its checkpoint was trained with: an edited task, lr or seed in config.ini "
+          "is refused naming both values, an option --resume may change is not",
+          "[cli][run-safety]") {
+  TempDir dir("safety-edited");
+  const std::string run = dir / "run";
+  REQUIRE(run_attnlab("train" + kTiny + " --steps 2 --eval-every 2 --run " + run).code == 0);
+  const std::string config = slurp(run + "/config.ini");
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string text = config;
+    REQUIRE(text.find("\n" + from + "\n") != std::string::npos);
+    text.replace(text.find("\n" + from + "\n") + 1, from.size(), to);
+    std::ofstream(run + "/config.ini") << text;
+    return run_attnlab("train --resume " + run + " --steps 4 --quiet");
+  };
+  const std::string lr_line = config.substr(config.find("\nlr = ") + 1, config.find('\n', config.find("\nlr = ") + 1) -
+                                                                             config.find("\nlr = ") - 1);
+  const std::map<std::string, std::string> edits = {
+      {"task = reverse", "task = copy"}, {lr_line, "lr = 0.5"}, {"seed = 0", "seed = 7"}};
+  for (const auto& [from, to] : edits) {
+    CliResult r = edited(from, to);
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Contains(run + "/config.ini gives " + to + ", but the checkpoint of step 2 was trained with " +
+                               from + " (was config.ini edited?"));
+    CHECK_FALSE(fs::exists(run + "/checkpoints/step-00000004.safetensors"));
+  }
+  // steps is one of the options a resume may change: config.ini's value is only the default.
+  CliResult steps = edited("steps = 2", "steps = 3");
+  INFO(steps.out);
+  CHECK(steps.code == 0);
+  CHECK(fs::exists(run + "/checkpoints/step-00000004.safetensors"));
+}

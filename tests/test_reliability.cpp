@@ -477,6 +477,52 @@ TEST_CASE("a full disk while checkpointing gives a clear error and keeps the pre
   CHECK(fs::exists(checkpoint(run, 20)));
 }
 
+TEST_CASE("a full disk while writing the event file or metrics.csv is a failure of the run, not bad input: exit 1, "
+          "the intact checkpoint and the resume command named, the run kept, before or after its first checkpoint",
+          "[cli][reliability]") {
+  TempDir dir("rel-events");
+  // A row a step: the event file outgrows 48 KiB after about 150 steps; each file of a checkpoint fits.
+  const std::string flags = std::string(kTinyTask) + " --d-model 8 --heldout 200 --target 0 --steps 100000 --log-every 1 --tensorboard";
+  const std::string run = dir / "run";
+  const int code = wait_exit(spawn("train" + flags + " --eval-every 20 --run " + run, dir / "log", 49152));
+  std::string log = slurp(dir / "log");
+  INFO(log);
+  CHECK(code == 1);
+  CHECK_THAT(log, Contains(std::strerror(EFBIG)) && Contains("is intact (continue with: attnlab train --resume " +
+                                                                 run + " --steps 100000)"));
+  CHECK(fs::exists(run + "/metrics.csv"));
+  CHECK(fs::exists(run + "/config.ini"));
+  Result eval = run_attnlab("eval --run " + run);
+  INFO(eval.out);
+  CHECK(eval.code == 0);
+
+  // No checkpoint yet: the run that trained is kept all the same (its metrics.csv is the record).
+  const std::string early = dir / "early";
+  const int early_code = wait_exit(spawn("train" + flags + " --eval-every 50000 --run " + early, dir / "early.log", 49152));
+  log = slurp(dir / "early.log");
+  INFO(log);
+  CHECK(early_code == 1);
+  CHECK_THAT(log, Contains("no checkpoint had been written yet; the run directory is kept"));
+  CHECK(fs::exists(early + "/metrics.csv"));
+  CHECK(fs::exists(early + "/config.ini"));
+}
+
+TEST_CASE("output that cannot be written to stdout is a failure: exit 1 and one line, for predict, tasks and --help",
+          "[cli][reliability]") {
+  if (!fs::exists("/dev/full")) return;  // Linux's always-full device
+  TempDir dir("rel-stdout");
+  const std::string run = dir / "run";
+  REQUIRE(run_attnlab("train" + kTiny + " --target 0 --steps 2 --eval-every 2 --run " + run).code == 0);
+  for (const std::string& command : {"predict --run " + run + " \"1 2 3 4 5\"", std::string("tasks"),
+                                     "predict --run " + run + " --json \"1 2 3 4 5\"", std::string("train --help")}) {
+    // stdout to the full device, stderr to the test (the harness adds 2>&1 after the group).
+    Result r = attnlab::testing::run_executable("{ " + std::string(ATTNLAB_EXE), command + " >/dev/full; }", "");
+    INFO(command << ": " << r.out);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.out, Contains("could not write the output to standard output"));
+  }
+}
+
 TEST_CASE("an unwritable run directory gives a clear error", "[cli][reliability]") {
   TempDir dir("rel-unwritable");
   write_file_atomic(dir / "file", "not a directory\n");

@@ -92,9 +92,10 @@ std::vector<int64_t> CheckpointStore::steps() const {
   return steps;
 }
 
-void CheckpointStore::save(const TrainState& state, double elapsed_s, int64_t keep) const {
+void CheckpointStore::save(const TrainState& state, double elapsed_s, int64_t keep, const Metadata& extra) const {
   const int64_t step = state.step;
   Metadata meta = checkpoint_description(state.settings(), state.task());
+  meta.insert(extra.begin(), extra.end());
   meta["model_config"] = state.settings().model.to_json().dump();
   meta["step"] = std::to_string(step);
   meta["data_stream"] = state.stream().state();

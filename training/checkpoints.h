@@ -55,9 +55,10 @@ class CheckpointStore {
   // Steps of the complete checkpoints present (model and optimizer file), ascending.
   std::vector<int64_t> steps() const;
 
-  // Writes the checkpoint of state.step, then removes all but the newest
-  // `keep`. CheckpointFailure when it cannot be written.
-  void save(const TrainState& state, double elapsed_s, int64_t keep) const;
+  // Writes the checkpoint of state.step (with `extra` among its model file's
+  // metadata), then removes all but the newest `keep`. CheckpointFailure when
+  // it cannot be written.
+  void save(const TrainState& state, double elapsed_s, int64_t keep, const Metadata& extra = {}) const;
 
   // Loads checkpoint `step` into `state`: weights, optimizer, data stream,
   // dropout generator, step and solved_at. Returns the elapsed seconds it

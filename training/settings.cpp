@@ -129,9 +129,10 @@ void check_optimization_flags(const TrainSettings& s) {
   const ScheduleConfig& c = s.schedule;
   require_one_of("--schedule", c.name, {"constant", "linear", "cosine", "noam"});
   require_at_least("--warmup", c.warmup, 0);
+  // A warmup that outlasts the run never reaches --lr (noam: its peak).
+  require(c.warmup < s.steps || c.warmup == 0, "--warmup " + str(c.warmup) + " must be below --steps " + str(s.steps) +
+                                                   " for --schedule " + c.name);
   if (c.name == "linear" || c.name == "cosine") {
-    require(c.warmup < s.steps, "--warmup " + str(c.warmup) + " must be below --steps " + str(s.steps) +
-                                    " for --schedule " + c.name);
     require(c.min_lr >= 0 && c.min_lr <= o.lr, "--min-lr must be in [0, --lr " + str(o.lr) + "], got " + str(c.min_lr));
   } else {
     require(c.min_lr == defaults.schedule.min_lr, "--min-lr applies to --schedule linear and cosine, not " + c.name);

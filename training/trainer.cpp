@@ -202,7 +202,7 @@ void Trainer::save() {
   const Communicator& comm = state_.communicator();
   std::optional<CheckpointFailure> failed;
   if (comm.is_root()) try {
-      checkpoints_->save(state_, elapsed(), s_.keep);
+      checkpoints_->save(state_, elapsed(), s_.keep, options_.checkpoint_metadata);
     } catch (const CheckpointFailure& e) {
       failed = e;
     }

@@ -42,6 +42,7 @@ struct TrainerOptions {
   std::function<void(const ProgressStats&)> on_step;     // after every step that made an update
   std::function<void(const std::string&)> on_warning;    // a step skipped (on_nan "skip")
   StepHooks hooks;  // gradient reduction; fault injection in tests
+  Metadata checkpoint_metadata;  // added to every checkpoint's model file (the CLI: the run's config.ini)
 };
 
 enum class TrainEnd {
