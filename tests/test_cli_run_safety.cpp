@@ -123,11 +123,15 @@ TEST_CASE("train --overwrite refuses a directory that is not a marked attnlab ru
   const std::string run = dir / "run";
   train_run(run, 2);
   CHECK(fs::exists(run + "/.attnlab-run"));
+  fs::create_directories(run + "/notes/deep");  // a user's folders in the run: parents further up than ..
   before = snapshot(run);
   const std::string exe = std::string(ATTNLAB_EXE) + " ";
   refused(shell("cd '" + run + "' && " + exe + overwrite + "."), ".", "it is the working directory");
   refused(shell("cd '" + run + "/checkpoints' && " + exe + overwrite + ".."), "..", "a parent of the working directory");
+  refused(shell("cd '" + run + "/notes/deep' && " + exe + overwrite + "../.."), "../..",
+          "a parent of the working directory");
   refused(shell("HOME='" + run + "' " + exe + overwrite + run), run, "the home directory");
+  refused(shell("HOME='" + run + "/notes/deep' " + exe + overwrite + run), run, "a parent of the home directory");
   CHECK(snapshot(run) == before);
 }
 
@@ -192,6 +196,14 @@ TEST_CASE("a live run's lock refuses a second train --resume, --overwrite or new
   INFO(resumed.out);
   CHECK(resumed.code == 0);
   CHECK(read_summary(run)["steps"] == last + 2);
+
+  // A live run that replaced a finished one with --overwrite holds the lock as a new run does.
+  Child replacing("train" + kTiny + " --steps 1000000 --eval-every 5 --overwrite --run " + run, dir / "replacing.log");
+  replacing.wait_until([&] { return !fs::exists(run + "/summary.json") && !checkpoint_steps(run).empty(); });
+  Child other("train --resume " + run + " --steps 2000000 --threads 1 --quiet", dir / "other.log");
+  CHECK(other.wait() == 2);
+  CHECK_THAT(slurp(dir / "other.log"), Contains("in use by attnlab process " + std::to_string(replacing.pid)));
+  CHECK(replacing.kill9() == 128 + SIGKILL);
 }
 
 TEST_CASE("two new runs started at once on one directory: exactly one trains, the other exits 2", "[cli][run-safety][lock]") {
