@@ -7,10 +7,14 @@
 //       loss when that is "loss"; with ATTNLAB_DEBUG_NAN_WEIGHT non-empty the
 //       gradient stays finite and the parameter's value becomes +Inf after
 //       step N's update instead, as an overflowing update would.
+//   ATTNLAB_DEBUG_THROW_AT_STEP=N  train: after step N's update, the process
+//       of rank ATTNLAB_DEBUG_THROW_RANK (default 0) alone throws (an error
+//       the other processes cannot learn of).
 //   ATTNLAB_GRADCHECK_BREAK=NAME  gradcheck: that parameter's analytic
 //       gradient is scaled by 1.1 (a wrong backward).
 #include <cstdlib>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "cli/commands.h"
@@ -28,10 +32,23 @@ std::string env(const char* name) {
 // The element in the middle of `t`, where the fault goes.
 Real& middle(Tensor& t) { return t[t.numel() / 2]; }
 
+StepHooks throw_hooks() {
+  StepHooks hooks;
+  const std::string at = env("ATTNLAB_DEBUG_THROW_AT_STEP");
+  if (at.empty()) return hooks;
+  const int64_t step = std::stoll(at);
+  const int rank = env("ATTNLAB_DEBUG_THROW_RANK").empty() ? 0 : std::stoi(env("ATTNLAB_DEBUG_THROW_RANK"));
+  hooks.after_update = [=](TrainState& state) {
+    if (state.step == step && state.communicator().rank() == rank)
+      throw std::runtime_error("injected fault after step " + std::to_string(step) + " on rank " + std::to_string(rank));
+  };
+  return hooks;
+}
+
 StepHooks nan_hooks() {
   StepHooks hooks;
   const std::string at = env("ATTNLAB_DEBUG_NAN_AT_STEP");
-  if (at.empty()) return hooks;
+  if (at.empty()) return throw_hooks();
   const int64_t step = std::stoll(at);
   const std::string param = env("ATTNLAB_DEBUG_NAN_PARAM");
   const auto target = [param](const TrainState& state) {

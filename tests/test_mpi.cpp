@@ -354,4 +354,23 @@ TEST_CASE("under mpirun a run in use is refused by every rank: a second job on a
   CHECK((locked || exists));
   CHECK(attnlab::testing::read_summary(both)["steps"] == 30);
 }
+
+TEST_CASE("an error after the first step that one rank alone meets ends every rank: its line printed once, a non-zero "
+          "exit, and the run directory kept", "[mpi][refusals]") {
+  TempDir dir("mpi-fault");
+  for (const std::string rank : {"0", "1"}) {
+    const std::string run = dir / ("run" + rank);
+    const CliResult r = run_executable(
+        "timeout -s KILL 120 " + std::string(ATTNLAB_MPIEXEC),
+        "--oversubscribe -np 2 " + std::string(ATTNLAB_FAULTS_EXE) + " train" + kFlags + " --steps 30 --run " + run,
+        kMpiEnv + " ATTNLAB_DEBUG_THROW_AT_STEP=15 ATTNLAB_DEBUG_THROW_RANK=" + rank);
+    INFO(r.out);
+    CHECK(r.code == 1);  // the code of the failing rank, through MPI_Abort; not 137, a hang killed
+    const std::string line = "attnlab train: internal error: injected fault after step 15 on rank " + rank;
+    CHECK(r.out.find(line) != std::string::npos);
+    CHECK(r.out.find(line) == r.out.rfind(line));
+    CHECK(fs::exists(run + "/config.ini"));
+    CHECK(fs::exists(model_file(run, 10) + ".safetensors"));
+  }
+}
 #endif
