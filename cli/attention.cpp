@@ -50,9 +50,11 @@ Reading read_sequence_task(const LoadedRun& loaded, const std::string& text) {
   SequenceModel& model = *loaded.model;
   Reading r;
   r.input = parse_input(loaded, text);
-  r.output = model.greedy({r.input}, model.config().max_len)[0];
+  const int64_t budget = decoding_budget(*loaded.task, r.input);  // as predict and eval decode it
+  r.output = model.greedy({r.input}, budget)[0];
   if (answer_filled_table(model.config(), r.input, r.output)) note_answer_filled_table(model.config());
-  r.batch = format_batch(model.config().arch, {{r.input, teacher_forced_target(model.config(), r.input, r.output)}});
+  else if (answer_spent_budget(model.config(), r.output, budget)) note_answer_spent_budget(budget);
+  r.batch = teacher_forced_batch(model.config(), r.input, r.output, budget);
   return r;
 }
 
@@ -151,16 +153,19 @@ nlohmann::json layer_maps(const std::string& name, const MultiHeadAttention& mha
 
 const char* const kAttentionUsage =
     "usage: attnlab attention --run DIR [--out DIR] \"INPUT\"\n\n"
-    "Runs the trained model on one input, teacher-forced on its own greedy answer (so decoders\n"
-    "attend over the sequence they generate), and writes each attention layer's weights, one\n"
-    "CSV matrix per head (rows: queries, columns: keys; each row sums to 1), named\n"
-    "<layer>.h<head>.csv, plus attention.json naming the layers, their files and tokens.\n"
-    "The answer is decoded greedily until <eos> or the end of the positional table (P =\n"
-    "--positions at training): a decoder reads [bos] INPUT [sep] ANSWER, at most P positions;\n"
-    "seq2seq decodes at most P tokens. An answer cut by the table gets a note on stderr, and\n"
-    "its last token (never read by the model) has no row. A language model (--task text)\n"
-    "reads the input text itself, at most its training context (the latest characters), and\n"
-    "answers with its most likely next character. All files are written, or none (exit 1).\n"
+    "Runs the trained model on one input, teacher-forced on its own greedy\n"
+    "answer (so decoders attend over the sequence they generate), and writes\n"
+    "each attention layer's weights, one CSV matrix per head (rows: queries,\n"
+    "columns: keys; each row sums to 1), named <layer>.h<head>.csv, plus\n"
+    "attention.json naming the layers, their files and tokens. The answer is\n"
+    "decoded as predict and eval decode it: until <eos>, one token past the\n"
+    "expected answer, or the end of the positional table (P = --positions at\n"
+    "training): a decoder reads [bos] INPUT [sep] ANSWER, at most P positions;\n"
+    "seq2seq decodes at most P tokens. An answer cut before <eos> gets a note\n"
+    "on stderr, and its last token (never read by the model) has no row. A\n"
+    "language model (--task text) reads the input text itself, at most its\n"
+    "training context (the latest characters), and answers with its most\n"
+    "likely next character. All files are written, or none (exit 1).\n"
     "Plot them with scripts/plot_attention.py OUT_DIR.\n\n";
 
 }  // namespace

@@ -153,12 +153,15 @@ int run_eval(const Args& args) {
   po::variables_map vm;
   if (!parse_command_line(args, opts, vm,
                           "usage: attnlab eval --run DIR [options]\n\n"
-                          "Greedy-decodes held-out examples with the run's latest checkpoint and prints token accuracy\n"
-                          "and exact match. With --len N the examples have inputs of length N, which may lie outside\n"
-                          "the training lengths (they must fit the model's positional table).\n"
-                          "Answers are decoded until <eos>, one token past the longest expected answer, or the end of\n"
-                          "the positional table (P = --positions at training: a decoder reads [bos] INPUT [sep] ANSWER,\n"
-                          "so input + answer <= P - 1 tokens; seq2seq answers at most P tokens), whichever comes first.\n\n",
+                          "Greedy-decodes held-out examples with the run's latest checkpoint and\n"
+                          "prints token accuracy and exact match. With --len N the examples have\n"
+                          "inputs of length N, which may lie outside the training lengths (they\n"
+                          "must fit the model's positional table). Each answer is decoded as\n"
+                          "predict decodes its input: until <eos>, one token past its expected\n"
+                          "answer, or the end of the positional table (P = --positions at\n"
+                          "training: a decoder reads [bos] INPUT [sep] ANSWER, so input + answer\n"
+                          "<= P - 1 tokens; seq2seq answers at most P tokens), whichever comes\n"
+                          "first.\n\n",
                           "\nexamples:\n  attnlab eval --run runs/rev --examples 5\n  attnlab eval --run runs/rev --len 12\n"))
     return kExitOk;
   check_run_and_step(vm, run_path, step);

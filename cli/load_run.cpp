@@ -143,4 +143,9 @@ void note_answer_filled_table(const TransformerConfig& config) {
             << " positions, --positions when it was trained) before <eos>; it may be cut short\n";
 }
 
+void note_answer_spent_budget(int64_t budget) {
+  std::cerr << "note: no <eos> after " << budget - 1 << " answer tokens (the expected answer's length, or the "
+            << "longest trained one); decoding stops one token past it, as eval's does\n";
+}
+
 }  // namespace attnlab::cli

@@ -52,5 +52,8 @@ std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text);
 // The note on stderr for an answer that filled the positional table
 // (answer_filled_table in training/evaluate.h): predict, attention.
 void note_answer_filled_table(const TransformerConfig& config);
+// The note for an answer cut by its budget (answer_spent_budget): no <eos>
+// after the expected answer's budget - 1 tokens.
+void note_answer_spent_budget(int64_t budget);
 
 }  // namespace attnlab::cli

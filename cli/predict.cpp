@@ -31,10 +31,8 @@ struct DecodedPosition {
 // greedy answer (the same distributions greedy decoding saw). The position
 // after the answer is the <eos> decoding stopped at (decoder, seq2seq).
 std::vector<DecodedPosition> decoded_positions(SequenceModel& model, const std::vector<int32_t>& input,
-                                               const std::vector<int32_t>& output) {
-  const std::string& arch = model.config().arch;
-  const std::vector<int32_t> target = teacher_forced_target(model.config(), input, output);
-  FormattedBatch batch = format_batch(arch, {{input, target}});
+                                               const std::vector<int32_t>& output, int64_t budget) {
+  FormattedBatch batch = teacher_forced_batch(model.config(), input, output, budget);
   InferenceGuard guard(model);
   Var probs = softmax(model.forward(batch.input));  // (1, T, V)
   const int64_t V = probs.size(-1), T = batch.targets.shape[1];
@@ -79,7 +77,9 @@ nlohmann::json sequence_json(const Task& task, const std::vector<int32_t>& ids) 
 struct Prediction {
   std::vector<int32_t> input, output;
   std::optional<std::vector<int32_t>> expected;  // none: an input the task cannot answer
+  int64_t budget = 0;                            // decoding_budget: the plan of the decoding
   bool filled_table = false;
+  bool spent_budget = false;
 };
 
 void print_json(const Task& task, const Prediction& p, const std::vector<DecodedPosition>& positions) {
@@ -104,19 +104,24 @@ void print_json(const Task& task, const Prediction& p, const std::vector<Decoded
   std::cout << out.dump() << "\n";
 }
 
+// Decoded as eval decodes a held-out input (decoding_budget, training/evaluate.h),
+// so the two give the same answer for it.
 Prediction predict(LoadedRun& loaded, const std::string& text) {
+  const TransformerConfig& config = loaded.model->config();
   Prediction p;
   p.input = parse_input(loaded, text);
-  p.output = loaded.model->greedy({p.input}, loaded.model->config().max_len)[0];
-  p.filled_table = answer_filled_table(loaded.model->config(), p.input, p.output);
-  if (loaded.model->config().arch == "encoder") {
-    auto expected_len = loaded.task->solve(p.input).size();
-    if (p.output.size() > expected_len) p.output.resize(expected_len);
-  }
   try {
     p.expected = loaded.task->solve(p.input);
   } catch (const ValueError&) {
     // An input the task itself cannot answer: nothing to compare with.
+  }
+  p.budget = decoding_budget(*loaded.task, p.input);
+  p.output = loaded.model->greedy({p.input}, p.budget)[0];
+  p.filled_table = answer_filled_table(config, p.input, p.output);
+  p.spent_budget = !p.filled_table && answer_spent_budget(config, p.output, p.budget);
+  if (config.arch == "encoder") {  // one token per input position, cut to the answer's length (solve's error if none)
+    const size_t expected_len = loaded.task->solve(p.input).size();
+    if (p.output.size() > expected_len) p.output.resize(expected_len);
   }
   return p;
 }
@@ -139,12 +144,15 @@ int run_predict(const Args& args) {
   po::variables_map vm;
   if (!parse_command_line(args, opts, vm,
                           "usage: attnlab predict --run DIR [--logits | --json] \"INPUT\"\n\n"
-                          "Prints the trained model's greedy answer for one input, and the correct answer.\n"
-                          "Symbols are written as in `attnlab tasks` (e.g. \"3 1 4 1 5\"; add: \"123+456\").\n"
-                          "The answer is decoded greedily until <eos> or the end of the positional table (P =\n"
-                          "--positions at training): a decoder reads [bos] INPUT [sep] ANSWER, so input + answer\n"
-                          "<= P - 1 tokens; seq2seq answers at most P tokens; the encoder tagger gives one token\n"
-                          "per input position. An answer cut by the table gets a note on stderr.\n\n",
+                          "Prints the trained model's greedy answer for one input, and the correct\n"
+                          "answer. Symbols are written as in `attnlab tasks` (e.g. \"3 1 4 1 5\";\n"
+                          "add: \"123+456\"). The input is decoded as eval decodes a held-out one,\n"
+                          "so both give the same answer: until <eos>, one token past the expected\n"
+                          "answer, or the end of the positional table (P = --positions at\n"
+                          "training): a decoder reads [bos] INPUT [sep] ANSWER, so input + answer\n"
+                          "<= P - 1 tokens; seq2seq answers at most P tokens; the encoder tagger\n"
+                          "gives one token per input position. An answer cut before <eos> gets a\n"
+                          "note on stderr, and so does an input unlike those of training.\n\n",
                           "\nexample:\n  attnlab predict --run runs/rev \"3 1 4 1 5 9 2 6\"\n", &positional))
     return kExitOk;
   check_run_input(vm, in, "predict");
@@ -160,14 +168,15 @@ int run_predict(const Args& args) {
                      "); continue a prompt with: attnlab sample --run " + in.run_path + " --prompt TEXT");
   const Prediction p = predict(loaded, in.input_text);
   if (p.filled_table) note_answer_filled_table(loaded.model->config());
+  if (p.spent_budget) note_answer_spent_budget(p.budget);
   if (json) {
-    print_json(*loaded.task, p, decoded_positions(*loaded.model, p.input, p.output));
+    print_json(*loaded.task, p, decoded_positions(*loaded.model, p.input, p.output, p.budget));
     return kExitOk;
   }
   std::cout << loaded.task->to_text(p.output) << "\n";
   if (p.expected)
     std::cout << (*p.expected == p.output ? "(correct)" : "(expected " + loaded.task->to_text(*p.expected) + ")") << "\n";
-  if (logits) print_probabilities(*loaded.task, decoded_positions(*loaded.model, p.input, p.output), top);
+  if (logits) print_probabilities(*loaded.task, decoded_positions(*loaded.model, p.input, p.output, p.budget), top);
   return kExitOk;
 }
 

@@ -61,16 +61,21 @@ bool DecoderLM::accept(int32_t token, std::vector<int32_t>& out, std::vector<int
 }
 
 std::vector<std::vector<int32_t>> DecoderLM::greedy(const std::vector<std::vector<int32_t>>& sources,
-                                                    int64_t max_new_tokens) {
+                                                    const std::vector<int64_t>& max_new_tokens) {
   return greedy_cached(sources, max_new_tokens);
 }
 
 std::vector<std::vector<int32_t>> DecoderLM::greedy_cached(const std::vector<std::vector<int32_t>>& sources,
-                                                           int64_t max_new_tokens, DecodeLogits* logits) {
+                                                           const std::vector<int64_t>& max_new_tokens,
+                                                           DecodeLogits* logits) {
+  check_budgets(sources.size(), max_new_tokens);
   const size_t n = sources.size();
   std::vector<std::vector<int32_t>> out(n), seqs = prompts(sources);
   if (logits) logits->assign(n, {});
-  if (max_new_tokens <= 0 || n == 0) return out;
+  std::vector<int64_t> active;  // the sequences with a budget
+  for (size_t i = 0; i < n; ++i)
+    if (max_new_tokens[i] > 0) active.push_back(static_cast<int64_t>(i));
+  if (active.empty()) return out;
   InferenceGuard guard(*this);
   // Every sequence starts at position 0 and advances one position per step,
   // so all active ones share the position and the cache length: a sequence
@@ -78,8 +83,6 @@ std::vector<std::vector<int32_t>> DecoderLM::greedy_cached(const std::vector<std
   // reached its end its last generated token.
   DecoderCache cache = make_decoder_cache(blocks_, static_cast<int64_t>(n), config_.max_len);
   const auto tables = decode_positions(prompt_lengths(seqs), max_new_tokens);  // empty: positions 0, 1, ...
-  std::vector<int64_t> active(n);
-  for (size_t i = 0; i < n; ++i) active[i] = static_cast<int64_t>(i);
   for (int64_t pos = 0; !active.empty(); ++pos) {
     IntTensor ids({static_cast<int64_t>(active.size()), 1});
     for (size_t a = 0; a < active.size(); ++a)
@@ -99,7 +102,7 @@ std::vector<std::vector<int32_t>> DecoderLM::greedy_cached(const std::vector<std
         continue;
       }
       record_logits(logits, i, step_logits, static_cast<int64_t>(a));
-      if (accept(best[a], out[i], seqs[i], max_new_tokens)) next.push_back(active[a]);
+      if (accept(best[a], out[i], seqs[i], max_new_tokens[i])) next.push_back(active[a]);
     }
     active = std::move(next);
   }
@@ -107,14 +110,21 @@ std::vector<std::vector<int32_t>> DecoderLM::greedy_cached(const std::vector<std
 }
 
 std::vector<std::vector<int32_t>> DecoderLM::greedy_uncached(const std::vector<std::vector<int32_t>>& sources,
-                                                             int64_t max_new_tokens, DecodeLogits* logits) {
+                                                             const std::vector<int64_t>& max_new_tokens,
+                                                             DecodeLogits* logits) {
+  check_budgets(sources.size(), max_new_tokens);
   const size_t n = sources.size();
   std::vector<std::vector<int32_t>> out(n), seqs = prompts(sources);  // seqs: [bos] src [sep] generated...
   if (logits) logits->assign(n, {});
   InferenceGuard guard(*this);
   const auto tables = decode_positions(prompt_lengths(seqs), max_new_tokens);  // as greedy_cached's
-  std::vector<bool> done(n, max_new_tokens <= 0);
-  for (int64_t step = 0; step < max_new_tokens; ++step) {
+  std::vector<bool> done(n);
+  int64_t steps = 0;
+  for (size_t i = 0; i < n; ++i) {
+    done[i] = max_new_tokens[i] <= 0;
+    steps = std::max(steps, max_new_tokens[i]);
+  }
+  for (int64_t step = 0; step < steps; ++step) {
     // Every unfinished sequence, right-padded: causal attention keeps a
     // position blind to the padding after it, so the batch changes nothing.
     std::vector<size_t> active;
@@ -140,7 +150,7 @@ std::vector<std::vector<int32_t>> DecoderLM::greedy_uncached(const std::vector<s
       std::copy(all.value().data() + row * v, all.value().data() + (row + 1) * v, last.data());
       Var last_row(std::move(last));
       record_logits(logits, i, last_row, 0);
-      done[i] = !accept(argmax_rows(last_row)[0], out[i], seqs[i], max_new_tokens);
+      done[i] = !accept(argmax_rows(last_row)[0], out[i], seqs[i], max_new_tokens[i]);
     }
   }
   return out;

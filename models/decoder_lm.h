@@ -17,16 +17,28 @@ class DecoderLM : public SequenceModel {
   Var forward(const ModelInput& input) override;
   // Continues each [bos] src [sep]; returns the generated tokens without eos.
   // KV-cached (greedy_cached).
+  using SequenceModel::greedy;
   std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources,
-                                           int64_t max_new_tokens) override;
+                                           const std::vector<int64_t>& max_new_tokens) override;
   // One position per step for every sequence, prompt included, attending over
   // cached keys and values. With logits, receives each chosen token's logits.
   std::vector<std::vector<int32_t>> greedy_cached(const std::vector<std::vector<int32_t>>& sources,
-                                                  int64_t max_new_tokens, DecodeLogits* logits = nullptr);
+                                                  const std::vector<int64_t>& max_new_tokens,
+                                                  DecodeLogits* logits = nullptr);
   // The reference the cached path is tested against: a full forward over the
   // whole prefix for every new token.
   std::vector<std::vector<int32_t>> greedy_uncached(const std::vector<std::vector<int32_t>>& sources,
-                                                    int64_t max_new_tokens, DecodeLogits* logits = nullptr);
+                                                    const std::vector<int64_t>& max_new_tokens,
+                                                    DecodeLogits* logits = nullptr);
+  // The same budget for every source.
+  std::vector<std::vector<int32_t>> greedy_cached(const std::vector<std::vector<int32_t>>& sources,
+                                                  int64_t max_new_tokens, DecodeLogits* logits = nullptr) {
+    return greedy_cached(sources, std::vector<int64_t>(sources.size(), max_new_tokens), logits);
+  }
+  std::vector<std::vector<int32_t>> greedy_uncached(const std::vector<std::vector<int32_t>>& sources,
+                                                    int64_t max_new_tokens, DecodeLogits* logits = nullptr) {
+    return greedy_uncached(sources, std::vector<int64_t>(sources.size(), max_new_tokens), logits);
+  }
 
  private:
   // [bos] src [sep] of each source; ValueError when one exceeds max_len.

@@ -63,32 +63,46 @@ Var EncoderDecoder::forward(const ModelInput& input) {
 }
 
 std::vector<std::vector<int32_t>> EncoderDecoder::greedy(const std::vector<std::vector<int32_t>>& sources,
-                                                         int64_t max_new_tokens) {
+                                                         const std::vector<int64_t>& max_new_tokens) {
   return greedy_cached(sources, max_new_tokens);
 }
 
+namespace {
+
+// The most steps any sequence may take: its budget, at most the table.
+int64_t longest_budget(const std::vector<int64_t>& budgets, int64_t max_len) {
+  int64_t steps = 0;
+  for (int64_t b : budgets) steps = std::max(steps, std::min(b, max_len));
+  return steps;
+}
+
+}  // namespace
+
 std::vector<std::vector<int32_t>> EncoderDecoder::greedy_cached(const std::vector<std::vector<int32_t>>& sources,
-                                                                int64_t max_new_tokens, DecodeLogits* logits) {
+                                                                const std::vector<int64_t>& max_new_tokens,
+                                                                DecodeLogits* logits) {
+  check_budgets(sources.size(), max_new_tokens);
   const size_t n = sources.size();
   std::vector<std::vector<int32_t>> out(n);
   if (logits) logits->assign(n, {});
-  if (n == 0 || max_new_tokens <= 0) return out;
+  const int64_t steps = longest_budget(max_new_tokens, config_.max_len);
+  if (n == 0 || steps <= 0) return out;
   for (size_t i = 0; i < n; ++i) check_length(sources[i].size(), ("source " + std::to_string(i)).c_str());
   InferenceGuard guard(*this);
   ModelInput in;
   pad_sequences(sources, in.src, in.src_pad);
   Var memory = encode(in.src, in.src_pad);
-  const int64_t steps = std::min(max_new_tokens, config_.max_len);
   DecoderCache cache = make_decoder_cache(decoder_blocks_, static_cast<int64_t>(n), steps);
-  const auto tables = decode_positions(std::vector<size_t>(n, 0), steps);  // empty: positions 0, 1, ...
+  const auto tables = decode_positions(std::vector<size_t>(n, 1), max_new_tokens);  // [bos]; empty: 0, 1, ...
   for (auto& block : decoder_blocks_)
     cache.cross.push_back(block->cross_attn->memory_cache(memory, pad_or_null(in.src_pad)));  // once for every step
 
   // Every sequence decodes from [bos] at position 0, one position per step;
   // a finished one leaves the batch (its slot stays, unread).
-  std::vector<int64_t> active(n);
+  std::vector<int64_t> active;
   std::vector<int32_t> last(n, SpecialTokens::bos);
-  for (size_t i = 0; i < n; ++i) active[i] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < n; ++i)
+    if (max_new_tokens[i] > 0) active.push_back(static_cast<int64_t>(i));
   for (int64_t pos = 0; pos < steps && !active.empty(); ++pos) {
     IntTensor ids({static_cast<int64_t>(active.size()), 1});
     for (size_t a = 0; a < active.size(); ++a) ids.data[a] = last[static_cast<size_t>(active[a])];
@@ -105,7 +119,7 @@ std::vector<std::vector<int32_t>> EncoderDecoder::greedy_cached(const std::vecto
       if (best[a] == SpecialTokens::eos) continue;
       out[i].push_back(best[a]);
       last[i] = best[a];
-      next.push_back(active[a]);
+      if (static_cast<int64_t>(out[i].size()) < max_new_tokens[i]) next.push_back(active[a]);
     }
     active = std::move(next);
   }
@@ -113,11 +127,14 @@ std::vector<std::vector<int32_t>> EncoderDecoder::greedy_cached(const std::vecto
 }
 
 std::vector<std::vector<int32_t>> EncoderDecoder::greedy_uncached(const std::vector<std::vector<int32_t>>& sources,
-                                                                  int64_t max_new_tokens, DecodeLogits* logits) {
+                                                                  const std::vector<int64_t>& max_new_tokens,
+                                                                  DecodeLogits* logits) {
+  check_budgets(sources.size(), max_new_tokens);
   const size_t n = sources.size();
   std::vector<std::vector<int32_t>> out(n);
   if (logits) logits->assign(n, {});
-  if (n == 0 || max_new_tokens <= 0) return out;
+  const int64_t steps = longest_budget(max_new_tokens, config_.max_len);
+  if (n == 0 || steps <= 0) return out;
   for (size_t i = 0; i < n; ++i) check_length(sources[i].size(), ("source " + std::to_string(i)).c_str());
   InferenceGuard guard(*this);
   ModelInput in;
@@ -127,13 +144,18 @@ std::vector<std::vector<int32_t>> EncoderDecoder::greedy_uncached(const std::vec
   // All rows share the decoder length (they all start at [bos] and grow by one
   // token per step), so no target padding is needed; finished rows just ride along.
   const int64_t b = static_cast<int64_t>(n);
-  const auto tables = decode_positions(std::vector<size_t>(n, 0), std::min(max_new_tokens, config_.max_len));
+  const auto tables = decode_positions(std::vector<size_t>(n, 1), max_new_tokens);  // as greedy_cached's
   std::vector<int64_t> every_row(n);
   for (size_t i = 0; i < n; ++i) every_row[i] = static_cast<int64_t>(i);
   std::vector<int32_t> tokens(n, SpecialTokens::bos);  // (B, t) row-major, grown column by column
   std::vector<bool> done(n, false);
   size_t remaining = n;
-  for (int64_t t = 1; t <= std::min(max_new_tokens, config_.max_len) && remaining > 0; ++t) {
+  for (size_t i = 0; i < n; ++i)
+    if (max_new_tokens[i] <= 0) {
+      done[i] = true;
+      --remaining;
+    }
+  for (int64_t t = 1; t <= steps && remaining > 0; ++t) {
     IntTensor tgt_in({b, t});
     tgt_in.data = tokens;
     const IntTensor tgt_pos = tables.empty() ? IntTensor() : prefix_position_ids(tables, every_row, t);
@@ -152,11 +174,10 @@ std::vector<std::vector<int32_t>> EncoderDecoder::greedy_uncached(const std::vec
         const Real* r = rows.row(i * t + t - 1).data();
         (*logits)[row].emplace_back(r, r + rows.cols());
       }
-      if (token == SpecialTokens::eos) {
+      if (token != SpecialTokens::eos) out[row].push_back(token);
+      if (token == SpecialTokens::eos || static_cast<int64_t>(out[row].size()) >= max_new_tokens[row]) {
         done[row] = true;
         --remaining;
-      } else {
-        out[row].push_back(token);
       }
     }
     tokens = std::move(next);

@@ -19,17 +19,29 @@ class EncoderDecoder : public SequenceModel {
   Var forward(const ModelInput& input) override;
   // Encodes each src and decodes from [bos]; returns the tokens without eos.
   // KV-cached (greedy_cached).
+  using SequenceModel::greedy;
   std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources,
-                                           int64_t max_new_tokens) override;
+                                           const std::vector<int64_t>& max_new_tokens) override;
   // One target position per step, attending over cached self-attention keys
   // and values and over the memory's keys and values computed once. With
   // logits, receives each chosen token's logits.
   std::vector<std::vector<int32_t>> greedy_cached(const std::vector<std::vector<int32_t>>& sources,
-                                                  int64_t max_new_tokens, DecodeLogits* logits = nullptr);
+                                                  const std::vector<int64_t>& max_new_tokens,
+                                                  DecodeLogits* logits = nullptr);
   // The reference the cached path is tested against: the decoder reruns over
   // the whole target prefix for every new token.
   std::vector<std::vector<int32_t>> greedy_uncached(const std::vector<std::vector<int32_t>>& sources,
-                                                    int64_t max_new_tokens, DecodeLogits* logits = nullptr);
+                                                    const std::vector<int64_t>& max_new_tokens,
+                                                    DecodeLogits* logits = nullptr);
+  // The same budget for every source.
+  std::vector<std::vector<int32_t>> greedy_cached(const std::vector<std::vector<int32_t>>& sources,
+                                                  int64_t max_new_tokens, DecodeLogits* logits = nullptr) {
+    return greedy_cached(sources, std::vector<int64_t>(sources.size(), max_new_tokens), logits);
+  }
+  std::vector<std::vector<int32_t>> greedy_uncached(const std::vector<std::vector<int32_t>>& sources,
+                                                    int64_t max_new_tokens, DecodeLogits* logits = nullptr) {
+    return greedy_uncached(sources, std::vector<int64_t>(sources.size(), max_new_tokens), logits);
+  }
 
   // The two halves, for decoding with a fixed memory; the position ids as
   // ModelInput's src_pos / tgt_pos (empty: the default rule).

@@ -29,7 +29,8 @@ Var EncoderTagger::forward(const ModelInput& input) {
 }
 
 std::vector<std::vector<int32_t>> EncoderTagger::greedy(const std::vector<std::vector<int32_t>>& sources,
-                                                        int64_t /*max_new_tokens*/) {
+                                                        const std::vector<int64_t>& max_new_tokens) {
+  check_budgets(sources.size(), max_new_tokens);
   std::vector<std::vector<int32_t>> out(sources.size());
   if (sources.empty()) return out;
   for (size_t i = 0; i < sources.size(); ++i) check_length(sources[i].size(), ("source " + std::to_string(i)).c_str());

@@ -15,8 +15,9 @@ class EncoderTagger : public SequenceModel {
   // Reads src (B, T) and src_pad -> logits (B, T, V).
   Var forward(const ModelInput& input) override;
   // One argmax token per input position (max_new_tokens is not used).
+  using SequenceModel::greedy;
   std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources,
-                                           int64_t max_new_tokens) override;
+                                           const std::vector<int64_t>& max_new_tokens) override;
 
  private:
   std::vector<std::shared_ptr<EncoderBlock>> blocks_;

@@ -69,6 +69,14 @@ IntTensor spread_position_ids(const std::vector<int64_t>& lengths, int64_t t_len
   return ids;
 }
 
+std::vector<int32_t> decoding_positions(const TransformerConfig& config, int64_t prompt, int64_t answer) {
+  const int64_t n = std::min(std::max<int64_t>(0, prompt) + std::max<int64_t>(0, answer), config.max_len);
+  if (config.random_positions > 0) return spread_positions(n, config.random_positions);
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  return out;
+}
+
 IntTensor step_position_ids(const std::vector<std::vector<int32_t>>& tables, const std::vector<int64_t>& rows,
                             int64_t pos) {
   IntTensor ids({static_cast<int64_t>(rows.size()), 1});

@@ -11,6 +11,7 @@
 
 #include "framework/random.h"
 #include "framework/tensor.h"
+#include "models/config.h"
 
 namespace attnlab {
 
@@ -33,6 +34,19 @@ std::vector<int32_t> spread_positions(int64_t n, int64_t range);
 // order, so the same rng state gives the same ids.
 IntTensor random_position_ids(const std::vector<int64_t>& lengths, int64_t t_len, int64_t range, Rng& rng);
 IntTensor spread_position_ids(const std::vector<int64_t>& lengths, int64_t t_len, int64_t range);
+
+// The positions one greedy decoding reads, decided here for every command
+// (eval, predict, predict --logits and --json, attention; and
+// scripts/attnlab_torch.py's decoding_positions mirrors it): a decoding that
+// reads `prompt` tokens ([bos] input [sep] for a decoder, [bos] for seq2seq's
+// decoder) and then at most `answer` answer tokens (it emits at most
+// answer + 1: the last, or <eos>, from the last position) reads
+// n = min(prompt + answer, max_len) positions. Off: 0, 1, ..., n-1. With
+// random positions P: spread_positions(n, P), the positions evaluation gives a
+// teacher-forced sequence of n tokens, so a decoding planned on the expected
+// answer reads what training read, and a teacher-forced pass over its answer
+// reads the same rows. The encoder's positions do not depend on decoding.
+std::vector<int32_t> decoding_positions(const TransformerConfig& config, int64_t prompt, int64_t answer);
 
 // Decoding reads per-sequence position tables (one per sequence, as long as it
 // may grow). step_position_ids: (rows, 1), entry a = tables[rows[a]][pos].

@@ -52,9 +52,16 @@ class SequenceModel : public Module {
   // train/eval mode is restored). encoder: the argmax at every input position;
   // decoder: continues [bos] src [sep]; seq2seq: decodes from [bos] given src.
   // Generation stops at eos (not included in the result), after
-  // max_new_tokens tokens, or when the decoder input would exceed max_len.
+  // max_new_tokens[i] tokens for source i (its budget: one per source, or one
+  // for all), or when the decoder input would exceed max_len. The budget is
+  // also the plan the positions are decided on (decoding_positions in
+  // models/positions.h: prompt + budget - 1 positions), so with random
+  // positions a source's answer depends on its budget, never on the others'.
   virtual std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources,
-                                                   int64_t max_new_tokens) = 0;
+                                                   const std::vector<int64_t>& max_new_tokens) = 0;
+  std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources, int64_t max_new_tokens) {
+    return greedy(sources, std::vector<int64_t>(sources.size(), max_new_tokens));
+  }
 
   // Every attention layer in forward order (self-attention before
   // cross-attention within a block; encoder before decoder), for instruments.
@@ -87,9 +94,13 @@ class SequenceModel : public Module {
   // subset per row drawn from dropout_rng_ in training and spread_position_ids
   // in evaluation, over each row's real length (pad); else empty (0..T-1).
   IntTensor positions_for(const IntTensor& ids, const Tensor& pad, const IntTensor& given);
-  // Random positions on: each sequence's evaluation positions, spread over
-  // min(P, its length + max_new_tokens) (decoding reads no further). Off: empty.
-  std::vector<std::vector<int32_t>> decode_positions(const std::vector<size_t>& lengths, int64_t max_new_tokens) const;
+  // Random positions on: each sequence's decoding_positions (models/positions.h)
+  // for a prompt of lengths[i] tokens and budgets[i] - 1 answer tokens (the
+  // last token emitted is never read). Off: empty (positions 0, 1, ...).
+  std::vector<std::vector<int32_t>> decode_positions(const std::vector<size_t>& lengths,
+                                                     const std::vector<int64_t>& budgets) const;
+  // ValueError unless there is one budget per source.
+  static void check_budgets(size_t sources, const std::vector<int64_t>& budgets);
   // config.random_positions (0 = off).
   int64_t random_positions() const;
   Var head_logits(const Var& h) const;  // (B, T, d) -> (B, T, V)

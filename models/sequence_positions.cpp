@@ -48,15 +48,18 @@ IntTensor SequenceModel::positions_for(const IntTensor& ids, const Tensor& pad, 
 }
 
 std::vector<std::vector<int32_t>> SequenceModel::decode_positions(const std::vector<size_t>& lengths,
-                                                                  int64_t max_new_tokens) const {
-  const int64_t range = random_positions();
+                                                                  const std::vector<int64_t>& budgets) const {
   std::vector<std::vector<int32_t>> tables;
-  if (range == 0) return tables;
-  for (size_t n : lengths) {
-    // A prompt longer than the range was refused by check_length (P = max_len).
-    tables.push_back(spread_positions(std::min(range, static_cast<int64_t>(n) + std::max<int64_t>(0, max_new_tokens)), range));
-  }
+  if (random_positions() == 0) return tables;
+  for (size_t i = 0; i < lengths.size(); ++i)  // a prompt longer than the table was refused by check_length
+    tables.push_back(decoding_positions(config_, static_cast<int64_t>(lengths[i]), budgets.at(i) - 1));
   return tables;
+}
+
+void SequenceModel::check_budgets(size_t sources, const std::vector<int64_t>& budgets) {
+  if (budgets.size() != sources)
+    throw ValueError("greedy decoding: " + std::to_string(budgets.size()) + " token budgets for " +
+                     std::to_string(sources) + " sources; expected one per source");
 }
 
 }  // namespace attnlab

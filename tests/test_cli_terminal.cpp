@@ -209,9 +209,10 @@ TEST_CASE("seq2seq: predict, predict --logits and attention stop at the end of t
           "[cli][terminal][decoding]") {
   TempDir dir("term-seq2seq-table");
   const std::string run = dir / "run";
-  // Inputs of 4, a table of 6 positions: the answer, with no <eos> possible, fills all 6.
-  train_without_eos(run, " --task reverse --model seq2seq --min-len 4 --max-len 4 --positions 6");
-  const std::string note = "reached the end of the model's positional table (6 positions";
+  // Inputs of 4, a table of 5 positions: the answer, with no <eos> possible, fills all 5 (as many as
+  // its budget, the expected answer's 4 tokens and one more).
+  train_without_eos(run, " --task reverse --model seq2seq --min-len 4 --max-len 4 --positions 5");
+  const std::string note = "reached the end of the model's positional table (5 positions";
 
   Result plain = run_attnlab("predict --run " + run + " \"1 2 3 4\"");
   INFO(plain.out);
@@ -222,7 +223,7 @@ TEST_CASE("seq2seq: predict, predict --logits and attention stop at the end of t
   INFO(logits.out);
   CHECK(logits.code == 0);
   CHECK_THAT(logits.out, Contains(note));
-  CHECK(position_lines(logits.out) == 6);  // every decoded token's distribution
+  CHECK(position_lines(logits.out) == 5);  // every decoded token's distribution
 
   const std::string out = dir / "maps";
   Result maps = run_attnlab("attention --run " + run + " --out " + out + " \"1 2 3 4\"");
@@ -234,7 +235,7 @@ TEST_CASE("seq2seq: predict, predict --logits and attention stop at the end of t
   int decoder_layers = 0;
   for (const auto& layer : meta["layers"])
     if (layer["name"].get<std::string>().find("decoder.") == 0) {
-      CHECK(layer["queries"].size() == 6);  // [bos] and 5 of the 6 tokens: the last was never read
+      CHECK(layer["queries"].size() == 5);  // [bos] and 4 of the 5 tokens: the last was never read
       ++decoder_layers;
     }
   CHECK(decoder_layers == 2);
@@ -267,6 +268,39 @@ TEST_CASE("decoder: predict, predict --logits and attention stop at the end of t
   const nlohmann::json meta = attention_meta(out);
   REQUIRE(meta["layers"].size() == 1);
   for (const auto& layer : meta["layers"]) CHECK(layer["queries"].size() == 8);
+}
+
+TEST_CASE("predict, predict --logits and attention stop one token past the expected answer, as eval does, with a "
+          "note", "[cli][terminal][decoding][random-positions]") {
+  TempDir dir("term-budget");
+  for (const std::string model : {"decoder", "seq2seq"}) {
+    INFO(model);
+    const std::string run = dir / model;
+    // A table of 64 positions: the answer, with no <eos> possible, stops at its budget, the expected 4 tokens and one more.
+    train_without_eos(run, " --task reverse --model " + model + " --min-len 4 --max-len 4 --positions 64");
+    const std::string note = "note: no <eos> after 4 answer tokens";
+    Result plain = run_attnlab("predict --run " + run + " \"1 2 3 4\"");
+    INFO(plain.out);
+    CHECK(plain.code == 0);
+    CHECK_THAT(plain.out, Contains(note));
+    CHECK_THAT(plain.out, !Contains("positional table"));
+    std::istringstream lines(plain.out);
+    std::string answer;
+    while (std::getline(lines, answer) && answer.rfind("note: ", 0) == 0) {
+    }
+    CHECK(count_of(answer, " ") == 4);  // 5 tokens
+    Result logits = run_attnlab("predict --run " + run + " --logits \"1 2 3 4\"");
+    INFO(logits.out);
+    CHECK(position_lines(logits.out) == 5);
+    const std::string out = dir / (model + "-maps");
+    Result maps = run_attnlab("attention --run " + run + " --out " + out + " \"1 2 3 4\"");
+    INFO(maps.out);
+    REQUIRE(maps.code == 0);
+    CHECK_THAT(maps.out, Contains(note));
+    for (const auto& layer : attention_meta(out)["layers"])
+      if (layer["name"].get<std::string>().find("encoder.") != 0)  // [bos] 4 [sep] 4 | [bos] 4: the fifth never read
+        CHECK(layer["queries"].size() == (model == "decoder" ? 10u : 5u));
+  }
 }
 
 TEST_CASE("attention on a text language model maps the input text, the latest characters of its context when "

@@ -14,6 +14,7 @@
 #include "models/positions.h"
 #include "models/sequence_model.h"
 #include "tests/fixtures.h"
+#include "training/evaluate.h"
 
 using namespace attnlab;
 
@@ -187,11 +188,13 @@ TEST_CASE("random positions on: cached and uncached greedy decoding agree and re
     CHECK(decoder.greedy_cached(sources, 5, &cached) == decoder.greedy_uncached(sources, 5, &uncached));
     REQUIRE(cached.size() == 3);
     for (size_t i = 0; i < 3; ++i) CHECK(cached[i].size() == uncached[i].size());
-    // The first decoded logits of source 1 = the forward of its prompt at spread(2 + 2 + 5, 40)'s first 4 ids.
+    // The first decoded logits of source 1 = the forward of its prompt at the first 4 ids of
+    // spread(2 + 2 + 5 - 1, 40): a budget of 5 new tokens reads at most 4 answer tokens.
     InferenceGuard guard(decoder);
     ModelInput in;
     pad_sequences({{SpecialTokens::bos, 8, 9, SpecialTokens::sep}}, in.tgt_in, in.tgt_pad);
-    const std::vector<int32_t> table = spread_positions(9, 40);
+    const std::vector<int32_t> table = spread_positions(8, 40);
+    CHECK(decoding_positions(decoder.config(), 4, 4) == table);
     in.tgt_pos = IntTensor({1, 4});
     in.tgt_pos.data.assign(table.begin(), table.begin() + 4);
     Var logits = decoder.forward(in);  // (1, 4, V)
@@ -226,4 +229,74 @@ TEST_CASE("random positions: invalid settings are refused naming the value", "[p
   CHECK_THROWS_WITH(model->forward(in), Catch::Contains("position id 40"));
   in.tgt_pos = IntTensor({1, 2}, 0);
   CHECK_THROWS_AS(model->forward(in), ShapeError);
+}
+
+TEST_CASE("decoding_positions: prompt + answer positions, 0..n-1 off, spread over P on, at most the table",
+          "[positions][random-positions]") {
+  TransformerConfig off = small("decoder", "learned", 0);  // max_len 40
+  const std::vector<int32_t> first5 = {0, 1, 2, 3, 4};
+  CHECK(decoding_positions(off, 3, 2) == first5);
+  CHECK(decoding_positions(off, 30, 20).size() == 40);  // the table ends decoding
+  TransformerConfig on = small("decoder", "learned", 40);
+  CHECK(decoding_positions(on, 3, 2) == spread_positions(5, 40));
+  CHECK(decoding_positions(on, 3, 2) != first5);
+  CHECK(decoding_positions(on, 30, 20) == spread_positions(40, 40));
+  CHECK(decoding_positions(on, 4, -1) == spread_positions(4, 40));  // a budget of 0 reads the prompt at most
+}
+
+TEST_CASE("random positions: a source's greedy answer depends on its own budget, never on its batch",
+          "[positions][models][greedy][random-positions]") {
+  // eval decodes batches of held-out inputs with answers of several lengths;
+  // predict decodes one. Each source must get what it gets alone.
+  const Sources sources = {{4, 5, 6, 7}, {8, 9}, {5, 5, 6, 4, 10, 11}};
+  const std::vector<int64_t> budgets = {5, 3, 7};
+  for (const std::string positional : {"sinusoidal", "learned"}) {
+    INFO(positional);
+    DecoderLM decoder(small("decoder", positional, 40), 3);
+    EncoderDecoder seq2seq(small("seq2seq", positional, 40), 3);
+    const Sources dec = decoder.greedy_cached(sources, budgets), s2s = seq2seq.greedy_cached(sources, budgets);
+    CHECK(decoder.greedy_uncached(sources, budgets) == dec);
+    CHECK(seq2seq.greedy_uncached(sources, budgets) == s2s);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      INFO("source " << i);
+      CHECK(decoder.greedy({sources[i]}, budgets[i])[0] == dec[i]);
+      CHECK(seq2seq.greedy({sources[i]}, budgets[i])[0] == s2s[i]);
+      CHECK(static_cast<int64_t>(dec[i].size()) <= budgets[i]);
+      CHECK(static_cast<int64_t>(s2s[i].size()) <= budgets[i]);
+    }
+    CHECK_THROWS_WITH(decoder.greedy(sources, std::vector<int64_t>{5, 3}), Catch::Contains("2 token budgets for 3"));
+  }
+}
+
+TEST_CASE("random positions: a teacher-forced pass over a greedy answer reads the decoding's positions",
+          "[positions][models][greedy][random-positions]") {
+  // predict --logits and --json, attention: each distribution of the pass is
+  // the one decoding chose from.
+  const std::vector<int32_t> source = {4, 5, 6, 7, 8};
+  for (const std::string arch : {"decoder", "seq2seq"})
+    for (const std::string positional : {"sinusoidal", "learned"}) {
+      INFO(arch << " " << positional);
+      auto model = make_model(small(arch, positional, 40), 11);
+      for (const int64_t budget : {3, 6, 30}) {
+        INFO("budget " << budget);
+        DecodeLogits decoded;
+        auto* dec = dynamic_cast<DecoderLM*>(model.get());
+        auto* s2s = dynamic_cast<EncoderDecoder*>(model.get());
+        const std::vector<int32_t> answer = dec ? dec->greedy_cached({source}, budget, &decoded)[0]
+                                                : s2s->greedy_cached({source}, budget, &decoded)[0];
+        const FormattedBatch batch = teacher_forced_batch(model->config(), source, answer, budget);
+        InferenceGuard guard(*model);
+        const Var logits = model->forward(batch.input);  // (1, T, V)
+        const int64_t V = logits.size(2), T = logits.size(1);
+        size_t k = 0;  // the decoded steps, in order
+        for (int64_t t = 0; t < T; ++t) {
+          if (batch.targets.data[static_cast<size_t>(t)] == kIgnoreTarget) continue;
+          REQUIRE(k < decoded[0].size());
+          for (int64_t v = 0; v < V; ++v)
+            CHECK(decoded[0][k][static_cast<size_t>(v)] == Approx(logits.value().data()[t * V + v]).margin(1e-4));
+          ++k;
+        }
+        CHECK(k == decoded[0].size());
+      }
+    }
 }

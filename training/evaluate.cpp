@@ -5,6 +5,7 @@
 
 #include "framework/ops/loss.h"
 #include "models/batch.h"
+#include "models/positions.h"
 
 namespace attnlab {
 
@@ -43,12 +44,12 @@ BatchFigures greedy_batch(SequenceModel& model, const std::vector<Example>& exam
                           std::vector<std::vector<int32_t>>* predictions) {
   const bool tagger = model.config().arch == "encoder";
   std::vector<std::vector<int32_t>> sources;
-  size_t longest = 0;
+  std::vector<int64_t> budgets;  // each planned on its own answer, whatever else is in the batch
   for (size_t i = begin; i < end; ++i) {
     sources.push_back(examples[i].input);
-    longest = std::max(longest, examples[i].output.size());
+    budgets.push_back(decoding_budget(examples[i].output.size()));
   }
-  auto outputs = model.greedy(sources, static_cast<int64_t>(longest) + 1);
+  auto outputs = model.greedy(sources, budgets);
   int64_t tokens = 0, right = 0, exact = 0;
   for (size_t i = begin; i < end; ++i) {
     const auto& want = examples[i].output;
@@ -130,6 +131,20 @@ LmScore lm_totals(const std::vector<BatchFigures>& batches) {
   return score;
 }
 
+int64_t decoding_budget(size_t expected_answer_tokens) { return static_cast<int64_t>(expected_answer_tokens) + 1; }
+
+int64_t decoding_budget(const Task& task, const std::vector<int32_t>& input) {
+  try {
+    return decoding_budget(task.solve(input).size());
+  } catch (const ValueError&) {  // an input the task cannot answer
+    return decoding_budget(static_cast<size_t>(std::max<int64_t>(0, task.max_output_len())));
+  }
+}
+
+bool answer_spent_budget(const TransformerConfig& config, const std::vector<int32_t>& output, int64_t budget) {
+  return config.arch != "encoder" && static_cast<int64_t>(output.size()) >= budget;
+}
+
 bool answer_filled_table(const TransformerConfig& config, const std::vector<int32_t>& input,
                          const std::vector<int32_t>& output) {
   const auto in = static_cast<int64_t>(input.size()), out = static_cast<int64_t>(output.size());
@@ -139,11 +154,23 @@ bool answer_filled_table(const TransformerConfig& config, const std::vector<int3
 }
 
 std::vector<int32_t> teacher_forced_target(const TransformerConfig& config, const std::vector<int32_t>& input,
-                                           const std::vector<int32_t>& output) {
+                                           const std::vector<int32_t>& output, int64_t budget) {
   std::vector<int32_t> target = output;
   if (config.arch == "encoder") target.resize(input.size(), input.empty() ? 0 : input[0]);  // one per input position
-  else if (answer_filled_table(config, input, output) && !target.empty()) target.pop_back();
+  else if ((answer_filled_table(config, input, output) || answer_spent_budget(config, output, budget)) &&
+           !target.empty())
+    target.pop_back();
   return target;
+}
+
+FormattedBatch teacher_forced_batch(const TransformerConfig& config, const std::vector<int32_t>& input,
+                                    const std::vector<int32_t>& output, int64_t budget) {
+  FormattedBatch batch = format_batch(config.arch, {{input, teacher_forced_target(config, input, output, budget)}});
+  if (config.arch == "encoder") return batch;  // its positions are the forward's own
+  const int64_t prompt = config.arch == "decoder" ? static_cast<int64_t>(input.size()) + 2 : 1;  // [bos] input [sep] | [bos]
+  const std::vector<std::vector<int32_t>> table = {decoding_positions(config, prompt, budget - 1)};
+  batch.input.tgt_pos = prefix_position_ids(table, {0}, batch.input.tgt_in.shape[1]);
+  return batch;
 }
 
 namespace {

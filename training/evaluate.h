@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "datasets/task.h"
+#include "models/batch.h"
 #include "models/sequence_model.h"
 #include "training/communicator.h"
 
@@ -37,19 +38,37 @@ struct EvaluationAbandoned : std::runtime_error {
 Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examples, int64_t batch_size,
                          std::vector<std::vector<int32_t>>* predictions = nullptr, const StopCheck& stop = {});
 
-// Decoding limits. Greedy decoding stops at <eos> or where the positional
-// table (max_len = P positions, --positions at training) ends: a decoder
-// reads [bos] input [sep] answer, so input + answer <= P - 1 tokens (the last
-// answer token comes from position P); seq2seq decodes at most P tokens; the
-// encoder tagger emits one token per input position.
-// True when `output`, decoded from `input`, was cut there rather than ended by <eos>.
+// The plan of a decoding, the same for every command (eval, predict,
+// attention; scripts/attnlab_torch.py mirrors it): an input is decoded for at
+// most its expected answer's tokens and one more (the answer's <eos>, or the
+// first token too many), and with random positions its positions are spread
+// over [bos] input [sep] answer, as training spread them (decoding_positions,
+// models/positions.h). eval plans each held-out input on its own answer;
+// predict and attention on the task's answer (Task::solve), or, for an input
+// the task cannot answer, on the longest answer of training (max_output_len).
+int64_t decoding_budget(size_t expected_answer_tokens);
+int64_t decoding_budget(const Task& task, const std::vector<int32_t>& input);
+
+// Decoding limits. Greedy decoding stops at <eos>, at its budget, or where the
+// positional table (max_len = P positions, --positions at training) ends: a
+// decoder reads [bos] input [sep] answer, so input + answer <= P - 1 tokens
+// (the last answer token comes from position P); seq2seq decodes at most P
+// tokens; the encoder tagger emits one token per input position.
+// True when `output`, decoded from `input`, was cut by the table rather than ended by <eos>.
 bool answer_filled_table(const TransformerConfig& config, const std::vector<int32_t>& input,
                          const std::vector<int32_t>& output);
-// The target of a teacher-forced pass over the greedy answer that fits the
-// table: the answer, less its last token when the answer filled the table
-// (that token was never read; every distribution decoding saw is still there).
+// True when `output` was cut by its budget (decoder, seq2seq) rather than ended by <eos>.
+bool answer_spent_budget(const TransformerConfig& config, const std::vector<int32_t>& output, int64_t budget);
+// The target of a teacher-forced pass over the greedy answer: the answer,
+// less its last token when the answer was cut by the table or the budget (that
+// token was never read; every distribution decoding saw is still there).
 std::vector<int32_t> teacher_forced_target(const TransformerConfig& config, const std::vector<int32_t>& input,
-                                           const std::vector<int32_t>& output);
+                                           const std::vector<int32_t>& output, int64_t budget);
+// The batch of that teacher-forced pass, at the positions the decoding read
+// (decoding_positions for its budget): its distributions are the ones greedy
+// decoding chose from (predict --logits and --json, attention).
+FormattedBatch teacher_forced_batch(const TransformerConfig& config, const std::vector<int32_t>& input,
+                                    const std::vector<int32_t>& output, int64_t budget);
 
 // A language model's teacher-forced score on held-out windows (format "lm").
 struct LmScore {
