@@ -20,8 +20,11 @@ or from the run's config.ini for a checkpoint written before it (the generated
 tasks only); a text run (a language model) is refused, as by attnlab predict. It decodes
 as attnlab predict does: the encoder tagger gives one token per input position
 (cut to the correct answer's length), the decoder reads [bos] INPUT [sep] and
-stops at <eos>, at max_len new tokens or when the sequence fills the positional
-table, seq2seq stops at <eos> or after max_len steps.
+stops at <eos>, one token past the expected answer (decoding_budget) or when
+the sequence fills the positional table, seq2seq stops at <eos>, one token past
+the expected answer or after max_len steps. A model trained with
+--random-positions reads the positions attnlab reads: spread over each
+sequence's length in a forward, and decoding_positions in a decoding.
 Errors: one line on stderr, exit 2 for a bad input or file, 1 otherwise.
 """
 import argparse
@@ -57,7 +60,7 @@ CONFIG_FIELDS = {  # models/config.h, with the values this loader can build
     "norm": ("pre", "post"), "attn_scale": str, "activation": ("relu", "gelu"), "dropout": float,
     "attn_dropout": float, "tie_embeddings": bool, "parameter_free_attention": bool,
     "init": ("torch", "gpt2"),  # how the weights were drawn; loading does not depend on it
-    "random_positions": int,  # 0 only: evaluation on spread positions is not implemented here
+    "random_positions": int,  # P: evaluation positions spread over [0, P) (models/positions.h)
 }
 
 
@@ -111,9 +114,9 @@ def config_from_metadata(meta, path):
             raise LoadError(f"{path}: model_config {key} = {value!r} is not of type {kind.__name__}")
     cfg.setdefault("init", "torch")  # checkpoints written before --init existed
     cfg.setdefault("random_positions", 0)  # and before --random-positions
-    if cfg["random_positions"] != 0:
-        raise LoadError(f"{path}: model_config random_positions = {cfg['random_positions']}: a model trained with "
-                        "--random-positions reads spread positions, which attnlab_torch does not implement")
+    rp = cfg["random_positions"]
+    if isinstance(rp, int) and not isinstance(rp, bool) and rp != 0 and (rp < 0 or rp != cfg.get("max_len")):
+        raise LoadError(f"{path}: model_config random_positions = {rp} is not 0 or max_len ({cfg.get('max_len')})")
     missing = sorted(set(CONFIG_FIELDS) - set(cfg))
     if missing:
         raise LoadError(f"{path}: model_config lacks {', '.join(missing)}")
@@ -148,8 +151,64 @@ class ParameterFreeAttention(ref.MultiHeadAttention):
         self.q_proj = self.k_proj = self.v_proj = self.out_proj = nn.Identity()
 
 
+# ---- positions (models/positions.h) -------------------------------------------------
+
+def spread_positions(n, p):
+    """Position i of n: floor(i * p / n)."""
+    return [i * p // n for i in range(n)]
+
+
+def decoding_positions(cfg, prompt, answer):
+    """models/positions.h decoding_positions: the positions of a decoding that reads `prompt`
+    tokens and then at most `answer` answer tokens."""
+    n = min(max(0, prompt) + max(0, answer), cfg["max_len"])
+    return spread_positions(n, cfg["random_positions"]) if cfg["random_positions"] > 0 else list(range(n))
+
+
+class Model(ref.Model):
+    """The reference model, reading explicit position ids ("src_pos", "tgt_pos": (B, T) lists or
+    tensors) when given; else 0..T-1, or with random positions each row's real length spread
+    over [0, P) (attnlab's forward in evaluation)."""
+
+    def forward(self, inp):
+        keys = {"encoder": ["src"], "decoder": ["tgt_in"], "seq2seq": ["src", "tgt_in"]}[self.cfg["arch"]]
+        self._positions = [self._ids_of(inp, key) for key in keys]
+        try:
+            return super().forward(inp)
+        finally:
+            self._positions = None
+
+    def _ids_of(self, inp, key):
+        pos_key = "src_pos" if key == "src" else "tgt_pos"
+        if inp.get(pos_key) is not None:
+            return torch.as_tensor(inp[pos_key], dtype=torch.long)
+        ids = inp[key]
+        b, t = ids.shape
+        p = self.cfg["random_positions"]
+        if p == 0:
+            return None
+        pad = inp.get(key + "_pad" if key == "src" else "tgt_pad")
+        rows = []
+        for i in range(b):
+            n = t if pad is None else int((torch.as_tensor(pad)[i] == 0).sum())
+            real = spread_positions(n, p)
+            rows.append(real + [real[-1] if real else 0] * (t - n))
+        return torch.tensor(rows, dtype=torch.long)
+
+    def embed(self, ids):
+        pos = self._positions.pop(0) if getattr(self, "_positions", None) else None
+        if pos is None:
+            return super().embed(ids)
+        h = self.tok_emb(ids)
+        if self.cfg["positional"] == "learned":
+            h = h + self.pos_emb.weight[pos]
+        elif self.cfg["positional"] == "sinusoidal":
+            h = h + self.pe[pos].to(h.dtype)
+        return h
+
+
 def build(cfg):
-    model = ref.Model(cfg)
+    model = Model(cfg)
     if cfg["parameter_free_attention"]:
         for block in model.modules():
             for name in ("attn", "self_attn", "cross_attn"):
@@ -196,14 +255,17 @@ def load(path, step=0):
 # ---- greedy decoding (models/*.cpp greedy) ----------------------------------------
 
 def logits_of(model, **inputs):
+    """The model's logits for inputs given as lists (None: absent)."""
     with torch.no_grad():
         return model({k: (torch.tensor(v, dtype=torch.long) if v is not None else None) for k, v in inputs.items()})
 
 
-def greedy(model, source):
-    """The greedy answer (ids) for one source sequence, as attnlab's SequenceModel::greedy."""
+def greedy(model, source, budget=None):
+    """The greedy answer (ids) for one source sequence, as attnlab's SequenceModel::greedy with
+    max_new_tokens = budget (default: max_len), at the positions decoding_positions gives."""
     cfg = model.attnlab_config
     arch, max_len = cfg["arch"], cfg["max_len"]
+    budget = max_len if budget is None else budget
     if len(source) > max_len or (arch == "decoder" and len(source) + 2 > max_len):
         raise LoadError(f"the input has {len(source)} tokens; this model takes sequences of at most {max_len} positions")
     if arch == "encoder":
@@ -211,8 +273,9 @@ def greedy(model, source):
     out = []
     if arch == "decoder":
         seq = [BOS] + list(source) + [SEP]
-        while len(out) < max_len:
-            token = int(logits_of(model, tgt_in=[seq], tgt_pad=None)[0, -1].argmax())
+        table = decoding_positions(cfg, len(seq), budget - 1)
+        while len(out) < budget:
+            token = int(logits_of(model, tgt_in=[seq], tgt_pad=None, tgt_pos=[table[:len(seq)]])[0, -1].argmax())
             if token == EOS:
                 break
             out.append(token)
@@ -221,13 +284,34 @@ def greedy(model, source):
                 break
         return out
     tgt = [BOS]
-    for _ in range(max_len):
-        token = int(logits_of(model, src=[source], src_pad=None, tgt_in=[tgt], tgt_pad=None)[0, -1].argmax())
+    table = decoding_positions(cfg, 1, budget - 1)
+    for _ in range(min(budget, max_len)):
+        token = int(logits_of(model, src=[source], src_pad=None, tgt_in=[tgt], tgt_pad=None,
+                              tgt_pos=[table[:len(tgt)]])[0, -1].argmax())
         if token == EOS:
             break
         out.append(token)
         tgt.append(token)
     return out
+
+
+def teacher_forced_batch(cfg, source, answer, budget):
+    """training/evaluate.cpp teacher_forced_batch: the pass over the answer that reads what the
+    decoding read (less a last token cut by the table or the budget), at its positions."""
+    target = list(answer)
+    if cfg["arch"] == "encoder":
+        target = (target + [source[0]] * len(source))[:len(source)]
+    else:
+        filled = (len(source) + len(answer) >= cfg["max_len"] - 1 if cfg["arch"] == "decoder"
+                  else len(answer) >= cfg["max_len"])
+        if (filled or len(answer) >= budget) and target:
+            target.pop()
+    batch = ref.format_batch(cfg["arch"], [(source, target)])
+    if cfg["arch"] != "encoder":
+        table = decoding_positions(cfg, len(source) + 2 if cfg["arch"] == "decoder" else 1, budget - 1)
+        t = len(batch["tgt_in"][0])
+        batch["tgt_pos"] = [[table[min(i, len(table) - 1)] for i in range(t)]]
+    return batch
 
 
 # ---- tasks (datasets/vocab.h) ------------------------------------------------------
@@ -257,6 +341,7 @@ class TaskText:
     def __init__(self, ini, arch, meta=None):
         meta = meta or {}
         self.name = ini.get("task", "")
+        self.ini = ini
         self.written = None
         if "vocabulary" in meta:
             self.from_metadata(meta, arch)
@@ -314,7 +399,8 @@ class TaskText:
         return ("" if self.char_level else " ").join(self.tokens[i] for i in ids)
 
     def answer_length(self, source):
-        """The correct answer's length (the encoder's answer is cut to it), as the task's solve."""
+        """The correct answer's length (the encoder's answer is cut to it), as the task's solve;
+        LoadError for an input the task cannot answer."""
         if self.name == "duplicate":
             return 2 * len(source)
         if self.name == "add":
@@ -323,7 +409,58 @@ class TaskText:
                 raise LoadError(f"add: the input '{self.to_text(source)}' must be digits, one '+', digits")
             i = source.index(plus)
             return max(i, len(source) - i - 1) + 1
+        if self.name == "induction":
+            return int(self.ini.get("span", 3))
+        if self.name == "recall":
+            return 2
+        if self.name == "pairs":
+            lengths = self.pair_lengths()
+            if tuple(source) not in lengths:
+                raise LoadError(f"pairs: the input '{self.to_text(source)}' is not in the pairs files")
+            return lengths[tuple(source)]
         return len(source)
+
+    def longest_answer(self):
+        """The task's max_output_len: the longest answer of training."""
+        if self.name == "add":
+            return int(self.ini.get("digits", 3)) + 1
+        if self.name == "duplicate":
+            return 2 * int(self.ini.get("max-len", 8))
+        if self.name == "induction":
+            return int(self.ini.get("span", 3))
+        if self.name == "recall":
+            return 2
+        if self.name == "pairs":
+            return max(self.pair_lengths().values())
+        return int(self.ini.get("max-len", 8))
+
+    def pair_lengths(self):
+        """{input ids: answer length} of a pairs run's files (config.ini's file and heldout-file)."""
+        if getattr(self, "_pairs", None) is None:
+            self._pairs = {}
+            for key in ("file", "heldout-file"):
+                path = self.ini.get(key, "")
+                if not path:
+                    continue
+                try:
+                    with open(path, encoding="utf-8") as f:
+                        lines = f.read().lstrip("\ufeff").splitlines()
+                except (OSError, UnicodeDecodeError) as e:
+                    raise LoadError(f"cannot read {path} ({e}): the expected answers' lengths, which plan "
+                                    "attnlab's decoding, come from it") from None
+                for line in lines:
+                    if "\t" in line and line.strip():
+                        src, out = line.split("\t", 1)
+                        self._pairs.setdefault(tuple(self.from_text(src)), len(self.from_text(out)))
+        return self._pairs
+
+    def decoding_budget(self, source):
+        """training/evaluate.cpp decoding_budget: the expected answer and one more token, or for an
+        input the task cannot answer the longest answer of training and one more."""
+        try:
+            return self.answer_length(source) + 1
+        except LoadError:
+            return self.longest_answer() + 1
 
 
 def predict(run, text, step=0):
@@ -337,12 +474,16 @@ def predict(run, text, step=0):
     for i in source:
         if i < len(SPECIALS):
             raise LoadError(f"the input holds the special token {task.tokens[i]}; write only the task's symbols")
-    answer = greedy(model, source)
+    budget = task.decoding_budget(source)
+    answer = greedy(model, source, budget)
     filled = (len(source) + len(answer) >= cfg["max_len"] - 1 if cfg["arch"] == "decoder"
               else cfg["arch"] == "seq2seq" and len(answer) >= cfg["max_len"])
     if filled:  # as attnlab predict says it (training/evaluate.cpp answer_filled_table)
         print(f"note: the answer reached the end of the model's positional table ({cfg['max_len']} positions, "
               "--positions when it was trained) before <eos>; it may be cut short", file=sys.stderr)
+    elif cfg["arch"] != "encoder" and len(answer) >= budget:
+        print(f"note: no <eos> after {budget - 1} answer tokens (the expected answer's length, or the longest "
+              "trained one); decoding stops one token past it, as eval's does", file=sys.stderr)
     if cfg["arch"] == "encoder":
         answer = answer[:task.answer_length(source)]
     return task.to_text(answer)

@@ -63,9 +63,8 @@ def attnlab_json(exe, run, text):
     return json.loads(r.stdout), plain.stdout.split("\n")[0]
 
 
-def loader_probabilities(model, source, answer):
-    cfg = model.attnlab_config
-    batch = ref.format_batch(cfg["arch"], [(source, tl.teacher_forced_target(cfg, source, answer))])
+def loader_probabilities(model, task, source, answer):
+    batch = tl.teacher_forced_batch(model, task, source, answer)
     inputs = {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items() if k != "targets"}
     with torch.no_grad():
         probs = torch.softmax(model(inputs), dim=-1)[0]
@@ -78,6 +77,8 @@ def check_run(exe, work, name, flags, files, rng):
     if r.returncode != 0:
         raise tl.Failed(f"attnlab train {name} exited {r.returncode}: {r.stderr.strip()}")
     model = attnlab_torch.load(run)
+    task = attnlab_torch.TaskText(attnlab_torch.read_config_ini(run), model.attnlab_config["arch"],
+                                  model.attnlab_metadata)
     worst, answers = 0.0, set()
     for text in inputs_for(name, rng, files):
         j, line = attnlab_json(exe, run, text)
@@ -86,7 +87,7 @@ def check_run(exe, work, name, flags, files, rng):
             raise tl.Failed(f"{name}: {text!r}: attnlab predicts {line!r} (--json {j['answer']['text']!r}), "
                             f"attnlab_torch {got!r}")
         want = [p["probabilities"] for p in j["positions"]]
-        have = loader_probabilities(model, j["input"]["ids"], j["answer"]["ids"])
+        have = loader_probabilities(model, task, j["input"]["ids"], j["answer"]["ids"])
         if len(want) != len(have):
             raise tl.Failed(f"{name}: {text!r}: {len(want)} positions in --json, the loader has {len(have)}")
         for k, (w, h) in enumerate(zip(want, have)):

@@ -62,6 +62,13 @@ RUNS = [
     ("encoder_add_parameter_free_rope", ["--task", "add", "--digits", "2", "--model", "encoder",
                                          "--parameter-free-attention", "--positional", "rope", "--attn-scale", "0.5"],
      ("add", 2, None)),
+    # Randomised positions: a forward spreads them over each sequence, a decoding over its plan.
+    ("decoder_random_positions_learned", ["--task", "reverse", "--model", "decoder", "--positional", "learned",
+                                          "--vocab", "6", "--min-len", "2", "--max-len", "4",
+                                          "--random-positions", "16"], ("numbered", 6, 6)),
+    ("seq2seq_random_positions_sinusoidal", ["--task", "copy", "--model", "seq2seq", "--vocab", "6",
+                                             "--min-len", "2", "--max-len", "4", "--random-positions", "12"],
+     ("numbered", 6, 6)),
     ("seq2seq_post_parameter_free_learned", ["--task", "reverse", "--model", "seq2seq", "--norm", "post",
                                              "--parameter-free-attention", "--positional", "learned",
                                              "--vocab", "6", "--min-len", "2", "--max-len", "4"], ("numbered", 6, 6)),
@@ -103,23 +110,13 @@ def attnlab_predict(exe, run, text, vocab_size):
     return lines[0], positions
 
 
-def teacher_forced_target(cfg, source, answer):
-    """training/evaluate.cpp's: what predict --logits runs the model on."""
-    target = list(answer)
-    if cfg["arch"] == "encoder":
-        target = (target + [source[0]] * len(source))[:len(source)]
-    else:
-        filled = (len(source) + len(answer) >= cfg["max_len"] - 1 if cfg["arch"] == "decoder"
-                  else len(answer) >= cfg["max_len"])
-        if filled and target:
-            target.pop()
-    return target
+def teacher_forced_batch(model, task, source, answer):
+    """What predict --logits runs the model on (training/evaluate.cpp's teacher_forced_batch)."""
+    return attnlab_torch.teacher_forced_batch(model.attnlab_config, source, answer, task.decoding_budget(source))
 
 
 def loader_probabilities(model, task, source, answer):
-    cfg = model.attnlab_config
-    target = teacher_forced_target(cfg, source, answer)
-    batch = ref.format_batch(cfg["arch"], [(source, target)])
+    batch = teacher_forced_batch(model, task, source, answer)
     inputs = {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items() if k != "targets"}
     with torch.no_grad():
         probs = torch.softmax(model(inputs), dim=-1)[0]
@@ -168,13 +165,18 @@ def check_attention(exe, work, run, model, task, text):
     ids = {layer["name"]: [[task.ids[t] for t in layer["queries"]]] for layer in layers}
     arch = model.attnlab_config["arch"]
     first = layers[0]["name"]
+    source = task.from_text(text)
+    budget = task.decoding_budget(source)
+    table = attnlab_torch.decoding_positions(model.attnlab_config, len(source) + 2 if arch == "decoder" else 1,
+                                             budget - 1)
     if arch == "encoder":
         inputs = {"src": ids[first], "src_pad": None}
     elif arch == "decoder":
-        inputs = {"tgt_in": ids[first], "tgt_pad": None}
+        inputs = {"tgt_in": ids[first], "tgt_pad": None, "tgt_pos": [table[:len(ids[first][0])]]}
     else:
         self_attn = next(n for n in ids if n.startswith("decoder.") and n.endswith(".self_attn"))
-        inputs = {"src": ids[first], "src_pad": None, "tgt_in": ids[self_attn], "tgt_pad": None}
+        inputs = {"src": ids[first], "src_pad": None, "tgt_in": ids[self_attn], "tgt_pad": None,
+                  "tgt_pos": [table[:len(ids[self_attn][0])]]}
     maps = recorded_attention(model, {k: v and torch.tensor(v, dtype=torch.long) for k, v in inputs.items()})
     if sorted(maps) != sorted(layer["name"] for layer in layers):
         raise Failed(f"{run}: attnlab writes layers {[l['name'] for l in layers]}, the loader has {sorted(maps)}")
@@ -282,8 +284,8 @@ def check_refusals(exe, work):
         ("a tensor the model lacks", fx["config"], dict(fx["weights"], **{"blocks.0.gate.weight": fx["weights"]["head.bias"]}),
          ("blocks.0.gate.weight",)),
         ("a tensor of another shape", dict(fx["config"], d_ff=8), fx["weights"], ("blocks.0.ff.fc1.weight", "shape")),
-        ("randomised positions", dict(fx["config"], random_positions=fx["config"]["max_len"]), fx["weights"],
-         ("random_positions", "spread positions")),
+        ("randomised positions of another range than the table", dict(fx["config"], random_positions=7),
+         fx["weights"], ("random_positions = 7", "max_len")),
     ]
     for what, cfg, weights, words in cases:
         write_model_file(file, cfg, weights)
