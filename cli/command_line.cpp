@@ -6,6 +6,7 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
+#include <vector>
 
 #include "datasets/task.h"
 #include "framework/error.h"
@@ -61,11 +62,71 @@ bool parse_command_line(const Args& args, const po::options_description& options
   if (!help) name_positionals(parsed, options, positional, hint);
   po::store(parsed, vm);
   if (vm.count("help")) {
-    std::cout << usage << options << footer;
+    std::cout << fit_columns(usage) << options << fit_columns(footer);
     return false;
   }
   po::notify(vm);
   return true;
+}
+
+namespace {
+
+// Greedy fill of `words` into lines of at most `width` columns.
+void fill(const std::vector<std::string>& words, size_t width, std::string& out) {
+  std::string line;
+  for (const std::string& w : words) {
+    if (!line.empty() && line.size() + 1 + w.size() > width) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + w;
+  }
+  if (!line.empty()) out += line + "\n";
+}
+
+// An indented line over `width` broken at spaces into shell continuation lines.
+void break_indented(std::string line, size_t width, std::string& out) {
+  const size_t indent = line.find_first_not_of(' ');
+  while (line.size() > width) {
+    const size_t cut = line.rfind(' ', width - 2);  // room for " \"
+    if (cut == std::string::npos || cut <= indent) break;  // one long word: leave it
+    out += line.substr(0, cut) + " \\\n";
+    line = std::string(indent + 4, ' ') + line.substr(cut + 1);
+  }
+  out += line + "\n";
+}
+
+}  // namespace
+
+std::string fit_columns(const std::string& text, size_t width) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::string out;
+  for (size_t i = 0; i < lines.size();) {
+    const std::string& line = lines[i];
+    if (line.empty() || line[0] == ' ') {
+      if (line.size() > width) break_indented(line, width, out);
+      else out += line + "\n";
+      ++i;
+      continue;
+    }
+    size_t end = i;  // the paragraph [i, end)
+    bool long_line = false;
+    while (end < lines.size() && !lines[end].empty() && lines[end][0] != ' ') long_line |= lines[end++].size() > width;
+    if (!long_line) {
+      for (; i < end; ++i) out += lines[i] + "\n";
+      continue;
+    }
+    std::vector<std::string> words;
+    for (; i < end; ++i) {
+      std::istringstream w(lines[i]);
+      for (std::string word; w >> word;) words.push_back(word);
+    }
+    fill(words, width, out);
+  }
+  if (!text.empty() && text.back() != '\n' && !out.empty()) out.pop_back();  // as the text ended
+  return out;
 }
 
 std::set<std::string> given_options(const po::variables_map& vm) {

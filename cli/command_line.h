@@ -34,6 +34,13 @@ bool parse_command_line(const Args& args, const po::options_description& options
                         const po::positional_options_description* positional = nullptr,
                         const PositionalHint& hint = nullptr);
 
+// Help text that fits `width` columns, as every --help does: a paragraph
+// (lines that start with a letter, up to a blank or indented line) with a line
+// over `width` is filled again; an indented line over `width` (an example
+// command) is broken at spaces, each piece but the last ending in " \" (a
+// shell continuation), the rest indented 4 more. Other lines stay as written.
+std::string fit_columns(const std::string& text, size_t width = 80);
+
 // The long names of the options `vm` holds that were given, not defaulted:
 // right after parse_command_line, the ones the user wrote on the command line.
 std::set<std::string> given_options(const po::variables_map& vm);

@@ -157,6 +157,8 @@ int run_predict(const Args& args) {
     return kExitOk;
   check_run_input(vm, in, "predict");
   if (top < 1) throw ValueError("--top must be >= 1, got " + std::to_string(top));
+  if (!json && !logits && !vm["top"].defaulted())
+    throw ValueError("--top " + std::to_string(top) + " applies to --logits (tokens shown per position); add --logits");
   if (json && (logits || !vm["top"].defaulted()))
     throw ValueError(std::string("--json prints every position's full probability vector; drop --") +
                      (logits ? "logits" : "top"));

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/cli_harness.h"
 
@@ -161,4 +162,76 @@ TEST_CASE("bench prints one JSON line with the documented keys, a fixed graph si
   CHECK(ja["step_ms"].get<double>() > 0);
   // Same seed and threads: the same loss to the last bit.
   CHECK(ja["final_loss"].get<double>() == jb["final_loss"].get<double>());
+}
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every subcommand's --help fits in 80 columns, long example commands broken as shell continuations",
+          "[cli][help]") {
+  for (const std::string command : {"train", "eval", "predict", "sample", "tasks", "bench", "gradcheck", "attention"}) {
+    const Result r = run_attnlab(command + " --help");
+    INFO(command << " --help:\n" << r.out);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("usage: attnlab " + command) == 0);
+    for (const std::string& line : lines_of(r.out)) {
+      INFO(line.size() << " columns: " << line);
+      CHECK(line.size() <= 80);
+    }
+  }
+  // train's add example is longer than 80 columns: broken at a space, continued with a backslash.
+  const Result train = run_attnlab("train --help");
+  CHECK(train.out.find("  attnlab train --task add --model decoder --layers 2 --steps 3000 --run \\\n      runs/add\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("predict --top without --logits is refused with one line, exit 2", "[cli][errors]") {
+  const Result r = run_attnlab("predict --run no-such-run --top 2 \"1 2 3\"");
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK(r.out == "attnlab predict: --top 2 applies to --logits (tokens shown per position); add --logits\n");
+}
+
+TEST_CASE("attnlab tasks shows recall at the lengths train uses (train's defaults are its defaults)",
+          "[cli][tasks]") {
+  TempDir dir("tasks-recall");
+  // The lengths and symbols of `train --check`, with the options given to both.
+  for (const std::string flags : {" --vocab 20", " --vocab 20 --min-len 3 --max-len 5", " --vocab 24 --min-len 4 --max-len 6"}) {
+    INFO("flags:" << flags);
+    const Result tasks = run_attnlab("tasks" + flags);
+    REQUIRE(tasks.code == 0);
+    const Result check = run_attnlab("train --check --task recall" + flags);
+    INFO(tasks.out << "\n" << check.out);
+    REQUIRE(check.code == 0);
+    auto value = [&](const std::string& key) {
+      const size_t at = check.out.find("\n" + key + " = ");
+      REQUIRE(at != std::string::npos);
+      return std::stoll(check.out.substr(at + key.size() + 4));
+    };
+    const std::string lengths = "n = " + std::to_string(value("min-len")) + ".." + std::to_string(value("max-len"));
+    const size_t recall = tasks.out.find("\nrecall: ");
+    REQUIRE(recall != std::string::npos);
+    CHECK(tasks.out.substr(recall, tasks.out.find('\n', recall + 1) - recall).find(lengths) != std::string::npos);
+  }
+  // train's default vocabulary is too small for recall's default lengths: tasks says which --vocab train needs.
+  const Result plain = run_attnlab("tasks");
+  CHECK(plain.out.find("(shown with --vocab 16: train refuses --vocab 10 with --max-len 8") != std::string::npos);
+  const Result refused = run_attnlab("train --task recall --check");
+  CHECK(refused.code == 2);
+  CHECK(refused.out.find("expected vocab >= 16") != std::string::npos);
+  // A task the options do not fit is named with train's refusal; the others are still listed.
+  const Result short_inputs = run_attnlab("tasks --min-len 3 --max-len 5");
+  INFO(short_inputs.out);
+  CHECK(short_inputs.code == 0);
+  CHECK(short_inputs.out.find("induction: attnlab train --task induction refuses these options: induction: min_len = 3") !=
+        std::string::npos);
+  CHECK(short_inputs.out.find("\nrecall: ") != std::string::npos);
 }
