@@ -112,6 +112,19 @@ LoadedRun load_run(const RunDir& run, int64_t step) {
   return out;
 }
 
+namespace {
+
+// Whether `text` is an add input as training draws them: `digits` digits, '+', `digits` digits.
+bool trained_add_shape(const std::string& text, int64_t digits) {
+  const auto d = static_cast<size_t>(digits);
+  if (text.size() != 2 * d + 1 || text[d] != '+') return false;
+  for (size_t i = 0; i < text.size(); ++i)
+    if (i != d && (text[i] < '0' || text[i] > '9')) return false;
+  return true;
+}
+
+}  // namespace
+
 std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text) {
   std::vector<int32_t> input = run.task->from_text(text);
   if (input.empty()) throw ValueError("the input sequence is empty");
@@ -135,6 +148,13 @@ std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text) 
                                          : std::to_string(t.min_len) + " to " + std::to_string(t.max_len))
               << " symbols (--min-len " << t.min_len << " --max-len " << t.max_len << "); this one has " << size
               << ", so expect mistakes\n";
+  if (t.name == "add" && !trained_add_shape(run.task->to_text(input), t.digits)) {
+    const std::string d = std::to_string(t.digits);
+    std::cerr << "note: this model was trained on inputs of two " << d << "-digit operands, " << d << " digits + " << d
+              << " digits (--digits " << d << ", e.g. " << std::string(static_cast<size_t>(t.digits), '1') << "+"
+              << std::string(static_cast<size_t>(t.digits), '2') << "); '" << run.task->to_text(input)
+              << "' is not of that shape, so expect mistakes\n";
+  }
   return input;
 }
 

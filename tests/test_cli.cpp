@@ -235,3 +235,28 @@ TEST_CASE("attnlab tasks shows recall at the lengths train uses (train's default
         std::string::npos);
   CHECK(short_inputs.out.find("\nrecall: ") != std::string::npos);
 }
+
+TEST_CASE("predict and attention note an add input that is not of the trained shape, naming the shape",
+          "[cli][add-shape]") {
+  TempDir dir("add-shape");
+  const std::string run = dir / "add";
+  const Result trained = run_attnlab("train --task add --digits 3 --model decoder --d-model 16 --heads 2 --layers 1"
+                                     " --d-ff 32 --batch-size 8 --heldout 8 --steps 2 --eval-every 2 --target 0"
+                                     " --threads 1 --quiet --run " + run);
+  INFO(trained.out);
+  REQUIRE(trained.code == 0);
+  const std::string shape = "trained on inputs of two 3-digit operands, 3 digits + 3 digits (--digits 3, e.g. 111+222)";
+  for (const std::string input : {"999+1", "123456", "12+34", "1234+56"}) {
+    INFO(input);
+    const Result r = run_attnlab("predict --run " + run + " \"" + input + "\"");
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("note: this model was " + shape + "; '" + input + "' is not of that shape") != std::string::npos);
+  }
+  const Result maps = run_attnlab("attention --run " + run + " --out " + (dir / "maps") + " \"12+34\"");
+  CHECK(maps.out.find(shape) != std::string::npos);
+  const Result fine = run_attnlab("predict --run " + run + " \"123+456\"");
+  INFO(fine.out);
+  CHECK(fine.code == 0);
+  CHECK(fine.out.find("not of that shape") == std::string::npos);
+}
