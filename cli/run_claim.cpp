@@ -143,7 +143,7 @@ RunClaim RunClaim::start(const RunDir& run, bool overwrite) {
   const fs::file_status status = fs::status(path, ec);
   if (fs::exists(status) && !fs::is_directory(status))
     throw IoError("cannot create run directory '" + path + "': a file of that name exists");
-  if (ec && ec != std::errc::no_such_file_or_directory) run.require_directory();  // a symlink loop: says so
+  if (ec == std::errc::too_many_symbolic_link_levels) run.require_directory();  // says so
   if (overwrite)
     if (std::string why = protected_path_reason(path); !why.empty())
       throw ValueError("--overwrite refuses to replace '" + path + "': it is " + why);

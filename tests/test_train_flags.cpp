@@ -356,7 +356,7 @@ TEST_CASE("train init gpt2 and torch start from their draws of the seed, auto pi
 
 TEST_CASE("train warmup scales the very first update by 1 over warmup", "[cli][flags]") {
   TempDir dir("flags-warmup");
-  const std::string run = train(dir, "run", "--optimizer sgd --lr 0.1 --weight-decay 0 --warmup 4 --steps 1");
+  const std::string run = train(dir, "run", "--optimizer sgd --lr 0.1 --weight-decay 0 --warmup 4 --steps 5 --eval-every 1 --keep 5");
   Replica r = make_replica();
   const Params w0 = values(*r.model);
   const StepGrad g1 = next_gradient(r);
