@@ -56,18 +56,21 @@ struct TrainArgs {
 
 const char* const kTrainUsage =
     "usage: attnlab train [options]\n\n"
-    "Trains a transformer on a generated sequence task, evaluates it on held-out examples\n"
-    "(greedy decoding, exact match) every --eval-every steps, checkpoints, and stops at\n"
-    "--steps or once held-out exact match reaches --target. Writes a run directory:\n"
-    "config.ini, metrics.csv, checkpoints/ (safetensors), summary.json.\n"
-    "SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed; not under nohup) stop it\n"
-    "cleanly: the current step is finished (a held-out evaluation under way is abandoned) and\n"
-    "checkpointed; exit code 130, 143 or 129 (128 + the signal). A second SIGINT or SIGTERM\n"
-    "exits at once, keeping the last checkpoint.\n\n";
+    "Trains a transformer on a generated sequence task, evaluates it on\n"
+    "held-out examples (greedy decoding, exact match) every --eval-every steps,\n"
+    "checkpoints, and stops at --steps or once held-out exact match reaches\n"
+    "--target. Writes a run directory: config.ini, metrics.csv, checkpoints/\n"
+    "(safetensors), summary.json.\n"
+    "SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed; not under nohup)\n"
+    "stop it cleanly: the current step is finished (a held-out evaluation under\n"
+    "way is abandoned) and checkpointed; exit code 130, 143 or 129 (128 + the\n"
+    "signal). A second SIGINT or SIGTERM exits at once, keeping the last\n"
+    "checkpoint.\n\n";
 const char* const kTrainExamples =
     "\nexamples:\n"
     "  attnlab train --task reverse --run runs/rev\n"
-    "  attnlab train --task add --model decoder --layers 2 --steps 3000 --run runs/add\n"
+    "  attnlab train --task add --model decoder --layers 2 --steps 3000 \\\n"
+    "      --run runs/add\n"
     "  attnlab train --config runs/rev/config.ini --seed 1 --run runs/rev-seed1\n"
     "  attnlab train --resume runs/rev --steps 4000\n";
 
