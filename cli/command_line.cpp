@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -10,6 +9,7 @@
 
 #include "datasets/task.h"
 #include "framework/error.h"
+#include "framework/io/atomic_file.h"
 
 namespace attnlab::cli {
 
@@ -138,7 +138,7 @@ std::set<std::string> given_options(const po::variables_map& vm) {
 
 namespace {
 
-constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;  // an INI of options is a few KiB; more is the wrong file
+constexpr uint64_t kMaxConfigBytes = 1 << 20;  // an INI of options is a few KiB; more is the wrong file
 
 // The whole text of a config file; IoError for anything but a small regular text file.
 std::string read_config_text(const std::string& path) {
@@ -148,14 +148,8 @@ std::string read_config_text(const std::string& path) {
   const std::string cannot = "cannot read config file '" + path + "'";
   if (!fs::exists(status)) throw IoError(cannot + ": no such file");
   if (fs::is_directory(status)) throw IoError(cannot + ": it is a directory, not an INI file");
-  if (!fs::is_regular_file(status)) throw IoError(cannot + ": not a regular file (a device, pipe or socket)");
-  const std::uintmax_t size = fs::file_size(path, ec);
-  if (!ec && size > kMaxConfigBytes)
-    throw IoError(cannot + ": " + std::to_string(size) + " bytes, far more than an INI file of options");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(cannot);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw IoError(cannot);
+  // InputFile refuses a device, pipe or socket, as every file attnlab reads.
+  const std::string text = read_file(path, kMaxConfigBytes, "config file");
   for (size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')

@@ -10,6 +10,7 @@
 #include "datasets/vocab.h"
 #include "framework/error.h"
 #include "framework/io/checkpoint.h"
+#include "training/checkpoints.h"
 
 namespace attnlab::cli {
 
@@ -84,7 +85,7 @@ void check_checkpoint_vocabulary(const Task& task, const std::string& stem) {
   const std::string dir = fs::path(stem).parent_path().parent_path().string();
   const std::string source = task.saved_vocab().empty() ? dir + "/config.ini" : dir + "/vocab.txt";
   // Quoted as JSON strings, so that a newline or tab token keeps the message on one line.
-  auto quoted = [](const std::string& token) { return nlohmann::json(token).dump(); };
+  auto quoted = [](const std::string& token) { return nlohmann::json(shortened(token)).dump(); };
   for (int32_t id = 0; id < task.vocab_size(); ++id) {
     const size_t i = static_cast<size_t>(id);
     if (i < trained.size() && trained[i] == task.token_text(id)) continue;
@@ -107,6 +108,7 @@ LoadedRun load_run(const RunDir& run, int64_t step) {
     throw IoError("run '" + run.path() + "' has no checkpoint of step " + std::to_string(step));
   check_checkpoint_config(out.settings.model, run.checkpoint_stem(step));
   check_checkpoint_vocabulary(*out.task, run.checkpoint_stem(step));
+  check_checkpoint_step(read_checkpoint_metadata(run.checkpoint_stem(step)), step, model_path(run.checkpoint_stem(step)));
   load_checkpoint(run.checkpoint_stem(step), *out.model, nullptr);
   out.step = step;
   return out;

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "framework/io/atomic_file.h"
 #include "framework/io/checkpoint.h"
@@ -58,10 +58,10 @@ void remove_if_empty(const fs::path& dir) {
 // The files named in attention.json (what `attnlab attention` wrote there), and itself.
 std::set<std::string> attention_files(const fs::path& dir) {
   std::set<std::string> files;
-  std::ifstream in(dir / "attention.json");
-  if (!in) return files;
+  std::error_code ec;
+  if (!fs::exists(dir / "attention.json", ec)) return files;
   try {
-    const nlohmann::json meta = nlohmann::json::parse(in);
+    const nlohmann::json meta = nlohmann::json::parse(read_file((dir / "attention.json").string()));
     for (const auto& layer : meta.at("layers"))
       for (const auto& file : layer.at("files")) files.insert(file.get<std::string>());
   } catch (const std::exception&) {
@@ -85,9 +85,11 @@ void remove_attention_maps(const fs::path& dir) {
 }  // namespace
 
 bool RunDir::has_marker() const {
-  std::ifstream in(marker_path());
-  std::string line;
-  return in && std::getline(in, line) && line.rfind("attnlab run directory", 0) == 0;
+  try {  // read_file: a marker that is a FIFO or a device is no marker, and is not waited on
+    return read_file(marker_path(), 4096).rfind("attnlab run directory", 0) == 0;
+  } catch (const IoError&) {
+    return false;
+  }
 }
 
 void RunDir::write_marker() const { write_file_atomic(marker_path(), kMarker); }
@@ -156,8 +158,10 @@ void read_missing_init_as_torch(const po::variables_map& vm, TrainSettings& s) {
 
 TrainSettings load_run_settings(const RunDir& run) {
   run.require_directory();
-  std::ifstream in(run.config_path());
-  if (!in) throw IoError("'" + run.path() + "' is not an attnlab run directory (no readable config.ini)");
+  std::error_code ec;
+  if (!fs::exists(run.config_path(), ec))
+    throw IoError("'" + run.path() + "' is not an attnlab run directory (no readable config.ini)");
+  std::istringstream in(read_file(run.config_path(), UINT64_MAX, "config file"));  // refuses a device or a FIFO
   TrainSettings s = default_settings();
   OptionSet options = all_train_options(s);
   po::variables_map vm;
@@ -171,7 +175,6 @@ TrainSettings load_run_settings(const RunDir& run) {
   // A run with a saved vocabulary (file tasks) builds its task from it, not
   // from its data file, which may have changed or gone since.
   const std::string vocab = run.path() + "/vocab.txt";
-  std::error_code ec;
   if (fs::exists(vocab, ec)) s.task.vocab_path = vocab;
   finalize(s);
   return s;

@@ -81,7 +81,7 @@ class AddTask : public Task {
   std::string safe_text(const std::vector<int32_t>& ids) const {
     std::string s;
     for (int32_t t : ids) s += (t >= 0 && t < vocab_size()) ? vocab_.token(t) : "<" + std::to_string(t) + "?>";
-    return s;
+    return shortened(s);
   }
 };
 

@@ -2,13 +2,21 @@
 
 #include <cctype>
 
+#include "datasets/utf8.h"
 #include "framework/error.h"
 #include "framework/io/atomic_file.h"
 
 namespace attnlab {
 
 std::string read_data_file(const std::string& path) {
+  // The path is kept in the checkpoints' JSON metadata, which holds only UTF-8.
+  if (!is_utf8(path))
+    throw ValueError("the file name " + TokenTable::quoted(path) +
+                     " is not valid UTF-8, which a run's checkpoints cannot record; rename the file");
   std::string text = read_file(path);
+  const std::string problem = utf8_text_problem(text);
+  if (!problem.empty()) throw ValueError(path + " " + problem);
+  text = without_bom(std::move(text));
   bool blank = true;
   for (char c : text) blank = blank && std::isspace(static_cast<unsigned char>(c));
   if (blank) throw ValueError(path + ": the file is empty" + std::string(text.empty() ? "" : " (whitespace only)"));

@@ -8,8 +8,13 @@
 
 namespace attnlab {
 
-// The bytes of a data file. IoError naming the path when it cannot be read;
-// ValueError naming it when it holds nothing but whitespace.
+// The text of a data file, without a BOM at its start. IoError naming the
+// path when it cannot be read or is not a regular file; ValueError naming it
+// when it holds nothing but whitespace, and naming the line and byte offset
+// of the first byte that is not UTF-8 text (datasets/utf8.h), or when the
+// path itself is not UTF-8: decided at load, before any training.
+// Line ends are the file's own: pairs reads "\r\n" as "\n" (split_lines),
+// text keeps every character, "\r" included.
 std::string read_data_file(const std::string& path);
 
 // Its lines without their ends ("\n", "\r\n"); numbered from 1 by position.

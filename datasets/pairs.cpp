@@ -48,7 +48,7 @@ std::vector<Pair> read_pairs(const std::string& path, TokenTable& table, bool gr
     const size_t tab = line.find('\t');
     if (tab == std::string::npos)
       throw ValueError(file_line(path, number) + "no tab between input and output (expected input<TAB>output): " +
-                       TokenTable::quoted(line.substr(0, 60)));
+                       TokenTable::quoted(line));
     if (line.find('\t', tab + 1) != std::string::npos)
       throw ValueError(file_line(path, number) + "more than one tab (expected input<TAB>output)");
     Pair p;
@@ -124,7 +124,7 @@ class PairsTask : public Task {
     if (!missing_.empty()) throw ValueError("pairs: " + missing_ + ", so the expected output is unknown");
     auto it = answers_.find(input);
     if (it == answers_.end())
-      throw ValueError("pairs: the input '" + to_text(input) + "' is not in " + config_.file +
+      throw ValueError("pairs: the input " + TokenTable::quoted(to_text(input)) + " is not in " + config_.file +
                        (config_.heldout_file.empty() ? "" : " or " + config_.heldout_file));
     return it->second;
   }

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "datasets/utf8.h"
 #include "datasets/vocab.h"
 #include "framework/error.h"
 
@@ -137,7 +138,7 @@ std::string TokenTable::decode(const std::vector<int32_t>& ids) const {
   return out;
 }
 
-std::string TokenTable::quoted(const std::string& token) { return "'" + escape(token) + "'"; }
+std::string TokenTable::quoted(const std::string& token) { return "'" + escape(shortened(token)) + "'"; }
 
 std::string TokenTable::summary() const {
   const int64_t symbols = size() - kNumSpecial;
@@ -167,6 +168,9 @@ TokenTable TokenTable::parse(const std::string& text, const std::string& path) {
     lines.push_back(text.substr(start, end - start));
     start = end + 1;
   }
+  // Its tokens go into the checkpoints' JSON metadata: UTF-8 only.
+  const std::string problem = utf8_text_problem(text);
+  if (!problem.empty()) throw IoError(path + " " + problem);
   const std::string header(kHeader);
   if (lines.empty() || lines[0].compare(0, header.size(), header) != 0)
     throw IoError(path + " line 1: not an attnlab vocabulary (expected '" + header + "words' or '" + header + "chars')");

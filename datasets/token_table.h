@@ -44,10 +44,12 @@ class TokenTable {
   std::string decode(const std::vector<int32_t>& ids) const;
 
   std::string serialize() const;
-  // IoError naming `path` and the line for a malformed table.
+  // IoError naming `path` and the line for a malformed table, or for bytes
+  // that are not UTF-8 text (datasets/utf8.h).
   static TokenTable parse(const std::string& text, const std::string& path);
 
-  // How a token is shown in messages: quoted, with control characters escaped.
+  // How a token is shown in messages: quoted, with control characters escaped,
+  // shortened past 60 bytes (shortened() in framework/error.h).
   static std::string quoted(const std::string& token);
 
  private:

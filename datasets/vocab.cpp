@@ -45,7 +45,7 @@ const std::string& Vocab::token(int32_t id) const {
 int32_t Vocab::id(const std::string& token) const {
   auto it = ids_.find(token);
   if (it == ids_.end())
-    throw ValueError("unknown symbol '" + token + "' (known: " + symbols_summary() + ")");
+    throw ValueError("unknown symbol '" + shortened(token) + "' (known: " + symbols_summary() + ")");
   return it->second;
 }
 

@@ -125,7 +125,17 @@ void CheckpointStore::save(const TrainState& state, double elapsed_s, int64_t ke
   }
 }
 
+void check_checkpoint_step(const Metadata& meta, int64_t step, const std::string& path) {
+  const auto it = meta.find("step");
+  if (it == meta.end() || it->second == std::to_string(step)) return;
+  throw IoError(path + ": its file name gives step " + std::to_string(step) +
+                ", but its metadata says it is the checkpoint of step " + shortened(it->second) +
+                " (was it renamed? give it back its name, or remove it)");
+}
+
 double CheckpointStore::restore(TrainState& state, int64_t step) const {
+  // Checked before anything is loaded, so a refused file changes nothing.
+  check_checkpoint_step(read_checkpoint_metadata(stem(step)), step, model_path(stem(step)));
   Metadata meta = load_checkpoint(stem(step), state.model(), &state.optimizer());
   try {
     state.stream().set_state(meta.at("data_stream"));

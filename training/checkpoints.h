@@ -47,6 +47,12 @@ std::string sequence_layout(const std::string& batch_format);
 // The version this library was built as.
 const char* attnlab_version();
 
+// IoError unless the checkpoint at `path` (metadata `meta`) is the one of
+// `step`, the step its file name gives: a file renamed to another step would
+// otherwise be resumed or evaluated as that step. Names both steps; a
+// checkpoint without a "step" key is not checked.
+void check_checkpoint_step(const Metadata& meta, int64_t step, const std::string& path);
+
 class CheckpointStore {
  public:
   explicit CheckpointStore(std::string dir) : dir_(std::move(dir)) {}
@@ -62,7 +68,8 @@ class CheckpointStore {
 
   // Loads checkpoint `step` into `state`: weights, optimizer, data stream,
   // dropout generator, step and solved_at. Returns the elapsed seconds it
-  // recorded. IoError for a missing, corrupt or foreign file.
+  // recorded. IoError for a missing, corrupt or foreign file, or one that
+  // holds another step (check_checkpoint_step).
   double restore(TrainState& state, int64_t step) const;
 
  private:

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -86,32 +87,66 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   if (rc != 0 && err != EINVAL) fail(path, "fsync of the directory", err);
 }
 
-std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw IoError("cannot read '" + path + "': " + std::strerror(errno));
+InputFile::InputFile(const std::string& path, const std::string& what)
+    : path_(path), cannot_("cannot read " + (what.empty() ? "" : what + " ") + "'" + path + "'") {
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer, for ever.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0) fail(std::strerror(errno));
   struct stat st;
-  const int stat_rc = ::fstat(fd, &st);
-  if (stat_rc != 0 || S_ISDIR(st.st_mode)) {
-    const int err = stat_rc != 0 ? errno : EISDIR;
-    ::close(fd);
-    throw IoError("cannot read '" + path + "': " + std::strerror(err));
+  const int err = ::fstat(fd_, &st) != 0 ? errno : 0;
+  // A device (/dev/zero never ends), a FIFO or a socket: no end to wait for.
+  const char* problem = err ? std::strerror(err)
+                        : S_ISDIR(st.st_mode) ? std::strerror(EISDIR)
+                        : !S_ISREG(st.st_mode) ? "not a regular file (a device, pipe or socket)"
+                                               : nullptr;
+  if (problem) {
+    ::close(fd_);  // the destructor does not run for a constructor that throws
+    fail(problem);
   }
+  size_ = static_cast<uint64_t>(st.st_size);
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void InputFile::fail(const std::string& problem) const { throw IoError(cannot_ + ": " + problem); }
+
+std::string InputFile::read_up_to(uint64_t n) {
   std::string out;
-  out.reserve(static_cast<size_t>(st.st_size));
+  out.reserve(static_cast<size_t>(std::min<uint64_t>(n, size_ > position_ ? size_ - position_ : 0)));
   char chunk[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0) {
+  while (out.size() < n) {
+    const ssize_t got = ::read(fd_, chunk, static_cast<size_t>(std::min<uint64_t>(sizeof chunk, n - out.size())));
+    if (got < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      throw IoError("cannot read '" + path + "': " + std::strerror(err));
+      fail(std::strerror(errno));
     }
-    if (n == 0) break;
-    out.append(chunk, static_cast<size_t>(n));
+    if (got == 0) break;
+    out.append(chunk, static_cast<size_t>(got));
+    position_ += static_cast<uint64_t>(got);
   }
-  ::close(fd);
   return out;
+}
+
+std::string InputFile::read(uint64_t n) {
+  std::string out = read_up_to(n);
+  if (out.size() < n)
+    fail("it ended after " + std::to_string(out.size()) + " of the " + std::to_string(n) + " bytes expected");
+  return out;
+}
+
+std::string InputFile::read_rest(uint64_t max_bytes) {
+  if (size_ > max_bytes)
+    fail(std::to_string(size_) + " bytes, more than the " + std::to_string(max_bytes) + " such a file may hold");
+  // One byte past the limit tells a file that grew since it was opened.
+  std::string out = read_up_to(max_bytes == UINT64_MAX ? max_bytes : max_bytes + 1);
+  if (out.size() > max_bytes) fail("more than the " + std::to_string(max_bytes) + " bytes such a file may hold");
+  return out;
+}
+
+std::string read_file(const std::string& path, uint64_t max_bytes, const std::string& what) {
+  return InputFile(path, what).read_rest(max_bytes);
 }
 
 void remove_stale_temporaries(const std::string& dir) {

@@ -158,31 +158,45 @@ std::string encode_safetensors(const TensorRefs& tensors, const std::map<std::st
   return out;
 }
 
-SafetensorsData decode_safetensors(const std::string& bytes, const std::string& source) {
-  if (bytes.size() < 8)
-    bad(source, "file is " + std::to_string(bytes.size()) + " bytes, shorter than the 8-byte header length");
-  const uint64_t n = read_u64_le(bytes);
-  if (n > bytes.size() - 8)
+namespace {
+
+// What the header says: the metadata, and the entries in the order of their data.
+struct Header {
+  std::map<std::string, std::string> metadata;
+  std::vector<Entry> entries;
+};
+
+// The header length from the first 8 bytes, checked against the file's
+// `file_size` before anything of that length is read or allocated.
+uint64_t header_length(const std::string& first8, uint64_t file_size, const std::string& source) {
+  if (file_size < 8)
+    bad(source, "file is " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
+  const uint64_t n = read_u64_le(first8);
+  if (n > file_size - 8)
     bad(source, "header length " + std::to_string(n) + " goes beyond the end of the file (" +
-                    std::to_string(bytes.size()) + " bytes): the file is truncated or corrupt");
-  Json header;
+                    std::to_string(file_size) + " bytes): the file is truncated or corrupt");
+  return n;
+}
+
+// The header's JSON, checked against `data_size`, the bytes after it: every
+// entry's offsets and shape must fit in them and tile them exactly.
+Header parse_header(const std::string& text, uint64_t data_size, const std::string& source) {
+  Json json;
   try {
-    header = Json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+    json = Json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     bad(source, std::string("header is not valid JSON: ") + e.what());
   }
-  if (!header.is_object()) bad(source, "header must be a JSON object, got " + std::string(header.type_name()));
+  if (!json.is_object()) bad(source, "header must be a JSON object, got " + std::string(json.type_name()));
 
-  const uint64_t data_size = bytes.size() - 8 - n;
-  const char* data = bytes.data() + 8 + n;
-  SafetensorsData out;
-  std::vector<Entry> entries;
-  for (const auto& [key, value] : header.items()) {
+  Header header;
+  std::vector<Entry>& entries = header.entries;
+  for (const auto& [key, value] : json.items()) {
     if (key == kMetadataKey) {
       if (!value.is_object()) bad(source, "__metadata__ must be an object of strings, got " + value.dump());
       for (const auto& [mk, mv] : value.items()) {
         if (!mv.is_string()) bad(source, "__metadata__ value of '" + mk + "' must be a string, got " + mv.dump());
-        out.metadata[mk] = mv.get<std::string>();
+        header.metadata[mk] = mv.get<std::string>();
       }
       continue;
     }
@@ -206,10 +220,23 @@ SafetensorsData decode_safetensors(const std::string& bytes, const std::string& 
   if (cursor != data_size)
     bad(source, std::to_string(data_size - cursor) + " bytes of data after the last tensor (data is " +
                     std::to_string(data_size) + " bytes, tensors cover " + std::to_string(cursor) + ")");
+  return header;
+}
 
-  out.tensors.reserve(entries.size());
-  for (const Entry& e : entries) out.tensors.emplace_back(e.name, to_tensor(e, data));
+SafetensorsData tensors_of(Header header, const char* data) {
+  SafetensorsData out;
+  out.metadata = std::move(header.metadata);
+  out.tensors.reserve(header.entries.size());
+  for (const Entry& e : header.entries) out.tensors.emplace_back(e.name, to_tensor(e, data));
   return out;
+}
+
+}  // namespace
+
+SafetensorsData decode_safetensors(const std::string& bytes, const std::string& source) {
+  const uint64_t n = header_length(bytes.substr(0, 8), bytes.size(), source);
+  const uint64_t data_size = bytes.size() - 8 - n;
+  return tensors_of(parse_header(bytes.substr(8, n), data_size, source), bytes.data() + 8 + n);
 }
 
 void save_safetensors(const std::string& path, const TensorRefs& tensors,
@@ -226,13 +253,21 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 }
 
 SafetensorsData load_safetensors(const std::string& path) {
-  std::string bytes;
+  // The header's sizes are checked against the file's before its data is read,
+  // so a header that claims more than the file holds allocates nothing.
   try {
-    bytes = read_file(path);
+    InputFile file(path);
+    const uint64_t size = file.size();
+    const uint64_t n = header_length(size < 8 ? std::string() : file.read(8), size, path);
+    Header header = parse_header(file.read(n), size - 8 - n, path);
+    const std::string data = file.read(size - 8 - n);
+    if (!file.read_rest().empty()) file.fail("it grew while it was read");
+    return tensors_of(std::move(header), data.data());
   } catch (const IoError& e) {
-    throw IoError(std::string("safetensors ") + e.what());
+    const std::string what = e.what();
+    if (what.rfind("safetensors", 0) == 0) throw;
+    throw IoError("safetensors " + what);
   }
-  return decode_safetensors(bytes, path);
 }
 
 }  // namespace attnlab
