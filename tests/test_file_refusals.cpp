@@ -317,7 +317,7 @@ TEST_CASE("data files that are not UTF-8 text are refused at load naming the fil
   CHECK_THROWS_WITH(make_task(c), Catch::Contains("is not valid UTF-8, which a run's checkpoints cannot record"));
 }
 
-TEST_CASE("a BOM at the start of a data file is not a character; CR LF line ends are line ends for pairs", "[datasets][files]") {
+TEST_CASE("a BOM at the start of a data file is not a character, and CR LF line ends are line ends for pairs", "[datasets][files]") {
   TempDir dir("bom-crlf");
   TaskConfig c;
   c.name = "pairs";
