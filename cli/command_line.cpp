@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "datasets/task.h"
+#include "datasets/utf8.h"
 #include "framework/error.h"
 #include "framework/io/atomic_file.h"
 
@@ -149,7 +150,8 @@ std::string read_config_text(const std::string& path) {
   if (!fs::exists(status)) throw IoError(cannot + ": no such file");
   if (fs::is_directory(status)) throw IoError(cannot + ": it is a directory, not an INI file");
   // InputFile refuses a device, pipe or socket, as every file attnlab reads.
-  const std::string text = read_file(path, kMaxConfigBytes, "config file");
+  // A BOM (editors on some systems write one) would otherwise glue itself, unseen, to the first name.
+  const std::string text = without_bom(read_file(path, kMaxConfigBytes, "config file"));
   for (size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/command_line.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/checkpoint.h"
 #include "training/checkpoints.h"
@@ -161,12 +162,11 @@ TrainSettings load_run_settings(const RunDir& run) {
   std::error_code ec;
   if (!fs::exists(run.config_path(), ec))
     throw IoError("'" + run.path() + "' is not an attnlab run directory (no readable config.ini)");
-  std::istringstream in(read_file(run.config_path(), UINT64_MAX, "config file"));  // refuses a device or a FIFO
   TrainSettings s = default_settings();
   OptionSet options = all_train_options(s);
   po::variables_map vm;
+  store_config_file(run.config_path(), options.description(), vm);  // as --config: no device, no binary, no BOM
   try {
-    po::store(po::parse_config_file(in, options.description(), false), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw IoError(run.config_path() + ": " + e.what());

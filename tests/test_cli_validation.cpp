@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -319,4 +320,25 @@ TEST_CASE("every subcommand's --help shows its switches without an arg placehold
   CHECK(file.code == 0);
   CHECK(file.out.find("tie-embeddings = true") != std::string::npos);
   CHECK(file.out.find("nesterov = false") != std::string::npos);
+}
+
+TEST_CASE("a config file that starts with a byte-order mark reads as one without: --config and a run's config.ini",
+          "[cli][validation]") {
+  TempDir dir("validation-bom");
+  const std::string bom = "\xEF\xBB\xBF";
+  std::ofstream(dir / "bom.ini") << bom << "task = copy\nsteps = 3\n";
+  const Result check = run_attnlab("train --check --config " + (dir / "bom.ini"));
+  INFO(check.out);
+  CHECK(check.code == 0);
+  CHECK(check.out.find("task = copy\n") != std::string::npos);
+  CHECK(check.out.find("steps = 3\n") != std::string::npos);
+
+  const std::string run = dir / "run";
+  REQUIRE(run_attnlab("train" + kTiny + " --task reverse --steps 2 --eval-every 2 --run " + run).code == 0);
+  std::ifstream in(run + "/config.ini");
+  const std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(run + "/config.ini") << bom << config;
+  const Result eval = run_attnlab("eval --run " + run);
+  INFO(eval.out);
+  CHECK(eval.code == 0);
 }

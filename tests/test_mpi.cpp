@@ -309,6 +309,14 @@ TEST_CASE("under mpirun a refusal that only rank 0 meets ends every rank with ex
   CHECK_FALSE(fs::exists(model_file(run, 20) + ".safetensors"));
   CHECK(slurp(run + "/metrics.csv") == metrics);
 
+  // A data file with a byte that is not UTF-8: refused by every rank at load, before the first step.
+  std::ofstream(dir / "bad.txt") << std::string(200, 'a') << "\xff" << std::string(200, 'b') << "\n";
+  check_refused_once(mpirun_refused("train --task text --model decoder --file " + (dir / "bad.txt") +
+                                    " --seq-len 16 --d-model 16 --heads 2 --d-ff 32 --steps 10 --batch-size 4"
+                                    " --threads 1 --quiet --run " + (dir / "text")),
+                     "not valid UTF-8 (byte 0xFF)");
+  CHECK_FALSE(fs::exists(dir / "text"));
+
   // Refused by every rank alike (the Trainer's check): still printed once, every time.
   for (int attempt = 0; attempt < 3; ++attempt)
     check_refused_once(mpirun_refused("train" + kFlags + " --steps 10 --probe-every 5 --run " + (dir / "probe")),
