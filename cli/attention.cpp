@@ -7,10 +7,14 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <utility>
 
 #include "cli/command_line.h"
 #include "cli/load_run.h"
+#include "cli/run_claim.h"
+#include "cli/run_dir.h"
 #include "cli/signals.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/csv.h"
@@ -93,18 +97,105 @@ std::vector<fs::path> missing_directories(const fs::path& dir) {
   return out;
 }
 
+// `path` without trailing slashes ("maps/" names the link maps, not its target).
+fs::path without_trailing_slashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// Whether `name` is named as attnlab names a map (LAYER.hHEAD.csv).
+bool is_map_name(const std::string& name) {
+  static const std::regex pattern(R"([A-Za-z0-9_.]+\.h[0-9]+\.csv)");
+  return std::regex_match(name, pattern);
+}
+
+// Whether attnlab may write `names` into out_dir, as run directories are
+// claimed (cli/run_claim.h): a missing directory is created, an empty one
+// taken, one carrying the attention marker has those files replaced. Anything
+// else is refused (ValueError, exit 2) before a byte is written: a directory
+// of the user's, a symlink as out_dir or as one of the names, the root, the
+// working directory, $HOME or their parents. Returns whether out_dir is marked.
+bool check_output_directory(const std::string& out_dir, const std::vector<std::string>& names) {
+  const std::string refuses = "--out refuses to write into '" + out_dir + "': ";
+  if (std::string why = protected_path_reason(out_dir); !why.empty()) throw ValueError(refuses + "it is " + why);
+  std::error_code ec;
+  const fs::file_status link = fs::symlink_status(without_trailing_slashes(out_dir), ec);
+  if (fs::is_symlink(link))
+    throw ValueError(refuses + "it is a symbolic link (attnlab does not write through one); name its target itself");
+  if (!fs::exists(link)) return false;  // created, or the creation's own error
+  if (!fs::is_directory(link)) throw ValueError(refuses + "it is not a directory");
+  if (has_attention_marker(out_dir)) {
+    // Whatever is named as attnlab names its outputs must be a plain file: a
+    // symlink is refused, never followed nor replaced.
+    const std::set<std::string> own(names.begin(), names.end());
+    for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (!own.count(name) && name != "attention.json" && !is_map_name(name)) continue;
+      const fs::file_status file = entry.symlink_status(ec);
+      if (!fs::is_regular_file(file))
+        throw ValueError(refuses + "its " + name + " is " + (fs::is_symlink(file) ? "a symbolic link" : "not a regular file") +
+                         " (attnlab replaces only files it wrote)");
+    }
+    return true;
+  }
+  if (fs::is_empty(out_dir, ec) && !ec) return false;
+  throw ValueError(refuses + "it holds files and is not attnlab's attention output (no " + kAttentionMarker +
+                   " marker); choose a new or empty directory");
+}
+
+// The CSV maps an earlier `attention` listed in out_dir/attention.json that
+// `files` does not replace (a model with more layers or heads): stale once
+// the new maps are in place. Only regular files named as attnlab names maps.
+std::vector<fs::path> stale_maps(const std::string& out_dir, const OutputFiles& files) {
+  std::vector<fs::path> stale;
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(read_file(out_dir + "/attention.json", 16 << 20));
+    std::set<std::string> fresh;
+    for (const auto& [name, content] : files) fresh.insert(name);
+    for (const auto& layer : meta.at("layers"))
+      for (const auto& file : layer.at("files")) {
+        const std::string name = file.get<std::string>();
+        std::error_code ec;
+        if (!fresh.count(name) && is_map_name(name) &&
+            fs::is_regular_file(fs::symlink_status(fs::path(out_dir) / name, ec)))
+          stale.push_back(fs::path(out_dir) / name);
+      }
+  } catch (const std::exception&) {
+    return {};  // no earlier attention.json, or not one attnlab wrote: nothing is removed
+  }
+  return stale;
+}
+
 // Writes every file into a fresh hidden directory inside out_dir first, then
 // renames them into place: a full disk or a file-size limit fails before any
-// file of out_dir is replaced, and what this call created is removed again.
+// file of out_dir is replaced, and what this call created (directories, the
+// marker) is removed again.
 void write_outputs(const std::string& out_dir, const OutputFiles& files) {
+  std::vector<std::string> names;
+  for (const auto& [name, content] : files) names.push_back(name);
+  const bool marked = check_output_directory(out_dir, names);
   const std::vector<fs::path> created = missing_directories(out_dir);
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw IoError("cannot create output directory '" + out_dir + "': " + ec.message());
+  // Undoes what this call did to out_dir before any map was in place.
+  const auto undo = [&] {
+    if (!marked) fs::remove(fs::path(out_dir) / kAttentionMarker, ec);
+    for (const fs::path& p : created) fs::remove(p, ec);  // only if still empty: never what others wrote
+  };
+  if (!marked) {  // first, so that a stage left by a killed process lies in a marked directory
+    try {
+      write_attention_marker(out_dir);
+    } catch (const IoError& e) {
+      undo();
+      throw RunFailure(std::string(e.what()) + "; no attention map was written to '" + out_dir + "'");
+    }
+  }
   std::string stage_name = out_dir + "/.attention.tmp.XXXXXX";
   if (!::mkdtemp(stage_name.data())) {
     const std::string why = std::error_code(errno, std::generic_category()).message();
-    for (const fs::path& p : created) fs::remove(p, ec);
+    undo();
     throw RunFailure("cannot write to output directory '" + out_dir + "': " + why + "; nothing was written");
   }
   const fs::path stage = stage_name;
@@ -112,9 +203,10 @@ void write_outputs(const std::string& out_dir, const OutputFiles& files) {
     for (const auto& [name, content] : files) write_file_atomic((stage / name).string(), content);
   } catch (const IoError& e) {
     fs::remove_all(stage, ec);
-    for (const fs::path& p : created) fs::remove(p, ec);  // only if still empty: never what others wrote
+    undo();
     throw RunFailure(std::string(e.what()) + "; no attention map was written to '" + out_dir + "'");
   }
+  const std::vector<fs::path> stale = marked ? stale_maps(out_dir, files) : std::vector<fs::path>();
   for (const auto& [name, content] : files) {
     fs::rename(stage / name, fs::path(out_dir) / name, ec);
     if (ec) {
@@ -123,6 +215,7 @@ void write_outputs(const std::string& out_dir, const OutputFiles& files) {
     }
   }
   fs::remove(stage, ec);
+  for (const fs::path& file : stale) fs::remove(file, ec);
 }
 
 // One layer's maps: a CSV matrix per head into `files`, and its entry of attention.json.
@@ -166,7 +259,13 @@ const char* const kAttentionUsage =
     "language model (--task text) reads the input text itself, at most its\n"
     "training context (the latest characters), and answers with its most\n"
     "likely next character. All files are written, or none (exit 1).\n"
-    "Plot them with scripts/plot_attention.py OUT_DIR.\n\n";
+    "Plot them with scripts/plot_attention.py OUT_DIR.\n\n"
+    "--out is created (or taken, if empty) and marked as attnlab's with a\n"
+    ".attnlab-attention file; a later attention --out into a marked directory\n"
+    "replaces only the files attnlab writes there. A directory without the\n"
+    "marker that holds files, a symlink (as DIR, or as one of those files),\n"
+    "the root, the working directory, $HOME and their parents are refused\n"
+    "(exit 2) and left untouched.\n\n";
 
 }  // namespace
 
@@ -177,13 +276,15 @@ int run_attention(const Args& args) {
   po::positional_options_description positional;
   add_run_input_options(opts, positional, in);
   opts.add_options()("out", po::value(&out_dir),
-                     "output directory (default: RUN/attention); replaced files are overwritten");
+                     "output directory (default: RUN/attention): new, empty, or attnlab's "
+                     "own (see above)");
   po::variables_map vm;
   if (!parse_command_line(args, opts, vm, kAttentionUsage,
                           "\nexample:\n  attnlab attention --run runs/rev \"3 1 4 1 5 9 2 6\"\n", &positional))
     return kExitOk;
   check_run_input(vm, in, "attention");
   if (out_dir.empty()) out_dir = in.run_path + "/attention";
+  check_output_directory(out_dir, {});  // before the model is loaded; again, with the file names, before writing
   omp_set_num_threads(1);
   const FileSizeSignalGuard file_size_limit;  // a write past RLIMIT_FSIZE fails with a message
 

@@ -21,6 +21,7 @@ namespace {
 
 // The marker's one line: a format number, should the layout ever change.
 const char* const kMarker = "attnlab run directory, format 1\n";
+const char* const kAttentionMarkerText = "attnlab attention output, format 1\n";
 
 // Files attnlab writes at the top of a run directory (the probe logs: framework/probe).
 const std::set<std::string> kOwnFiles = {".attnlab-run", ".lock", "config.ini", "metrics.csv", "summary.json",
@@ -75,11 +76,17 @@ std::set<std::string> attention_files(const fs::path& dir) {
 void remove_attention_maps(const fs::path& dir) {
   std::error_code ec;
   const std::set<std::string> own = attention_files(dir);
-  if (own.empty()) return;
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (own.count(without_temporary(entry.path().filename().string()))) files.push_back(entry.path());
+  if (!own.empty())
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      if (own.count(without_temporary(entry.path().filename().string()))) files.push_back(entry.path());
   for (const fs::path& file : files) remove_own(file);
+  // The marker goes with the last of the maps; beside a user's file it stays.
+  if (has_attention_marker(dir.string())) {
+    size_t entries = 0;
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) ++entries;
+    if (!ec && entries == 1) remove_own(dir / kAttentionMarker);
+  }
   remove_if_empty(dir);
 }
 
@@ -94,6 +101,21 @@ bool RunDir::has_marker() const {
 }
 
 void RunDir::write_marker() const { write_file_atomic(marker_path(), kMarker); }
+
+bool has_attention_marker(const std::string& dir) {
+  const fs::path marker = fs::path(dir) / kAttentionMarker;
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(marker, ec))) return false;
+  try {
+    return read_file(marker.string(), 4096).rfind("attnlab attention output", 0) == 0;
+  } catch (const IoError&) {
+    return false;
+  }
+}
+
+void write_attention_marker(const std::string& dir) {
+  write_file_atomic((fs::path(dir) / kAttentionMarker).string(), kAttentionMarkerText);
+}
 
 void remove_run_files(const RunDir& run) {
   std::error_code ec;

@@ -7,6 +7,7 @@
 //   summary.json           written at the end: final metrics, steps, seconds, whether the target was reached
 //   checkpoints/step-NNNNNNNN.safetensors        the model's weights (dotted names; config in the metadata)
 //   checkpoints/step-NNNNNNNN.optim.safetensors  the optimizer's state
+//   attention/             `attnlab attention`'s default output (marked .attnlab-attention)
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,6 +52,13 @@ void remove_run_files(const RunDir& run);
 
 // Whether every entry of the directory is one that attnlab writes.
 bool holds_only_own_files(const RunDir& run);
+
+// The marker `attnlab attention` writes into an output directory it creates
+// (or takes empty): only a directory with it has its files replaced by a later
+// `attention --out`. A marker that is a symlink or not a regular file is none.
+inline constexpr const char* kAttentionMarker = ".attnlab-attention";
+bool has_attention_marker(const std::string& dir);
+void write_attention_marker(const std::string& dir);  // IoError naming the path and the reason
 
 // Reads a run's config.ini into settings (then `extra` command-line args may
 // override some of them); IoError for a missing or foreign directory.

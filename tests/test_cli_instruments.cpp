@@ -6,9 +6,11 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -133,4 +135,205 @@ TEST_CASE("attention writes one map per layer and head whose rows sum to 1", "[c
         CHECK(rows == layer["queries"].size());
       }
   }
+}
+
+// ---- attention --out: the ownership rules of run directories -------------------
+
+namespace {
+
+std::string slurp_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// Every entry under `dir` (not following symlinks) with its content.
+std::map<std::string, std::string> tree(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string rel = fs::relative(e.path(), dir).string();
+    out[rel] = e.is_symlink() ? "-> " + fs::read_symlink(e.path()).string()
+                              : e.is_regular_file() ? slurp_file(e.path().string()) : "<dir>";
+  }
+  return out;
+}
+
+size_t csv_count(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".csv";
+  return n;
+}
+
+size_t lines_of(const std::string& out) { return static_cast<size_t>(std::count(out.begin(), out.end(), '\n')); }
+
+// A trained encoder (2 layers x 2 heads) and seq2seq (6 x 2) under dir.
+void train_small(const TempDir& dir) {
+  for (const char* model : {"encoder", "seq2seq"}) {
+    Result r = run_attnlab(std::string("train --task reverse --model ") + model + kSmall +
+                           " --steps 3 --eval-every 3 --run " + (dir / model));
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention --out refuses a directory of the user's, without the marker, and leaves it untouched",
+          "[cli][attention][out]") {
+  TempDir dir("attention-out-user");
+  train_small(dir);
+  const std::string mine = dir / "mine";
+  fs::create_directories(mine);
+  SECTION("their own attention.json") {
+    spit_file(mine + "/attention.json", "{\"mine\": true}\n");
+  }
+  SECTION("any file") {
+    spit_file(mine + "/notes.txt", "my notes\n");
+  }
+  SECTION("an older attnlab's maps, without the marker") {
+    REQUIRE(run_attnlab("attention --run " + (dir / "encoder") + " --out " + mine + " \"1 2 3 4 5\"").code == 0);
+    fs::remove(mine + "/.attnlab-attention");
+  }
+  const auto before = tree(mine);
+  Result r = run_attnlab("attention --run " + (dir / "seq2seq") + " --out " + mine + " \"5 4 3 2 1\"");
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK(lines_of(r.out) == 1);
+  CHECK(r.out.find("'" + mine + "'") != std::string::npos);
+  CHECK(r.out.find("not attnlab's") != std::string::npos);
+  CHECK(tree(mine) == before);
+}
+
+TEST_CASE("attention --out refuses a symlink as the directory or as one of its files, and follows neither",
+          "[cli][attention][out]") {
+  TempDir dir("attention-out-link");
+  train_small(dir);
+  const std::string target = dir / "target";
+  std::string link = dir / "link";
+  fs::create_directories(target);
+  spit_file(target + "/keep.txt", "keep\n");
+  SECTION("a symlink as DIR, to a directory with files") {
+    fs::create_directory_symlink(target, link);
+  }
+  SECTION("a symlink as DIR, to an empty directory") {
+    fs::remove(target + "/keep.txt");
+    fs::create_directory_symlink(target, link);
+  }
+  SECTION("a symlink as DIR, named with a trailing slash") {
+    fs::create_directory_symlink(target, link);
+    link += "/";
+  }
+  SECTION("a symlink as DIR, to attnlab's own output") {
+    fs::remove(target + "/keep.txt");
+    REQUIRE(run_attnlab("attention --run " + (dir / "encoder") + " --out " + target + " \"1 2 3 4 5\"").code == 0);
+    fs::create_directory_symlink(target, link);
+  }
+  const auto before = tree(target);
+  Result r = run_attnlab("attention --run " + (dir / "encoder") + " --out " + link + " \"5 4 3 2 1\"");
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK(lines_of(r.out) == 1);
+  CHECK(r.out.find("symbolic link") != std::string::npos);
+  CHECK(tree(target) == before);
+  CHECK(fs::is_symlink(dir / "link"));
+}
+
+TEST_CASE("attention --out refuses a symlink inside its own directory named like one of its files",
+          "[cli][attention][out]") {
+  TempDir dir("attention-out-inner-link");
+  train_small(dir);
+  const std::string out = dir / "maps", elsewhere = dir / "elsewhere";
+  REQUIRE(run_attnlab("attention --run " + (dir / "seq2seq") + " --out " + out + " \"1 2 3 4 5\"").code == 0);
+  spit_file(elsewhere, "precious\n");
+  std::string name;
+  SECTION("attention.json") { name = "attention.json"; }
+  SECTION("a map") { name = nlohmann::json::parse(slurp_file(out + "/attention.json"))["layers"][1]["files"][0]; }
+  fs::remove(out + "/" + name);
+  fs::create_symlink(elsewhere, out + "/" + name);
+  const auto before = tree(out);
+  Result r = run_attnlab("attention --run " + (dir / "seq2seq") + " --out " + out + " \"5 4 3 2 1\"");
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK(lines_of(r.out) == 1);  // refused before the model is run: no decoding note either
+  CHECK(r.out.find(name + " is a symbolic link") != std::string::npos);
+  CHECK(tree(out) == before);
+  CHECK(slurp_file(elsewhere) == "precious\n");
+}
+
+TEST_CASE("attention --out creates a new nested directory, takes an empty one and replaces its own maps",
+          "[cli][attention][out]") {
+  TempDir dir("attention-out-own");
+  train_small(dir);
+  SECTION("a new nested directory is created and marked") {
+    const std::string out = dir / "a/b/c";
+    Result r = run_attnlab("attention --run " + (dir / "encoder") + " --out " + out + " \"1 2 3 4 5\"");
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    CHECK(fs::exists(out + "/attention.json"));
+    CHECK(fs::is_regular_file(out + "/.attnlab-attention"));
+    CHECK(csv_count(out) == 4);
+  }
+  SECTION("an empty directory is taken and marked") {
+    const std::string out = dir / "empty";
+    fs::create_directories(out);
+    Result r = run_attnlab("attention --run " + (dir / "encoder") + " --out " + out + " \"1 2 3 4 5\"");
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    CHECK(fs::exists(out + "/attention.json"));
+    CHECK(fs::is_regular_file(out + "/.attnlab-attention"));
+  }
+  SECTION("a second attention into its own directory replaces the maps; a user's plot there stays") {
+    const std::string out = dir / "maps";
+    REQUIRE(run_attnlab("attention --run " + (dir / "seq2seq") + " --out " + out + " \"1 2 3 4 5\"").code == 0);
+    REQUIRE(csv_count(out) == 12);
+    spit_file(out + "/attention.png", "a plot\n");  // what scripts/plot_attention.py writes there
+    Result r = run_attnlab("attention --run " + (dir / "encoder") + " --out " + out + " \"5 4 3 2 1\"");
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    const auto meta = nlohmann::json::parse(slurp_file(out + "/attention.json"));
+    CHECK(meta["model"] == "encoder");
+    CHECK(meta["input"] == "5 4 3 2 1");
+    CHECK(meta["layers"].size() == 2);
+    CHECK(csv_count(out) == 4);  // the seq2seq run's other maps are gone with its attention.json
+    CHECK(slurp_file(out + "/attention.png") == "a plot\n");
+    size_t hidden = 0;
+    for (const auto& e : fs::directory_iterator(out)) hidden += e.path().filename().string().rfind(".attention", 0) == 0;
+    CHECK(hidden == 0);  // no stage left
+  }
+  SECTION("the default RUN/attention is attnlab's: a second call replaces it, train --overwrite removes it") {
+    const std::string run = dir / "encoder";
+    REQUIRE(run_attnlab("attention --run " + run + " \"1 2 3 4 5\"").code == 0);
+    Result again = run_attnlab("attention --run " + run + " \"5 4 3 2 1\"");
+    INFO(again.out);
+    REQUIRE(again.code == 0);
+    CHECK(nlohmann::json::parse(slurp_file(run + "/attention/attention.json"))["input"] == "5 4 3 2 1");
+    Result over = run_attnlab(std::string("train --task reverse --model encoder") + kSmall +
+                              " --steps 3 --eval-every 3 --overwrite --run " + run);
+    INFO(over.out);
+    REQUIRE(over.code == 0);
+    CHECK_FALSE(fs::exists(run + "/attention"));
+  }
+}
+
+TEST_CASE("attention --out never writes into the working directory or its parents", "[cli][attention][out]") {
+  TempDir dir("attention-out-protected");
+  train_small(dir);
+  const std::string cwd = dir / "work/here";
+  fs::create_directories(cwd);
+  for (const char* out : {".", "..", "./"}) {
+    Result r = run_attnlab("attention --run " + (dir / "encoder") + " --out " + out + " \"1 2 3 4 5\"",
+                           "cd '" + cwd + "' &&");
+    INFO(out << "\n" << r.out);
+    CHECK(r.code == 2);
+    CHECK(lines_of(r.out) == 1);
+    CHECK(r.out.find("working directory") != std::string::npos);
+  }
+  CHECK(fs::is_empty(cwd));
+  CHECK(tree(dir / "work") == std::map<std::string, std::string>{{"here", "<dir>"}});
 }
