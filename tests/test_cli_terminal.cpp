@@ -297,7 +297,8 @@ TEST_CASE("predict, predict --logits and attention stop one token past the expec
     INFO(maps.out);
     REQUIRE(maps.code == 0);
     CHECK_THAT(maps.out, Contains(note));
-    for (const auto& layer : attention_meta(out)["layers"])
+    const nlohmann::json meta = attention_meta(out);  // held: a range-for over a temporary's member would dangle
+    for (const auto& layer : meta["layers"])
       if (layer["name"].get<std::string>().find("encoder.") != 0)  // [bos] 4 [sep] 4 | [bos] 4: the fifth never read
         CHECK(layer["queries"].size() == (model == "decoder" ? 10u : 5u));
   }
