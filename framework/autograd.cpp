@@ -17,8 +17,15 @@ std::shared_ptr<Node> new_node(Tensor value) {
 }
 }  // namespace
 
+GradTarget Node::grad_target() {
+  const bool fresh = grad.empty() || grad.shape() != value.shape();
+  if (fresh) grad = Tensor::uninitialized(value.shape());
+  return {&grad, fresh};
+}
+
 Tensor& Node::grad_buffer() {
-  if (grad.empty() || grad.shape() != value.shape()) grad = Tensor(value.shape());
+  const GradTarget target = grad_target();
+  if (target.fresh) target.grad->zero_();
   return grad;
 }
 

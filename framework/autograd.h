@@ -5,8 +5,18 @@
 // some input needs a gradient and no NoGradGuard is active - records its inputs
 // and a backward closure. backward(root) runs the closures of the nodes
 // reachable from the scalar root in decreasing creation id (each node's id is
-// larger than its inputs'), then releases the graph. Backward closures always
-// accumulate (+=) into their inputs' gradients.
+// larger than its inputs'), then releases the graph.
+//
+// The gradient contract: a backward closure adds (+=) its contribution to each
+// input's gradient, for an input may feed several ops. It gets the buffer from
+// grad_target(i), the one place that hands out gradient buffers:
+// - fresh == false: the buffer already holds earlier contributions: add to it;
+// - fresh == true: nothing has been added yet, and "+= x" into zeros is "= x",
+//   so the buffer is left uninitialised and the writer must write (=) every
+//   element of it once (a product does so with beta = 0, skipping a zero-fill).
+// A writer that only knows how to add calls input_grad(i), which zero-fills a
+// fresh buffer. Ask again before a second write into the same input: an op
+// whose inputs are one and the same node sees the buffer fresh only once.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,6 +29,12 @@ namespace attnlab {
 struct Node;
 using BackwardFn = std::function<void(Node& self)>;
 
+// An input's gradient buffer, and whether its first writer must overwrite it.
+struct GradTarget {
+  Tensor* grad;
+  bool fresh;  // uninitialised: the writer must write every element (no +=)
+};
+
 struct Node {
   Tensor value;
   Tensor grad;  // empty until something accumulates into it
@@ -29,10 +45,13 @@ struct Node {
   std::vector<std::shared_ptr<Node>> inputs;
   BackwardFn backward;
 
-  // The gradient buffer, allocated as zeros of the value's shape on first use.
+  // This node's gradient buffer for a writer (see the contract above).
+  GradTarget grad_target();
+  // The gradient buffer, zeros of the value's shape on first use: add into it.
   Tensor& grad_buffer();
   // Whether input i wants a gradient (checked by backward closures).
   bool input_needs_grad(size_t i) const { return inputs[i]->requires_grad; }
+  GradTarget input_grad_target(size_t i) { return inputs[i]->grad_target(); }
   Tensor& input_grad(size_t i) { return inputs[i]->grad_buffer(); }
   const Tensor& input_value(size_t i) const { return inputs[i]->value; }
 };

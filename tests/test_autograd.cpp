@@ -39,6 +39,50 @@ TEST_CASE("a value used twice accumulates both gradient paths", "[autograd]") {
   REQUIRE(x.grad()[2] == Approx(6));
 }
 
+// times() written to the other side of the gradient contract: it overwrites a fresh buffer.
+static Var times_writing(const Var& a, const Var& b) {
+  Tensor out(a.shape());
+  for (int64_t i = 0; i < out.numel(); ++i) out[i] = a.value()[i] * b.value()[i];
+  return make_result(std::move(out), {a, b}, "times_writing", [](Node& self) {
+    for (size_t k = 0; k < 2; ++k) {
+      if (!self.input_needs_grad(k)) continue;
+      const GradTarget t = self.input_grad_target(k);  // asked again for k = 1: the same node is no longer fresh
+      const Tensor& other = self.input_value(1 - k);
+      for (int64_t i = 0; i < t.grad->numel(); ++i)
+        (*t.grad)[i] = (t.fresh ? 0 : (*t.grad)[i]) + self.grad[i] * other[i];
+    }
+  });
+}
+
+TEST_CASE("the gradient contract: a buffer is fresh (uninitialised) only before its first writer; input_grad zero-fills "
+          "it", "[autograd]") {
+  Var x(Tensor::from({2}, {1, 2}), true);
+  GradTarget first = x.node()->grad_target();
+  CHECK(first.fresh);
+  CHECK(first.grad->shape() == Shape{2});
+  (*first.grad)[0] = 5;
+  (*first.grad)[1] = 6;
+  GradTarget second = x.node()->grad_target();
+  CHECK_FALSE(second.fresh);
+  CHECK(second.grad == first.grad);
+  CHECK((*second.grad)[1] == 6);  // kept, to be added to
+
+  Var y(Tensor::from({3}, {1, 2, 3}), true);
+  { Tensor junk({3}, 7); }  // freed into the buffer cache, where y's gradient buffer is taken from next
+  Tensor& zeros = y.node()->grad_buffer();
+  for (int64_t i = 0; i < 3; ++i) CHECK(zeros[i] == 0);
+}
+
+TEST_CASE("an op whose inputs are one node writes the fresh buffer once and adds the second path", "[autograd]") {
+  Var x(Tensor::from({3}, {1, 2, 3}), true);
+  backward(total(times_writing(x, x)));  // d(sum x^2)/dx = 2x
+  CHECK(x.grad()[0] == 2);
+  CHECK(x.grad()[1] == 4);
+  CHECK(x.grad()[2] == 6);
+  backward(total(times_writing(x, x)));  // a second backward adds: the buffer is not fresh
+  CHECK(x.grad()[2] == 12);
+}
+
 TEST_CASE("gradients accumulate across backward calls until zero_grad", "[autograd]") {
   Var x(Tensor::from({2}, {1, 2}), true);
   backward(total(x));

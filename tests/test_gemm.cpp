@@ -236,7 +236,7 @@ TEST_CASE("set_gemm_backend switches to eigen and back, and refuses an unknown n
   CHECK(std::string(gemm_backend()) == built);
 }
 
-// The beta = 0 path of the ops (framework/ops/grad_target.h): a gradient that
+// The beta = 0 path of the ops (Node::grad_target, framework/autograd.h): a gradient that
 // already holds something is added to, a fresh one is overwritten, and an
 // input used twice by one op gets both contributions.
 TEST_CASE("matmul and linear backward add to a gradient that holds values and fill a fresh one", "[gemm]") {

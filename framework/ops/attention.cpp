@@ -9,7 +9,6 @@
 #include <string>
 
 #include "framework/ops/gemm.h"
-#include "framework/ops/grad_target.h"
 #include "framework/ops/softmax.h"
 
 namespace attnlab {
@@ -145,10 +144,10 @@ Var attention_core(const std::vector<Var>& inputs, const Dims n, const Layouts& 
     // overwritten by its first product, and an input seen again is not fresh.
     // Packed, the three write disjoint columns of one buffer: each overwrites
     // its own columns when that buffer is fresh.
-    const detail::GradTarget none{nullptr, false};
-    const detail::GradTarget gv = need_v ? detail::grad_target(self, iv) : none;
-    const detail::GradTarget gq = packed ? gv : need_q ? detail::grad_target(self, iq) : none;
-    const detail::GradTarget gk = packed ? gv : need_k ? detail::grad_target(self, ik) : none;
+    const GradTarget none{nullptr, false};
+    const GradTarget gv = need_v ? self.input_grad_target(iv) : none;
+    const GradTarget gq = packed ? gv : need_q ? self.input_grad_target(iq) : none;
+    const GradTarget gk = packed ? gv : need_k ? self.input_grad_target(ik) : none;
     const int64_t pairs = n.B * n.h;
 
 #pragma omp parallel if (parallel)

@@ -8,7 +8,6 @@
 #include <limits>
 
 #include "framework/ops/broadcast.h"
-#include "framework/ops/grad_target.h"
 
 namespace attnlab {
 namespace detail {
@@ -126,14 +125,15 @@ void binary_accumulate(const BroadcastPlan& p, int which, const Tensor& grad, co
 
 // The backward of a binary op for input `which`. An input of the output's shape
 // whose gradient has no buffer yet (its first contribution, as for a residual
-// stream) gets an uninitialised one that the op overwrites (grad_target.h): no
-// zero-fill and no read of zeros. A broadcast input (a bias) accumulates.
+// stream) gets an uninitialised one that the op overwrites (the gradient
+// contract, framework/autograd.h): no zero-fill and no read of zeros. A
+// broadcast input (a bias) accumulates.
 template <class G>
 void binary_backward(Node& self, const BroadcastPlan& p, int which, G gfn) {
   const Tensor& a = self.input_value(0);
   const Tensor& b = self.input_value(1);
   if (which == 0 ? p.a_full : p.b_full) {
-    const detail::GradTarget t = detail::grad_target(self, static_cast<size_t>(which));
+    const GradTarget t = self.input_grad_target(static_cast<size_t>(which));
     if (t.fresh)
       binary_accumulate<true>(p, which, self.grad, a, b, *t.grad, gfn);
     else

@@ -8,7 +8,6 @@
 
 #include "framework/ops/broadcast.h"
 #include "framework/ops/gemm.h"
-#include "framework/ops/grad_target.h"
 
 namespace attnlab {
 namespace {
@@ -91,7 +90,7 @@ void matmul_backward(Node& self, const MatmulPlan& p, bool ta, bool tb) {
   const Tensor& bv = self.input_value(1);
   const GemmOperand G = operand(g, p.m, p.n), Gt = operand(g, p.m, p.n, true);
   if (self.input_needs_grad(0)) {
-    const detail::GradTarget da = detail::grad_target(self, 0);
+    const GradTarget da = self.input_grad_target(0);
     const int64_t so = p.a_shared ? 0 : p.ar * p.ac;
     if (!ta)
       matmul_batches(*da.grad, p.ar, p.ac, so, G, p.so(), operand(bv, p.br, p.bc, !tb), p.sb(), p.batches, !da.fresh);
@@ -99,7 +98,7 @@ void matmul_backward(Node& self, const MatmulPlan& p, bool ta, bool tb) {
       matmul_batches(*da.grad, p.ar, p.ac, so, operand(bv, p.br, p.bc, tb), p.sb(), Gt, p.so(), p.batches, !da.fresh);
   }
   if (self.input_needs_grad(1)) {
-    const detail::GradTarget db = detail::grad_target(self, 1);
+    const GradTarget db = self.input_grad_target(1);
     const int64_t so = p.b_shared ? 0 : p.br * p.bc;
     if (!tb)
       matmul_batches(*db.grad, p.br, p.bc, so, operand(av, p.ar, p.ac, !ta), p.sa(), G, p.so(), p.batches, !db.fresh);
@@ -173,12 +172,12 @@ Tensor linear_forward(const Var& x, const Var& weight, const Var& bias, int64_t 
 void linear_backward(Node& self, const Real* g_data, int64_t rows, int64_t in_features, int64_t out_features) {
   const GemmOperand g{g_data, rows, out_features, out_features};
   if (self.input_needs_grad(0)) {  // dx (N, in) = g W
-    const detail::GradTarget dx = detail::grad_target(self, 0);
+    const GradTarget dx = self.input_grad_target(0);
     gemm(output(*dx.grad, rows, in_features), g, operand(self.input_value(1), out_features, in_features), 1,
          !dx.fresh);
   }
   if (self.input_needs_grad(1)) {  // dW (out, in) = gᵀ x
-    const detail::GradTarget dw = detail::grad_target(self, 1);
+    const GradTarget dw = self.input_grad_target(1);
     GemmOperand gt = g;
     gt.trans = true;
     gemm(output(*dw.grad, out_features, in_features), gt, operand(self.input_value(0), rows, in_features), 1,
