@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "training/communicator.h"
+#include "training/distributed/communicator.h"
 
 namespace attnlab::cli {
 
@@ -14,11 +14,11 @@ namespace attnlab::cli {
 // any process, the error of the lowest such rank is printed once, by rank 0,
 // before any process ends, and every process throws ReportedFailure with that
 // error's exit code (cli/commands.h). One process: the exception as thrown.
-void decide_together(const Communicator& processes, const std::string& command, const std::function<void()>& decide);
+void decide_together(const Communicator& communicator, const std::string& command, const std::function<void()>& decide);
 
 // For an error thrown after the processes began training, when the others
 // may be inside a collective: this process prints its line (whatever its
 // rank) and ends the whole job with its exit code. One process: rethrows.
-[[noreturn]] void end_every_process(const Communicator& processes, const std::string& command);
+[[noreturn]] void end_every_process(const Communicator& communicator, const std::string& command);
 
 }  // namespace attnlab::cli

@@ -9,7 +9,7 @@
 #include <new>
 
 #include "cli/commands.h"
-#include "cli/processes.h"
+#include "training/distributed/launch.h"
 #include "cli/signals.h"
 #include "framework/error.h"
 

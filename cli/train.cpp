@@ -9,7 +9,7 @@
 
 #include "cli/command_line.h"
 #include "cli/decide_together.h"
-#include "cli/processes.h"
+#include "training/distributed/launch.h"
 #include "cli/run_claim.h"
 #include "cli/shell_quote.h"
 #include "cli/train_job.h"
@@ -129,7 +129,7 @@ void resolve_settings(TrainSettings& s, TrainArgs& a, const OptionSet& experimen
 
 // Each optimizer step's batch is split into processes x --grad-accum micro-batches of equal size.
 void check_processes(const TrainSettings& s) {
-  const int64_t n = launched_processes(), parts = n * s.grad_accum;
+  const int64_t n = launched_size(), parts = n * s.grad_accum;
   if (s.batch_size % parts != 0)
     throw ValueError("--batch-size " + std::to_string(s.batch_size) + " does not split into " + std::to_string(n) +
                      " processes x --grad-accum " + std::to_string(s.grad_accum) + " = " + std::to_string(parts) +
@@ -153,7 +153,7 @@ TrainJob make_job(const TrainSettings& s, const TrainArgs& a, const OptionSet& e
 // Everything before the first step, on every process: the options, the run
 // directory's claim (by the root process), the data, the model and the run's
 // files. `session` stays empty for --help and --check, which print and end.
-void prepare_training(const Args& args, const Communicator& processes, TrainJob& job, std::optional<RunClaim>& claim,
+void prepare_training(const Args& args, const Communicator& communicator, TrainJob& job, std::optional<RunClaim>& claim,
                       std::optional<TrainSession>& session) {
   TrainSettings s = default_settings();
   OptionSet experiment = all_train_options(s);
@@ -166,16 +166,16 @@ void prepare_training(const Args& args, const Communicator& processes, TrainJob&
   for (const char* path : {"run", "resume", "config"})
     if (a.given.count(path) && vm[path].as<std::string>().empty())
       throw ValueError(std::string("--") + path + " needs a path, got an empty one");
-  if (!a.resume_path.empty()) claim = prepare_resume(a, vm, experiment, processes.is_root());
+  if (!a.resume_path.empty()) claim = prepare_resume(a, vm, experiment, communicator.is_root());
   resolve_settings(s, a, experiment, vm);
   if (a.check_only) {
-    if (processes.is_root()) std::cout << experiment.to_ini();
+    if (communicator.is_root()) std::cout << experiment.to_ini();
     return;
   }
   check_processes(s);
   job = make_job(s, a, experiment);
-  job.processes = &processes;
-  if (processes.is_root() && !job.resume) claim = RunClaim::start(job.run, a.overwrite);  // before config.ini is written
+  job.communicator = &communicator;
+  if (communicator.is_root() && !job.resume) claim = RunClaim::start(job.run, a.overwrite);  // before config.ini is written
   session.emplace(job);
 }
 
@@ -183,12 +183,12 @@ void prepare_training(const Args& args, const Communicator& processes, TrainJob&
 
 int run_train(const Args& args) {
   // First, so that every refusal below is decided by all processes together.
-  const std::unique_ptr<Communicator> processes = start_processes();
+  const std::unique_ptr<Communicator> communicator = start_communicator();
   TrainJob job;
   std::optional<RunClaim> claim;
   std::optional<TrainSession> session;
   try {
-    decide_together(*processes, "train", [&] { prepare_training(args, *processes, job, claim, session); });
+    decide_together(*communicator, "train", [&] { prepare_training(args, *communicator, job, claim, session); });
   } catch (...) {  // refused before the first step (by any process): a new run leaves nothing behind
     session.reset();
     if (claim) claim->undo();
@@ -201,7 +201,7 @@ int run_train(const Args& args) {
   } catch (const RunFailure&) {
     throw;  // every process throws it after the same step (training/trainer.h): rank 0 prints it
   } catch (...) {
-    end_every_process(*processes, "train");
+    end_every_process(*communicator, "train");
   }
 }
 

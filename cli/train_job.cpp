@@ -192,8 +192,8 @@ TrainSession::TrainSession(const TrainJob& job) : job_(job) {
   const TrainSettings& s = job.settings;
   omp_set_num_threads(s.threads);
   state_ = std::make_unique<TrainState>(s);
-  state_->set_communicator(*job.processes);
-  const bool root = job.processes->is_root();
+  state_->set_communicator(*job.communicator);
+  const bool root = job.communicator->is_root();
   if (root) prepare_run_files(job, state_->task());
   const bool quiet = job.quiet || !root;
   progress_ = std::make_unique<Progress>(job.resume ? job.run.latest_step() + 1 : 1, s.steps, quiet, s.log_every);
@@ -206,7 +206,7 @@ int TrainSession::run() {
   const TrainJob& job = job_;
   const TrainSettings& s = job.settings;
   const TrainState& state = *state_;
-  const bool root = job.processes->is_root();
+  const bool root = job.communicator->is_root();
   const bool quiet = job.quiet || !root;
   if (!quiet) {
     progress_->message("task: " + state.task().describe());

@@ -8,7 +8,7 @@
 #include "cli/progress.h"
 #include "cli/run_dir.h"
 #include "cli/signals.h"
-#include "training/communicator.h"
+#include "training/distributed/communicator.h"
 #include "training/settings.h"
 #include "training/trainer.h"
 
@@ -20,7 +20,7 @@ struct TrainJob {
   bool resume = false;  // continue from the run's latest checkpoint
   bool quiet = false;
   std::string config_ini;  // the resolved options, written to config.ini
-  const Communicator* processes = &single_process();  // the root process alone writes and prints
+  const Communicator* communicator = &single_process();  // the root process alone writes and prints
 };
 
 // Whether option `name` (config.ini's name) may differ on --resume: how long

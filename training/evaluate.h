@@ -10,7 +10,7 @@
 #include "datasets/task.h"
 #include "models/batch.h"
 #include "models/sequence_model.h"
-#include "training/communicator.h"
+#include "training/distributed/communicator.h"
 
 namespace attnlab {
 

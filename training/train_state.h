@@ -9,7 +9,7 @@
 #include "datasets/splits.h"
 #include "framework/optim/optimizer.h"
 #include "models/sequence_model.h"
-#include "training/communicator.h"
+#include "training/distributed/communicator.h"
 #include "training/settings.h"
 
 namespace attnlab {

@@ -1,4 +1,5 @@
-#include "training/communicator.h"
+// The one-process stand-in for callers that have no communicator of their own.
+#include "training/distributed/communicator.h"
 
 namespace attnlab {
 

@@ -1,9 +1,9 @@
 #pragma once
 // The processes of a data-parallel run, behind the few collectives training
-// needs. This base class is the one-process stand-in (rank 0 of 1: every
-// collective returns its input), so the library builds, runs and tests
-// without MPI; cli/mpi/communicator.cpp is the MPI one (built when CMake
-// finds MPI). The collectives are chosen for bitwise reproducibility: the
+// needs: the Communicator. This base class is the one-process stand-in (rank 0
+// of 1: every collective returns its input; one_process.cpp), so the library
+// builds, runs and tests without MPI; mpi.cpp beside it is the MPI one (built
+// when CMake finds MPI), and launch.h picks one for a command. The collectives are chosen for bitwise reproducibility: the
 // gradients are gathered and summed in rank order by every rank (see
 // training/step.cpp), never reduced in an order the MPI library picks.
 #include <cstdint>

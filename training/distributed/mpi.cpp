@@ -6,9 +6,9 @@
 #include <string>
 
 #include "framework/error.h"
-#include "training/communicator.h"
+#include "training/distributed/communicator.h"
 
-namespace attnlab::cli {
+namespace attnlab {
 
 namespace {
 
@@ -65,4 +65,4 @@ class MpiCommunicator : public Communicator {
 
 std::unique_ptr<Communicator> make_mpi_communicator() { return std::make_unique<MpiCommunicator>(); }
 
-}  // namespace attnlab::cli
+}  // namespace attnlab
