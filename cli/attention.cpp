@@ -13,8 +13,8 @@
 
 #include "cli/command_line.h"
 #include "cli/load_run.h"
-#include "cli/run_claim.h"
-#include "cli/run_dir.h"
+#include "training/run_dir/claim.h"
+#include "training/run_dir/layout.h"
 #include "cli/signals.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/csv.h"
@@ -110,7 +110,7 @@ bool is_map_name(const std::string& name) {
 }
 
 // Whether attnlab may write `names` into out_dir, as run directories are
-// claimed (cli/run_claim.h): a missing directory is created, an empty one
+// claimed (training/run_dir/claim.h): a missing directory is created, an empty one
 // taken, one carrying the attention marker has those files replaced. Anything
 // else is refused (ValueError, exit 2) before a byte is written: a directory
 // of the user's, a symlink as out_dir or as one of the names, the root, the

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/run_dir.h"
+#include "cli/run_settings.h"
 #include "training/evaluate.h"
 #include "datasets/task.h"
 #include "models/sequence_model.h"

@@ -10,8 +10,9 @@
 #include "cli/command_line.h"
 #include "cli/decide_together.h"
 #include "training/distributed/launch.h"
-#include "cli/run_claim.h"
-#include "cli/shell_quote.h"
+#include "cli/run_settings.h"
+#include "training/run_dir/claim.h"
+#include "framework/io/shell_quote.h"
 #include "cli/train_job.h"
 
 namespace attnlab::cli {

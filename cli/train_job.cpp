@@ -13,7 +13,7 @@
 #include "cli/commands.h"
 #include "cli/load_run.h"
 #include "cli/progress.h"
-#include "cli/shell_quote.h"
+#include "framework/io/shell_quote.h"
 #include "cli/signals.h"
 #include "cli/test_seams.h"
 #include "framework/io/atomic_file.h"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "cli/progress.h"
-#include "cli/run_dir.h"
+#include "cli/run_settings.h"
 #include "cli/signals.h"
 #include "training/distributed/communicator.h"
 #include "training/settings.h"

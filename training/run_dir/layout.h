@@ -1,7 +1,7 @@
 #pragma once
 // A run directory:
 //   .attnlab-run           marker written when `attnlab train` creates the run: --overwrite replaces only marked runs
-//   .lock                  held (flock) by the process training in it; holds that process's pid (cli/run_lock.h)
+//   .lock                  held (flock) by the process training in it; holds that process's pid (lock.h)
 //   config.ini             every resolved option: `attnlab train --config DIR/config.ini` repeats the run
 //   metrics.csv            one row every --log-every steps (held-out columns filled at evaluations)
 //   summary.json           written at the end: final metrics, steps, seconds, whether the target was reached
@@ -12,11 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <boost/program_options.hpp>
-
-#include "cli/train_options.h"
-
-namespace attnlab::cli {
+namespace attnlab {
 
 class RunDir {
  public:
@@ -60,13 +56,4 @@ inline constexpr const char* kAttentionMarker = ".attnlab-attention";
 bool has_attention_marker(const std::string& dir);
 void write_attention_marker(const std::string& dir);  // IoError naming the path and the reason
 
-// Reads a run's config.ini into settings (then `extra` command-line args may
-// override some of them); IoError for a missing or foreign directory.
-TrainSettings load_run_settings(const RunDir& run);
-
-// A run's config.ini read into `vm` without an init line was written before
-// --init existed, when every model was torch-initialised: `s` says so,
-// whatever today's default.
-void read_missing_init_as_torch(const boost::program_options::variables_map& vm, TrainSettings& s);
-
-}  // namespace attnlab::cli
+}  // namespace attnlab

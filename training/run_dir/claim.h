@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/run_dir.h"
-#include "cli/run_lock.h"
+#include "training/run_dir/layout.h"
+#include "training/run_dir/lock.h"
 
-namespace attnlab::cli {
+namespace attnlab {
 
 class RunClaim {
  public:
@@ -40,4 +40,4 @@ class RunClaim {
 // working directory or one of its parents, $HOME or one of its parents.
 std::string protected_path_reason(const std::string& path);
 
-}  // namespace attnlab::cli
+}  // namespace attnlab

@@ -6,7 +6,7 @@
 // and is emptied again when the lock is released.
 #include <string>
 
-namespace attnlab::cli {
+namespace attnlab {
 
 class RunLock {
  public:
@@ -39,4 +39,4 @@ class RunLock {
   std::string path_;
 };
 
-}  // namespace attnlab::cli
+}  // namespace attnlab

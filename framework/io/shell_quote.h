@@ -4,11 +4,11 @@
 // must work for paths with spaces, quotes or '$' in them.
 #include <string>
 
-namespace attnlab::cli {
+namespace attnlab {
 
 // `word` unchanged when it has only characters no shell treats specially
 // (letters, digits and _ . / : = + - , @ %), else in single quotes, each '
 // written as '\'' ("my runs/a" -> 'my runs/a'; "" -> '').
 std::string shell_quote(const std::string& word);
 
-}  // namespace attnlab::cli
+}  // namespace attnlab

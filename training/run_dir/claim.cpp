@@ -1,4 +1,4 @@
-#include "cli/run_claim.h"
+#include "training/run_dir/claim.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,10 +10,10 @@
 #include <cstring>
 #include <filesystem>
 
-#include "cli/shell_quote.h"
+#include "framework/io/shell_quote.h"
 #include "framework/error.h"
 
-namespace attnlab::cli {
+namespace attnlab {
 
 namespace fs = std::filesystem;
 
@@ -201,4 +201,4 @@ void RunClaim::undo() {
   for (auto dir = created_dirs_.rbegin(); dir != created_dirs_.rend(); ++dir) ::rmdir(dir->c_str());  // only if empty
 }
 
-}  // namespace attnlab::cli
+}  // namespace attnlab

@@ -1,4 +1,4 @@
-#include "cli/run_dir.h"
+#include "training/run_dir/layout.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,12 +8,11 @@
 #include <set>
 #include <sstream>
 
-#include "cli/command_line.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/checkpoint.h"
 #include "training/checkpoints.h"
 
-namespace attnlab::cli {
+namespace attnlab {
 
 namespace fs = std::filesystem;
 
@@ -175,31 +174,4 @@ int64_t RunDir::latest_step() const {
   return steps.back();
 }
 
-void read_missing_init_as_torch(const po::variables_map& vm, TrainSettings& s) {
-  if (!vm.count("init") || vm["init"].defaulted()) s.model.init = "torch";  // defaulted: not in the file
-}
-
-TrainSettings load_run_settings(const RunDir& run) {
-  run.require_directory();
-  std::error_code ec;
-  if (!fs::exists(run.config_path(), ec))
-    throw IoError("'" + run.path() + "' is not an attnlab run directory (no readable config.ini)");
-  TrainSettings s = default_settings();
-  OptionSet options = all_train_options(s);
-  po::variables_map vm;
-  store_config_file(run.config_path(), options.description(), vm);  // as --config: no device, no binary, no BOM
-  try {
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw IoError(run.config_path() + ": " + e.what());
-  }
-  read_missing_init_as_torch(vm, s);
-  // A run with a saved vocabulary (file tasks) builds its task from it, not
-  // from its data file, which may have changed or gone since.
-  const std::string vocab = run.path() + "/vocab.txt";
-  if (fs::exists(vocab, ec)) s.task.vocab_path = vocab;
-  finalize(s);
-  return s;
-}
-
-}  // namespace attnlab::cli
+}  // namespace attnlab

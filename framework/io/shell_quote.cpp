@@ -1,9 +1,9 @@
-#include "cli/shell_quote.h"
+#include "framework/io/shell_quote.h"
 
 #include <cctype>
 #include <cstring>
 
-namespace attnlab::cli {
+namespace attnlab {
 
 std::string shell_quote(const std::string& word) {
   bool plain = !word.empty();
@@ -14,4 +14,4 @@ std::string shell_quote(const std::string& word) {
   return out + "'";
 }
 
-}  // namespace attnlab::cli
+}  // namespace attnlab

@@ -1,4 +1,4 @@
-#include "cli/run_lock.h"
+#include "training/run_dir/lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -12,7 +12,7 @@
 
 #include "framework/error.h"
 
-namespace attnlab::cli {
+namespace attnlab {
 
 namespace {
 
@@ -116,4 +116,4 @@ void RunLock::remove_file() {
   release();
 }
 
-}  // namespace attnlab::cli
+}  // namespace attnlab
