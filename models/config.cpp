@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "framework/error.h"
-#include "framework/nn/attention.h"
+#include "framework/nn/multi_head_attention.h"
 #include "models/init.h"
 
 namespace attnlab {

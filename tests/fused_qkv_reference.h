@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "framework/gradcheck.h"
-#include "framework/nn/attention.h"
+#include "framework/nn/multi_head_attention.h"
 #include "framework/ops/ops.h"
 #include "framework/ops/rotary.h"
 

@@ -1,4 +1,4 @@
-// MultiHeadAttention's fused projections (framework/nn/attention.cpp): self-
+// MultiHeadAttention's fused projections (framework/nn/multi_head_attention.cpp): self-
 // attention computes Q, K and V as one product, cross-attention K and V, while
 // the parameters stay q_proj, k_proj, v_proj with their names, shapes,
 // gradients, optimizer state and checkpoint entries. Float32; the float64

@@ -26,7 +26,7 @@
 
 #include "datasets/splits.h"
 #include "datasets/task.h"
-#include "framework/nn/attention.h"
+#include "framework/nn/multi_head_attention.h"
 #include "framework/ops/loss.h"
 #include "framework/optim/adam.h"
 #include "models/batch.h"

@@ -8,7 +8,7 @@
 #include <functional>
 #include <set>
 
-#include "framework/nn/attention.h"
+#include "framework/nn/multi_head_attention.h"
 #include "framework/ops/loss.h"
 #include "models/batch.h"
 #include "models/config.h"

@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "framework/nn/attention.h"
+#include "framework/nn/multi_head_attention.h"
 #include "framework/ops/loss.h"
 #include "framework/ops/reduce.h"
 #include "framework/optim/optim.h"

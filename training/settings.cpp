@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "framework/error.h"
-#include "framework/nn/attention.h"
+#include "framework/nn/multi_head_attention.h"
 #include "models/init.h"
 
 namespace attnlab {

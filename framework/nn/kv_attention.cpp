@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "framework/nn/attention.h"
+#include "framework/nn/multi_head_attention.h"
 #include "framework/ops/rotary.h"
 #include "framework/ops/shape.h"
 #include "framework/ops/softmax.h"

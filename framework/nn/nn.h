@@ -1,6 +1,6 @@
 #pragma once
 // Every layer of the framework.
-#include "framework/nn/attention.h"
+#include "framework/nn/multi_head_attention.h"
 #include "framework/nn/dropout.h"
 #include "framework/nn/embedding.h"
 #include "framework/nn/feed_forward.h"

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "framework/nn/attention.h"
+#include "framework/nn/multi_head_attention.h"
 
 namespace attnlab {
 

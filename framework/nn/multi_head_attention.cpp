@@ -1,4 +1,4 @@
-#include "framework/nn/attention.h"
+#include "framework/nn/multi_head_attention.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -113,7 +113,7 @@ class MultiHeadAttention : public Module {
   // The projections q (B, T_q, h·d_k), k (B, T_k, h·d_k), v (B, T_k, h·d_v) of
   // x and the memory; self-attention when memory is undefined or x itself.
   // Self-attention computes the three as one product, cross-attention k and v
-  // (see attention.cpp for why the parameters stay three).
+  // (see multi_head_attention.cpp for why the parameters stay three).
   struct Projections {
     Var q, k, v;
   };
