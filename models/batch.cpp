@@ -46,6 +46,84 @@ void pad_sequences(const std::vector<std::vector<int32_t>>& seqs, IntTensor& ids
   fill_rows(seqs, longest(seqs), ids, pad);
 }
 
+namespace {
+
+// Encoder tagger: the input, and its output at the same positions.
+FormattedBatch format_tagger(const TokenPairs& pairs) {
+  FormattedBatch batch;
+  std::vector<std::vector<int32_t>> inputs, targets;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto& [src, out] = pairs[i];
+    if (out.size() > src.size())
+      throw ValueError("format_batch (encoder): pair " + std::to_string(i) + " has an output of length " +
+                       std::to_string(out.size()) + " longer than its input of length " +
+                       std::to_string(src.size()) + "; a tagger emits one token per input position");
+    inputs.push_back(src);
+    targets.push_back(out);
+  }
+  pad_sequences(inputs, batch.input.src, batch.input.src_pad);
+  batch.targets = pad_targets(targets, batch.input.src.shape[1]);
+  return batch;
+}
+
+// Language model: a window of text and the next token at each position.
+FormattedBatch format_lm(const TokenPairs& pairs) {
+  FormattedBatch batch;
+  std::vector<std::vector<int32_t>> inputs, targets;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto& [window, next] = pairs[i];
+    if (window.size() != next.size())
+      throw ValueError("format_batch (lm): pair " + std::to_string(i) + " has " + std::to_string(window.size()) +
+                       " input and " + std::to_string(next.size()) + " target tokens; expected the same number");
+    inputs.push_back(window);
+    targets.push_back(next);
+  }
+  pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
+  batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
+  return batch;
+}
+
+// Decoder-only: tokens = [bos] src [sep] tgt [eos]; input = tokens[:-1], target = tokens[1:].
+FormattedBatch format_decoder(const TokenPairs& pairs) {
+  FormattedBatch batch;
+  std::vector<std::vector<int32_t>> inputs, targets;
+  for (const auto& [src, tgt] : pairs) {
+    std::vector<int32_t> in{SpecialTokens::bos};
+    in.insert(in.end(), src.begin(), src.end());
+    in.push_back(SpecialTokens::sep);
+    in.insert(in.end(), tgt.begin(), tgt.end());
+    std::vector<int32_t> target(src.size() + 1, kIgnoreTarget);  // src and sep are not predicted
+    target.insert(target.end(), tgt.begin(), tgt.end());
+    target.push_back(SpecialTokens::eos);
+    inputs.push_back(std::move(in));
+    targets.push_back(std::move(target));
+  }
+  pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
+  batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
+  return batch;
+}
+
+// Encoder-decoder: the source; [bos] tgt into the decoder, tgt [eos] as its targets.
+FormattedBatch format_seq2seq(const TokenPairs& pairs) {
+  FormattedBatch batch;
+  std::vector<std::vector<int32_t>> sources, inputs, targets;
+  for (const auto& [src, tgt] : pairs) {
+    sources.push_back(src);
+    std::vector<int32_t> in{SpecialTokens::bos};
+    in.insert(in.end(), tgt.begin(), tgt.end());
+    std::vector<int32_t> target(tgt);
+    target.push_back(SpecialTokens::eos);
+    inputs.push_back(std::move(in));
+    targets.push_back(std::move(target));
+  }
+  pad_sequences(sources, batch.input.src, batch.input.src_pad);
+  pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
+  batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
+  return batch;
+}
+
+}  // namespace
+
 FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs) {
   if (arch != "encoder" && arch != "decoder" && arch != "seq2seq" && arch != "lm")
     throw ValueError("format_batch: arch must be 'encoder', 'decoder', 'seq2seq' or 'lm', got '" + arch + "'");
@@ -54,63 +132,10 @@ FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs) {
     check_tokens(pairs[i].first, i, "input");
     check_tokens(pairs[i].second, i, "output");
   }
-
-  FormattedBatch batch;
-  std::vector<std::vector<int32_t>> inputs, targets;
-  if (arch == "encoder") {
-    for (size_t i = 0; i < pairs.size(); ++i) {
-      const auto& [src, out] = pairs[i];
-      if (out.size() > src.size())
-        throw ValueError("format_batch (encoder): pair " + std::to_string(i) + " has an output of length " +
-                         std::to_string(out.size()) + " longer than its input of length " +
-                         std::to_string(src.size()) + "; a tagger emits one token per input position");
-      inputs.push_back(src);
-      targets.push_back(out);
-    }
-    pad_sequences(inputs, batch.input.src, batch.input.src_pad);
-    batch.targets = pad_targets(targets, batch.input.src.shape[1]);
-  } else if (arch == "lm") {
-    for (size_t i = 0; i < pairs.size(); ++i) {
-      const auto& [window, next] = pairs[i];
-      if (window.size() != next.size())
-        throw ValueError("format_batch (lm): pair " + std::to_string(i) + " has " + std::to_string(window.size()) +
-                         " input and " + std::to_string(next.size()) + " target tokens; expected the same number");
-      inputs.push_back(window);
-      targets.push_back(next);
-    }
-    pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
-    batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
-  } else if (arch == "decoder") {
-    for (const auto& [src, tgt] : pairs) {
-      // tokens = [bos] src [sep] tgt [eos]; input = tokens[:-1], target = tokens[1:].
-      std::vector<int32_t> in{SpecialTokens::bos};
-      in.insert(in.end(), src.begin(), src.end());
-      in.push_back(SpecialTokens::sep);
-      in.insert(in.end(), tgt.begin(), tgt.end());
-      std::vector<int32_t> target(src.size() + 1, kIgnoreTarget);  // src and sep are not predicted
-      target.insert(target.end(), tgt.begin(), tgt.end());
-      target.push_back(SpecialTokens::eos);
-      inputs.push_back(std::move(in));
-      targets.push_back(std::move(target));
-    }
-    pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
-    batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
-  } else {
-    std::vector<std::vector<int32_t>> sources;
-    for (const auto& [src, tgt] : pairs) {
-      sources.push_back(src);
-      std::vector<int32_t> in{SpecialTokens::bos};
-      in.insert(in.end(), tgt.begin(), tgt.end());
-      std::vector<int32_t> target(tgt);
-      target.push_back(SpecialTokens::eos);
-      inputs.push_back(std::move(in));
-      targets.push_back(std::move(target));
-    }
-    pad_sequences(sources, batch.input.src, batch.input.src_pad);
-    pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
-    batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
-  }
-  return batch;
+  if (arch == "encoder") return format_tagger(pairs);
+  if (arch == "lm") return format_lm(pairs);
+  if (arch == "decoder") return format_decoder(pairs);
+  return format_seq2seq(pairs);
 }
 
 }  // namespace attnlab

@@ -22,9 +22,10 @@ struct StepResult {
   std::string nonfinite_param;  // then: the first parameter with a non-finite gradient, or "(none: the loss itself)"
 };
 
-// Where a caller steps into a step. Data-parallel training combines the
-// gradients (and the loss it reports) of its processes in after_backward;
-// tests inject faults in both. Empty hooks do nothing.
+// Where a caller steps into a step: tests inject faults in both. The
+// gradients of micro-batches and processes are already combined when
+// after_backward runs (train_step sums them in micro-batch order). Empty
+// hooks do nothing.
 struct StepHooks {
   std::function<void(TrainState& state, double& loss)> after_backward;  // before clipping and the finiteness check
   std::function<void(TrainState& state)> after_update;                   // after the optimizer's update
