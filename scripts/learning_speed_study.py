@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Learning speed of attnlab's decoder against the PyTorch reference (scripts/torch_gpt_reference.py).
 
-GPT-nano setting (issue 16): decoder, 3 layers, 3 heads, d = 48, d_ff = 4d, gelu, learned positions,
+GPT-nano setting: decoder, 3 layers, 3 heads, d = 48, d_ff = 4d, gelu, learned positions,
 AdamW lr 5e-4, betas (0.9, 0.95), weight decay 0.1, clip 1, batch 64, constant lr, no dropout, on
   sort  length 6, 3 symbols (729 inputs; 182 of them, a quarter, held out)
   add   2 + 2 digits (10,000 inputs; 500 held out)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Length generalisation (issue 16, item 4): train on inputs of length 8-12, evaluate
+"""Length generalisation: train on inputs of length 8-12, evaluate
 at 12, 14, 16, 20 and 32, for copy / reverse / sort x encoder / decoder / seq2seq x
 every positional encoding, with today's training ("base") and with randomised
 positions ("randpos": `--random-positions P`, sinusoidal and learned only).

@@ -1,5 +1,6 @@
 #pragma once
-// Matrix products through Eigen on row-major maps.
+// Matrix products on row-major storage, through the one product interface
+// (gemm.h: oneDNN or Eigen behind it), with their backward.
 #include "framework/autograd.h"
 
 namespace attnlab {
