@@ -229,6 +229,22 @@ TEST_CASE("rotary is the identity at position 0 and preserves every pair's norm"
   }
 }
 
+TEST_CASE("rotary_heads on (B, T, h*d_k) equals rotary on the (B, h, T, d_k) split, bit for bit, and so do their "
+          "gradients", "[rotary]") {
+  Rng data(3);
+  const int64_t b = 2, t = 5, h = 3, d_k = 4;
+  Tensor x = random_tensor({b, t, h * d_k}, data), seed = random_tensor({b, t, h * d_k}, data);
+  Var joined(x, true), split_in(x, true);
+  Var y = rotary_heads(joined, h, /*offset=*/2, /*base=*/50);
+  Var z = transpose(rotary(transpose(reshape(split_in, {b, t, h, d_k}), 1, 2), 2, 50), 1, 2);  // (B, T, h, d_k)
+  for (int64_t i = 0; i < x.numel(); ++i) REQUIRE(y.value()[i] == z.value()[i]);
+  backward(sum(mul(y, Var(seed))));
+  backward(sum(mul(reshape(z, {b, t, h * d_k}), Var(seed))));
+  for (int64_t i = 0; i < x.numel(); ++i) REQUIRE(joined.grad()[i] == split_in.grad()[i]);
+  CHECK_THROWS_AS(rotary_heads(joined, 5), ShapeError);           // 5 heads do not divide 12
+  CHECK_THROWS_AS(rotary_heads(Var(Tensor({1, 2, 6})), 2), ValueError);  // d_k = 3 is odd
+}
+
 TEST_CASE("rotary turns pair i at position p by p * base^(-2i/d_k)", "[rotary]") {
   Var x(Tensor::from({1, 1, 4}, {1, 0, 0, 1}));  // (h = 1, T = 1, d_k = 4)
   Var y = rotary(x, /*offset=*/5, /*base=*/100);

@@ -154,7 +154,7 @@ Var MultiHeadAttention::forward(const Var& x, const Var& memory, bool causal, co
   if (x.dim() != 3 || x.size(2) != d)
     throw ShapeError("MultiHeadAttention: expected x of shape (B, T_q, " + num(d) + "), got " + x.value().shape_str());
   const Var& mem = memory.defined() ? memory : x;
-  const int64_t b = x.size(0), t_q = x.size(1);
+  const int64_t b = x.size(0);
   if (mem.dim() != 3 || mem.size(0) != b || mem.size(2) != opt_.kv_dim)
     throw ShapeError("MultiHeadAttention: memory of shape " + mem.value().shape_str() + " does not fit: expected (" +
                      num(b) + ", T_k, kv_dim = " + num(opt_.kv_dim) + ") for x of shape " + x.value().shape_str());
@@ -166,39 +166,34 @@ Var MultiHeadAttention::forward(const Var& x, const Var& memory, bool causal, co
   mask.key_padding = key_padding;
   Tensor* weights_out = capture_ ? &weights_ : nullptr;
   const bool weight_dropout = training() && opt_.dropout > 0;
-  if (opt_.projections && !opt_.rope && !weight_dropout) {
-    // The fused kernel reads the heads where the projections put them:
-    // self-attention straight from the one Q/K/V product, unsplit.
-    Var ctx;  // (B, T_q, h·d_v)
-    if (!memory.defined() || memory.node() == x.node()) {
-      const Var qkv = stacked_forward({q_proj.get(), k_proj.get(), v_proj.get()}, x);  // (B, T, h·(2·d_k + d_v))
-      ctx = attention_packed(qkv, opt_.n_heads, opt_.d_k, opt_.d_v, scale_, mask, weights_out);
-    } else {
-      const Projections p = project(x, memory);
-      ctx = attention_heads(p.q, p.k, p.v, opt_.n_heads, scale_, mask, weights_out);
-    }
-    return out_proj->forward(ctx);  // (B, T_q, d)
+  const bool self_attention = !memory.defined() || memory.node() == x.node();
+  if (opt_.projections && !opt_.rope && !weight_dropout && self_attention) {
+    // The fused kernel reads the heads straight from the one Q/K/V product, unsplit.
+    const Var qkv = stacked_forward({q_proj.get(), k_proj.get(), v_proj.get()}, x);  // (B, T, h·(2·d_k + d_v))
+    return out_proj->forward(attention_packed(qkv, opt_.n_heads, opt_.d_k, opt_.d_v, scale_, mask, weights_out));
   }
-
-  Var q, k, v;
+  // Otherwise the heads stay where the projections wrote them too: q (B, T_q, h·d_k),
+  // k (B, T_k, h·d_k), v (B, T_k, h·d_v); without projections one head over the
+  // inputs, whose average is of the (unrotated) memory rows.
+  Var q = x, k = mem, v = mem;
   if (opt_.projections) {
     const Projections p = project(x, memory);
-    q = split_heads(p.q, opt_.n_heads, opt_.d_k);  // (B, h, T_q, d_k)
-    k = split_heads(p.k, opt_.n_heads, opt_.d_k);  // (B, h, T_k, d_k)
-    v = split_heads(p.v, opt_.n_heads, opt_.d_v);  // (B, h, T_k, d_v)
-  } else {
-    q = reshape(x, {b, 1, t_q, d});    // (B, 1, T_q, d)
-    k = reshape(mem, {b, 1, t_k, d});  // (B, 1, T_k, d)
-    v = k;                             // the average is of the (unrotated) inputs
+    q = p.q, k = p.k, v = p.v;
   }
   if (opt_.rope) {
-    q = rotary(q);
-    k = rotary(k);
+    q = rotary_heads(q, opt_.n_heads);
+    k = rotary_heads(k, opt_.n_heads);
   }
-  Var ctx = weight_dropout ? composed_attention(q, k, v, scale_, mask, opt_.dropout, dropout_rng_, true, weights_out)
-                           : attention(q, k, v, scale_, mask, weights_out);  // (B, h, T_q, d_v)
-  if (!opt_.projections) return reshape(ctx, {b, t_q, d});
-  return out_proj->forward(merge_heads(ctx));  // (B, T_q, d)
+  Var ctx;  // (B, T_q, h·d_v)
+  if (weight_dropout) {
+    const int64_t h = opt_.n_heads;
+    ctx = merge_heads(composed_attention(split_heads(q, h, opt_.d_k), split_heads(k, h, opt_.d_k),
+                                         split_heads(v, h, opt_.d_v), scale_, mask, opt_.dropout, dropout_rng_, true,
+                                         weights_out));
+  } else {
+    ctx = attention_heads(q, k, v, opt_.n_heads, scale_, mask, weights_out);
+  }
+  return opt_.projections ? out_proj->forward(ctx) : ctx;  // (B, T_q, d)
 }
 
 Var composed_attention(const Var& q, const Var& k, const Var& v, Real s, const AttentionMask& mask, Real dropout_p,

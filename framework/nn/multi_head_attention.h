@@ -55,7 +55,7 @@ struct MultiHeadAttentionOptions {
   // d_v are then ignored, and kv_dim must be d.
   bool projections = true;
   Real dropout = 0;     // on the attention weights, in training mode only (as torch)
-  bool rope = false;    // rotate q and k (after the head split) by position; d_k must be even
+  bool rope = false;    // rotate each head of q and k by position (rotary_heads; d_k even)
   int64_t kv_dim = 0;   // cross-attention memory width; 0 -> d
 };
 

@@ -27,18 +27,24 @@ RotaryTable make_table(int64_t t_len, int64_t d_k, int64_t offset, double base) 
   return table;
 }
 
-// Rotates every row of src (rows = numel / d_k, row r at time r % T) by +θ
-// (sign = 1) or −θ (sign = −1), writing into dst or accumulating into it.
-// Each row is written by one thread only, so results do not depend on scheduling.
+// Where the rows of d_k channels lie: rows = numel / d_k, row r at time
+// (r / per_step) % T: per_step = 1 for (..., T, d_k), h for (B, T, h·d_k).
+struct RowGeometry {
+  int64_t rows, t_len, d_k, per_step;
+};
+
+// Rotates every row of src by +θ (sign = 1) or −θ (sign = −1), writing into
+// dst or accumulating into it. Each row is written by one thread only, so
+// results do not depend on scheduling.
 template <bool Accumulate>
-void rotate_rows(const Real* src, Real* dst, int64_t rows, int64_t t_len, int64_t d_k, const RotaryTable& table,
-                 Real sign) {
+void rotate_rows(const Real* src, Real* dst, const RowGeometry& g, const RotaryTable& table, Real sign) {
+  const int64_t rows = g.rows, t_len = g.t_len, d_k = g.d_k, per_step = g.per_step;
   const int64_t half = d_k / 2;
   const Real* cos_t = table.cos.data();
   const Real* sin_t = table.sin.data();
 #pragma omp parallel for schedule(static) if (rows * d_k >= (1 << 15))
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t t = r % t_len;
+    const int64_t t = (r / per_step) % t_len;
     const Real* x = src + r * d_k;
     Real* y = dst + r * d_k;
     const Real* c = cos_t + t * half;
@@ -59,28 +65,41 @@ void rotate_rows(const Real* src, Real* dst, int64_t rows, int64_t t_len, int64_
   }
 }
 
+void check_rotary(int64_t d_k, Real base) {
+  if (d_k % 2 != 0) throw ValueError("rotary: d_k must be even to rotate pairs, got d_k = " + std::to_string(d_k));
+  if (!(base > 0) || !std::isfinite(static_cast<double>(base)))
+    throw ValueError("rotary: base must be a positive finite number, got " + std::to_string(base));
+}
+
+Var rotate(const Var& x, const RowGeometry& g, int64_t offset, Real base) {
+  check_rotary(g.d_k, base);
+  Tensor out = Tensor::uninitialized(x.shape());
+  if (out.numel() == 0) return make_result(std::move(out), {x}, "rotary", [](Node&) {});
+  RotaryTable table = make_table(g.t_len, g.d_k, offset, static_cast<double>(base));
+  rotate_rows<false>(x.value().data(), out.data(), g, table, Real(1));
+
+  return make_result(std::move(out), {x}, "rotary", [table = std::move(table), g](Node& self) {
+    if (!self.input_needs_grad(0)) return;
+    // dL/dx = Rᵀ dL/dy = R(−θ) dL/dy.
+    rotate_rows<true>(self.grad.data(), self.input_grad(0).data(), g, table, Real(-1));
+  });
+}
+
 }  // namespace
 
 Var rotary(const Var& x, int64_t offset, Real base) {
   if (x.dim() < 2)
     throw ShapeError("rotary: expected x of shape (..., T, d_k), got " + x.value().shape_str());
-  const int64_t t_len = x.size(-2);
   const int64_t d_k = x.size(-1);
-  if (d_k % 2 != 0) throw ValueError("rotary: d_k must be even to rotate pairs, got d_k = " + std::to_string(d_k));
-  if (!(base > 0) || !std::isfinite(static_cast<double>(base)))
-    throw ValueError("rotary: base must be a positive finite number, got " + std::to_string(base));
+  return rotate(x, {d_k > 0 ? x.numel() / d_k : 0, x.size(-2), d_k, 1}, offset, base);
+}
 
-  Tensor out = Tensor::uninitialized(x.shape());
-  if (out.numel() == 0) return make_result(std::move(out), {x}, "rotary", [](Node&) {});
-  RotaryTable table = make_table(t_len, d_k, offset, static_cast<double>(base));
-  const int64_t rows = x.numel() / d_k;
-  rotate_rows<false>(x.value().data(), out.data(), rows, t_len, d_k, table, Real(1));
-
-  return make_result(std::move(out), {x}, "rotary", [table = std::move(table), rows, t_len, d_k](Node& self) {
-    if (!self.input_needs_grad(0)) return;
-    // dL/dx = Rᵀ dL/dy = R(−θ) dL/dy.
-    rotate_rows<true>(self.grad.data(), self.input_grad(0).data(), rows, t_len, d_k, table, Real(-1));
-  });
+Var rotary_heads(const Var& x, int64_t n_heads, int64_t offset, Real base) {
+  if (x.dim() != 3 || n_heads <= 0 || x.size(2) % n_heads != 0)
+    throw ShapeError("rotary_heads: expected x of shape (B, T, h·d_k) with h = " + std::to_string(n_heads) +
+                     " heads, got " + x.value().shape_str());
+  const int64_t d_k = x.size(2) / n_heads;
+  return rotate(x, {x.size(0) * x.size(1) * n_heads, x.size(1), d_k, n_heads}, offset, base);
 }
 
 }  // namespace attnlab

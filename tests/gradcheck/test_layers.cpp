@@ -129,6 +129,8 @@ TEST_CASE("rotary op gradient is the inverse rotation", "[gradcheck][rotary]") {
   ATTNLAB_REQUIRE_GRADCHECK(gradcheck([](const std::vector<Var>& in) { return rotary(in[0]); }, {x}));
   // A position offset and a small base make every pair turn by a large, distinct angle.
   ATTNLAB_REQUIRE_GRADCHECK(gradcheck([](const std::vector<Var>& in) { return rotary(in[0], 3, 7); }, {x}));
+  Var joined = random_input({2, 5, 12}, data);  // (B, T, h·d_k), h = 2, d_k = 6
+  ATTNLAB_REQUIRE_GRADCHECK(gradcheck([](const std::vector<Var>& in) { return rotary_heads(in[0], 2, 3, 7); }, {joined}));
 }
 
 TEST_CASE("MultiHeadAttention self-attention gradients", "[gradcheck][attention]") {
