@@ -96,10 +96,9 @@ MultiHeadAttention::StepProjections MultiHeadAttention::project_step(const Var& 
     k = p.k;
     v = p.v;  // (B, 1, h·d_v)
   }
-  if (opt_.rope) {
-    // One position per row: (B, 1, h·d_k) and (B, h, 1, d_k) share the memory order.
-    q = rotary(reshape(q, {b, opt_.n_heads, 1, opt_.d_k}), position);
-    k = rotary(reshape(k, {b, opt_.n_heads, 1, opt_.d_k}), position);
+  if (opt_.rope) {  // as forward does, at this step's position
+    q = rotary_heads(q, opt_.n_heads, position);
+    k = rotary_heads(k, opt_.n_heads, position);
   }
   return {q.value().reshaped({b, opt_.n_heads * opt_.d_k}), k.value().reshaped({b, opt_.n_heads * opt_.d_k}),
           v.value().reshaped({b, opt_.n_heads * opt_.d_v})};
