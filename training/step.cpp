@@ -1,5 +1,6 @@
 #include "training/step.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "datasets/splits.h"
@@ -7,6 +8,7 @@
 #include "framework/ops/loss.h"
 #include "framework/optim/optim.h"
 #include "models/batch.h"
+#include "training/distributed/ordered_sum.h"
 
 namespace attnlab {
 
@@ -53,21 +55,14 @@ void append_gradients(const std::vector<Var>& params, std::vector<Real>& out) {
   }
 }
 
-// gathered = [g_0, g_1, ..., g_{M-1}] (each the length of all parameters):
-// every parameter's gradient becomes ((g_0 + g_1) + g_2) + ..., in that order.
-void set_summed_gradients(const std::vector<Var>& params, const std::vector<Real>& gathered, int64_t micro_batches) {
-  const size_t total = gathered.size() / static_cast<size_t>(micro_batches);
+// Every parameter's gradient from `summed`, the parameters' gradients one after the other.
+void set_gradients(const std::vector<Var>& params, const std::vector<Real>& summed) {
   size_t offset = 0;
   for (Var p : params) {
-    if (!p.has_grad()) p.grad() = Tensor(p.shape());
-    Real* g = p.grad().data();
-    const size_t n = static_cast<size_t>(p.numel());
-    for (size_t i = 0; i < n; ++i) g[i] = gathered[offset + i];
-    for (int64_t k = 1; k < micro_batches; ++k) {
-      const Real* src = gathered.data() + static_cast<size_t>(k) * total + offset;
-      for (size_t i = 0; i < n; ++i) g[i] += src[i];
-    }
-    offset += n;
+    if (!p.has_grad()) p.grad() = Tensor::uninitialized(p.shape());
+    std::copy(summed.begin() + static_cast<std::ptrdiff_t>(offset),
+              summed.begin() + static_cast<std::ptrdiff_t>(offset + static_cast<size_t>(p.numel())), p.grad().data());
+    offset += static_cast<size_t>(p.numel());
   }
 }
 
@@ -110,7 +105,7 @@ void micro_batch_gradients(TrainState& state, const std::vector<Example>& exampl
                                static_cast<double>(n), acc.exact * static_cast<double>(B), trained});
   }
   model.dropout_rng() = stream;
-  set_summed_gradients(state.parameters(), comm.allgather(local), M);
+  set_gradients(state.parameters(), ordered_sum(comm, local, K, Reduction::automatic));
   const std::vector<double> all = comm.allgather(stats);
   double loss = 0, right = 0, exact = 0, trained = 0;
   for (int64_t k = 0; k < M; ++k) {

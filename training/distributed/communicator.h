@@ -23,6 +23,18 @@ class Communicator {
 
   // Every rank's `local` (the same length on every rank), concatenated in rank order.
   virtual std::vector<Real> allgather(const std::vector<Real>& local) const { return local; }
+  // Every rank's `local`, of counts[rank] elements, concatenated in rank order.
+  virtual std::vector<Real> allgatherv(const std::vector<Real>& local, const std::vector<int64_t>& counts) const {
+    (void)counts;
+    return local;
+  }
+  // `send` holds send_counts[j] elements for rank j, in rank order; returns
+  // recv_counts[i] elements from each rank i, in rank order.
+  virtual std::vector<Real> alltoallv(const std::vector<Real>& send, const std::vector<int64_t>& send_counts,
+                                      const std::vector<int64_t>& recv_counts) const {
+    (void)send_counts, (void)recv_counts;
+    return send;
+  }
   virtual std::vector<double> allgather(const std::vector<double>& local) const { return local; }
   // True on every rank when it is true on any (collective stop decisions).
   virtual bool any(bool local) const { return local; }
@@ -34,6 +46,17 @@ class Communicator {
   // other ranks cannot learn of (they may be waiting in a collective). The
   // stand-in returns: a single process unwinds as usual.
   virtual void abort(int code) const { (void)code; }
+
+  // What this process sent to and received from the others, and the seconds
+  // it spent in collectives, since it started (the stand-in: nothing).
+  struct Traffic {
+    uint64_t bytes_sent = 0, bytes_received = 0;
+    double seconds = 0;
+  };
+  const Traffic& traffic() const { return traffic_; }
+
+ protected:
+  mutable Traffic traffic_;
 };
 
 // The stand-in, for callers that have no communicator of their own.

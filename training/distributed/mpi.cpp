@@ -26,8 +26,25 @@ class MpiCommunicator : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  std::vector<Real> allgather(const std::vector<Real>& local) const override {
-    return gather(local, sizeof(Real) == 4 ? MPI_FLOAT : MPI_DOUBLE);
+  std::vector<Real> allgather(const std::vector<Real>& local) const override { return gather(local, real_type()); }
+  std::vector<Real> allgatherv(const std::vector<Real>& local, const std::vector<int64_t>& counts) const override {
+    const Timer timer(traffic_);
+    const std::vector<int> n = ints(counts), at = offsets(n);
+    std::vector<Real> out(static_cast<size_t>(at.back() + n.back()));
+    MPI_Allgatherv(local.data(), n[static_cast<size_t>(rank_)], real_type(), out.data(), n.data(), at.data(), real_type(),
+                   MPI_COMM_WORLD);
+    count(n[static_cast<size_t>(rank_)] * (size_ - 1), total(n) - n[static_cast<size_t>(rank_)]);
+    return out;
+  }
+  std::vector<Real> alltoallv(const std::vector<Real>& send, const std::vector<int64_t>& send_counts,
+                              const std::vector<int64_t>& recv_counts) const override {
+    const Timer timer(traffic_);
+    const std::vector<int> sn = ints(send_counts), rn = ints(recv_counts), sat = offsets(sn), rat = offsets(rn);
+    std::vector<Real> out(static_cast<size_t>(rat.back() + rn.back()));
+    MPI_Alltoallv(send.data(), sn.data(), sat.data(), real_type(), out.data(), rn.data(), rat.data(), real_type(), MPI_COMM_WORLD);
+    const size_t me = static_cast<size_t>(rank_);
+    count(total(sn) - sn[me], total(rn) - rn[me]);
+    return out;
   }
   std::vector<double> allgather(const std::vector<double>& local) const override { return gather(local, MPI_DOUBLE); }
   bool any(bool local) const override {
@@ -50,8 +67,39 @@ class MpiCommunicator : public Communicator {
   void abort(int code) const override { MPI_Abort(MPI_COMM_WORLD, code); }
 
  private:
+  static MPI_Datatype real_type() { return sizeof(Real) == 4 ? MPI_FLOAT : MPI_DOUBLE; }
+
+  // Adds the seconds of one collective to the traffic on leaving.
+  struct Timer {
+    explicit Timer(Traffic& t) : traffic(t), start(MPI_Wtime()) {}
+    ~Timer() { traffic.seconds += MPI_Wtime() - start; }
+    Traffic& traffic;
+    double start;
+  };
+
+  // Elements sent and received, as bytes of Real.
+  void count(int64_t sent, int64_t received) const {
+    traffic_.bytes_sent += static_cast<uint64_t>(sent) * sizeof(Real);
+    traffic_.bytes_received += static_cast<uint64_t>(received) * sizeof(Real);
+  }
+  static std::vector<int> ints(const std::vector<int64_t>& counts) { return {counts.begin(), counts.end()}; }
+  static std::vector<int> offsets(const std::vector<int>& n) {
+    std::vector<int> at(n.size(), 0);
+    for (size_t i = 1; i < n.size(); ++i) at[i] = at[i - 1] + n[i - 1];
+    return at;
+  }
+  static int64_t total(const std::vector<int>& n) {
+    int64_t sum = 0;
+    for (int v : n) sum += v;
+    return sum;
+  }
+
   template <class T>
   std::vector<T> gather(const std::vector<T>& local, MPI_Datatype type) const {
+    const Timer timer(traffic_);
+    const int64_t n = static_cast<int64_t>(local.size());
+    traffic_.bytes_sent += static_cast<uint64_t>(n * (size_ - 1)) * sizeof(T);
+    traffic_.bytes_received += static_cast<uint64_t>(n * (size_ - 1)) * sizeof(T);
     std::vector<T> out(local.size() * static_cast<size_t>(size_));
     MPI_Allgather(local.data(), static_cast<int>(local.size()), type, out.data(), static_cast<int>(local.size()), type,
                   MPI_COMM_WORLD);
