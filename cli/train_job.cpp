@@ -133,6 +133,14 @@ void write_summary(const TrainOutcome& out, const TrainState& state, const RunDi
       {"seconds", out.seconds},
       {"threads", s.threads},
   };
+  const Communicator& comm = state.communicator();
+  if (comm.size() > 1 && state.steps_run > 0) {  // rank 0's figures; every rank moves about as much
+    const double steps = static_cast<double>(state.steps_run);
+    summary["processes"] = comm.size();
+    summary["comm_bytes_received_per_step"] = static_cast<double>(state.step_traffic.bytes_received) / steps;
+    summary["comm_bytes_sent_per_step"] = static_cast<double>(state.step_traffic.bytes_sent) / steps;
+    summary["comm_seconds_per_step"] = state.step_traffic.seconds / steps;
+  }
   if (held.language_model) {
     summary["heldout_loss"] = held.lm.loss;
     summary["heldout_bits_per_char"] = held.lm.bits_per_token;

@@ -133,8 +133,14 @@ StepResult train_step(TrainState& state, const StepHooks& hooks, TrainingProbe* 
   if (split && probe) throw ValueError("the probes record one micro-batch per step: not with --grad-accum > 1 or several processes");
   FormattedBatch batch;
   Var logits;
+  ++state.steps_run;
   if (split) {
+    const Communicator::Traffic before = state.communicator().traffic();
     micro_batch_gradients(state, examples, r);
+    const Communicator::Traffic& after = state.communicator().traffic();
+    state.step_traffic.bytes_sent += after.bytes_sent - before.bytes_sent;
+    state.step_traffic.bytes_received += after.bytes_received - before.bytes_received;
+    state.step_traffic.seconds += after.seconds - before.seconds;
   } else {
     batch = format_batch(state.batch_format(), to_pairs(examples));
     state.model().zero_grad();

@@ -50,6 +50,10 @@ class TrainState {
   int64_t target_first_reached_at = -1;  // the first evaluation that reached it, held or not
   int64_t target_streak_start = -1;      // the first evaluation of the current streak reaching it
   int64_t target_streak = 0;             // evaluations in that streak
+  // What this process's steps moved between the processes (their gradient
+  // sums and statistics), over the steps this process ran: not checkpointed.
+  Communicator::Traffic step_traffic;
+  int64_t steps_run = 0;
 
   // Records an evaluation at `step`: whether it reached the target. Returns
   // true when this evaluation completes the patience (the run is solved now).
