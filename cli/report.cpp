@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "cli/command_line.h"
-#include "cli/report_assets.h"  // generated from cli/report/ (CMakeLists.txt)
+#include "attnlab_report_assets.h"  // generated from the page in cli/report/ (CMakeLists.txt)
 #include "cli/report_data.h"
 #include "framework/error.h"
 #include "framework/io/atomic_file.h"
