@@ -181,6 +181,24 @@ def check_page(exe_browser, page, runs, exe, inputs, artifacts):
     check(os.path.exists(shot), f"{page}: no screenshot {shot}")
 
 
+def check_refusals(exe, run, tmp):
+    """A malformed or partial run: one line on stderr, exit 2, no file."""
+    broken = os.path.join(tmp, "broken")
+    shutil.copytree(run, broken)
+    with open(os.path.join(broken, "metrics.csv"), "a") as f:
+        f.write("1,2\n")
+    for target, why in ((broken, "malformed metrics.csv"), (os.path.join(tmp, "missing"), "no directory")):
+        page = os.path.join(tmp, "refused.html")
+        r = subprocess.run([exe, "report", target, "--out", page], capture_output=True, text=True)
+        lines = [line for line in r.stderr.splitlines() if not line.startswith("note:")]
+        check(r.returncode == 2 and len(lines) == 1 and not os.path.exists(page),
+              f"report of a run with {why}: exit {r.returncode}, stderr {r.stderr!r}")
+    page = os.path.join(tmp, "user.html")
+    open(page, "w").write("a user's page\n")
+    r = subprocess.run([exe, "report", run, "--out", page], capture_output=True, text=True)
+    check(r.returncode == 2 and open(page).read() == "a user's page\n", "a user's file is replaced without --overwrite")
+
+
 def train_runs(exe, tmp):
     with open(os.path.join(tmp, "corpus.txt"), "w") as f:
         f.write("the quick brown fox jumps over the lazy dog. " * 60)
@@ -219,6 +237,7 @@ def main():
         pair = [runs["decoder"], runs["seq2seq"]]
         attnlab(args.attnlab, "report", *pair, "--input", "3 1 4 1", "--out", page)
         check_page(exe_browser, page, pair, args.attnlab, {}, args.artifacts)
+        check_refusals(args.attnlab, runs["decoder"], tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"test_report_browser: {'FAILED' if FAILURES else 'passed'} ({len(FAILURES)} failures)")
