@@ -11,6 +11,7 @@
 #include <set>
 #include <utility>
 
+#include "cli/attention_reading.h"
 #include "cli/command_line.h"
 #include "cli/load_run.h"
 #include "training/run_dir/claim.h"
@@ -26,26 +27,20 @@ namespace attnlab::cli {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-using OutputFiles = std::vector<std::pair<std::string, std::string>>;  // (name, content)
-
 std::vector<std::string> token_texts(const Task& task, const IntTensor& ids) {
   std::vector<std::string> out;
   for (int32_t id : ids.data) out.push_back(task.token_text(id));
   return out;
 }
 
+namespace {
+
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 bool ends_with(const std::string& s, const std::string& p) {
   return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
-// What the model reads for the maps, and the answer printed.
-struct Reading {
-  std::vector<int32_t> input, output;
-  FormattedBatch batch;
-};
+}  // namespace
 
 // Sequence tasks: teacher-forced on the greedy answer, so decoders attend
 // over the sequence they generate; an answer that filled the positional table
@@ -85,6 +80,8 @@ Reading read_text(const LoadedRun& loaded, const std::string& text) {
   r.output = {static_cast<int32_t>(std::max_element(last, last + V) - last)};
   return r;
 }
+
+namespace {
 
 // The directories that fs::create_directories(dir) would create, deepest first.
 std::vector<fs::path> missing_directories(const fs::path& dir) {
@@ -218,6 +215,18 @@ void write_outputs(const std::string& out_dir, const OutputFiles& files) {
   for (const fs::path& file : stale) fs::remove(file, ec);
 }
 
+}  // namespace
+
+std::vector<std::pair<std::string, MultiHeadAttention*>> capture_attention(SequenceModel& model,
+                                                                          const FormattedBatch& batch) {
+  auto layers = find_attention_modules(model);
+  InferenceGuard guard(model);
+  for (auto& [name, mha] : layers) mha->capture_weights(true);
+  model.forward(batch.input);
+  for (auto& [name, mha] : layers) mha->capture_weights(false);
+  return layers;
+}
+
 // One layer's maps: a CSV matrix per head into `files`, and its entry of attention.json.
 nlohmann::json layer_maps(const std::string& name, const MultiHeadAttention& mha, const std::string& arch,
                           const std::vector<std::string>& src, const std::vector<std::string>& tgt, OutputFiles& files) {
@@ -243,6 +252,8 @@ nlohmann::json layer_maps(const std::string& name, const MultiHeadAttention& mha
   }
   return layer;
 }
+
+namespace {
 
 const char* const kAttentionUsage =
     "usage: attnlab attention --run DIR [--out DIR] \"INPUT\"\n\n"
@@ -296,13 +307,7 @@ int run_attention(const Args& args) {
                                                 : read_sequence_task(loaded, in.input_text);
   const FormattedBatch& batch = reading.batch;
 
-  auto layers = find_attention_modules(model);
-  {
-    InferenceGuard guard(model);
-    for (auto& [name, mha] : layers) mha->capture_weights(true);
-    model.forward(batch.input);
-    for (auto& [name, mha] : layers) mha->capture_weights(false);
-  }
+  auto layers = capture_attention(model, batch);
 
   const auto src = token_texts(task, batch.input.src), tgt = token_texts(task, batch.input.tgt_in);
   nlohmann::json meta = {{"run", in.run_path}, {"step", loaded.step}, {"model", model.config().arch},

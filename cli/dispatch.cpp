@@ -32,6 +32,7 @@ const Command kCommands[] = {
     {"bench", "training throughput on the BENCHMARK.md workload (one JSON line)", run_bench},
     {"gradcheck", "finite-difference check of a model's gradients (train's flags)", run_gradcheck},
     {"attention", "a trained model's attention weights for one input, as CSV maps", run_attention},
+    {"report", "one self-contained HTML page of runs: curves, gradients, attention", run_report},
 };
 
 #ifndef ATTNLAB_VERSION  // defined by CMakeLists.txt from project(VERSION); a build outside it says so
@@ -150,7 +151,7 @@ int run_command_line(int argc, char** argv) {
     }
     return finish_standard_output(name, code);
   }
-  std::cerr << "attnlab: unknown command '" << name << "' (commands: train, eval, predict, sample, tasks, bench, gradcheck, attention; see attnlab --help)\n";
+  std::cerr << "attnlab: unknown command '" << name << "' (commands: train, eval, predict, sample, tasks, bench, gradcheck, attention, report; see attnlab --help)\n";
   return kExitUsage;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages attnlab needs, only those that are missing.
 # Build and tests: a C++17 compiler, CMake, Eigen, Boost.Program_options,
-# Catch2 (2.13), nlohmann-json. Scripts (plots, PyTorch reference): python3
+# Catch2 (2.13), nlohmann-json; chromium (headless) for the report's browser
+# test. Scripts (plots, PyTorch reference): python3
 # with torch, numpy and matplotlib (from Debian, used as /usr/bin/python3).
 set -euo pipefail
 
@@ -9,7 +10,7 @@ set -euo pipefail
 # (measured the fastest here, docs/performance.md); without it the build uses Eigen's.
 packages=(g++ cmake make libeigen3-dev libboost-program-options-dev catch2 nlohmann-json3-dev
           python3 python3-numpy python3-matplotlib protobuf-compiler python3-protobuf
-          libopenmpi-dev openmpi-bin libdnnl-dev)
+          libopenmpi-dev openmpi-bin libdnnl-dev chromium)
 # PyTorch is large and only the reference scripts use it: skip it with ATTNLAB_NO_TORCH=1.
 # libopenblas0-pthread: without it Debian's torch falls back to the reference BLAS (~2 GFLOP/s),
 # which would make the PyTorch side of scripts/bench_vs_torch.sh a straw man.

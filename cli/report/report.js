@@ -1,0 +1,347 @@
+// attnlab report: draws the page from the JSON that `attnlab report` put in
+// #report-data (cli/report_data.h says what it holds). Vanilla JS and SVG, so
+// the page needs nothing but itself. What it drew is summarised in
+// #self-check, which the browser test (tests/test_report_browser.py) reads.
+"use strict";
+const DATA = JSON.parse(document.getElementById("report-data").textContent);
+const NS = "http://www.w3.org/2000/svg";
+const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
+const CHECK = { errors: [], runs: [] };
+window.addEventListener("error", (e) => CHECK.errors.push(String(e.message)));
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  for (const c of children) node.append(c instanceof Node ? c : String(c));
+  return node;
+}
+function svg(tag, attrs) {
+  const node = document.createElementNS(NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  return node;
+}
+function column(table, name) {
+  const i = table.columns.indexOf(name);
+  return i < 0 ? null : table.rows.map((r) => r[i]);
+}
+function finite(text) { return text !== "" && text !== undefined && Number.isFinite(Number(text)); }
+function fmt(v) { return Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(1) : String(+v.toPrecision(3)); }
+
+// Hover: any element with data-tip shows it beside the pointer.
+const tip = document.getElementById("tip");
+document.addEventListener("mousemove", (e) => {
+  const t = e.target.closest && e.target.closest("[data-tip]");
+  if (!t) { tip.hidden = true; return; }
+  tip.textContent = t.getAttribute("data-tip");
+  tip.style.left = e.clientX + 12 + "px";
+  tip.style.top = e.clientY + 12 + "px";
+  tip.hidden = false;
+});
+
+// A line chart: series = [{label, color, dash, points: [{x, y, tip, value}]}].
+function lineChart(title, series, opts) {
+  const W = 380, H = 230, L = 54, R = 10, T = 22, B = 34;
+  const log = !!opts.log;
+  const all = series.flatMap((s) => s.points).filter((p) => !log || p.y > 0);
+  const box = svg("svg", { width: W, height: H, class: "chart", "data-chart": opts.key || title });
+  const head = svg("text", { x: L, y: 14 }); head.textContent = title + (log ? " (log scale)" : "");
+  box.append(head);
+  if (!all.length) return box;
+  let [x0, x1] = [Math.min(...all.map((p) => p.x)), Math.max(...all.map((p) => p.x))];
+  let ys = all.map((p) => (log ? Math.log10(p.y) : p.y));
+  let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
+  if (x1 === x0) x1 = x0 + 1;
+  if (y1 === y0) { y0 -= 0.5; y1 += 0.5; }
+  const sx = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
+  const sy = (y) => T + (1 - ((log ? Math.log10(y) : y) - y0) / (y1 - y0)) * (H - T - B);
+  for (let k = 0; k <= 4; ++k) {
+    const yv = y0 + ((y1 - y0) * k) / 4, y = T + (1 - k / 4) * (H - T - B);
+    box.append(svg("line", { x1: L, x2: W - R, y1: y, y2: y, class: "grid" }));
+    const t = svg("text", { x: L - 4, y: y + 3, "text-anchor": "end" }); t.textContent = fmt(log ? 10 ** yv : yv);
+    box.append(t);
+    const xv = x0 + ((x1 - x0) * k) / 4, xt = svg("text", { x: sx(xv), y: H - B + 14, "text-anchor": "middle" });
+    xt.textContent = Math.round(xv); box.append(xt);
+  }
+  const xl = svg("text", { x: W - R, y: H - 4, "text-anchor": "end" }); xl.textContent = opts.xLabel || "step";
+  box.append(xl, svg("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }),
+             svg("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis" }));
+  series.forEach((s, si) => {
+    const pts = s.points.filter((p) => !log || p.y > 0);
+    box.append(svg("polyline", { points: pts.map((p) => sx(p.x) + "," + sy(p.y)).join(" "), stroke: s.color,
+                                 "stroke-dasharray": s.dash || "" }));
+    for (const p of pts)
+      box.append(svg("circle", { cx: sx(p.x), cy: sy(p.y), r: 2.2, fill: s.color, class: "pt", "data-series": si,
+                                 "data-run": s.run, "data-col": s.col, "data-value": p.value, "data-x": p.x,
+                                 "data-tip": s.label + "\n" + (opts.xLabel || "step") + " " + p.x + ": " + p.value }));
+  });
+  return box;
+}
+
+function legend(items) {
+  const div = el("div", { class: "legend" });
+  for (const [label, color, dash] of items) {
+    const mark = el("i"); mark.style.background = color; if (dash) mark.style.opacity = "0.6";
+    div.append(el("span", {}, mark, label));
+  }
+  return div;
+}
+
+// Curves over steps: one chart per figure, every run overlaid.
+const CURVES = [
+  { title: "loss", cols: ["loss"], log: true },
+  { title: "token accuracy", cols: ["train_token_acc", "heldout_token_acc"] },
+  { title: "sequence accuracy (exact match)", cols: ["train_exact", "heldout_exact"] },
+  { title: "held-out loss", cols: ["heldout_loss"], log: true },
+  { title: "learning rate", cols: ["lr"] },
+  { title: "gradient norm", cols: ["grad_norm"], log: true },
+];
+function curvesSection(runs) {
+  const sec = el("section", { id: "curves" }, el("h2", {}, "Curves over steps"));
+  const charts = el("div", { class: "charts" }), keys = [];
+  for (const c of CURVES) {
+    const series = [];
+    runs.forEach((run, ri) => c.cols.forEach((col, ci) => {
+      const steps = column(run.metrics, "step"), values = column(run.metrics, col);
+      if (!values) return;
+      const points = [];
+      values.forEach((v, i) => { if (finite(v)) points.push({ x: Number(steps[i]), y: Number(v), value: v }); });
+      if (points.length) series.push({ label: run.name + " " + col, color: COLORS[ri % 8], dash: ci ? "5 3" : "",
+                                       points, run: ri, col });
+    }));
+    if (series.length) { charts.append(lineChart(c.title, series, { log: c.log, key: c.cols[0] })); keys.push(c.cols[0]); }
+  }
+  const items = runs.map((r, i) => [r.name, COLORS[i % 8]]);
+  sec.append(legend(items), el("p", { class: "note" }, "solid: training batches; dashed: held-out set. Hover a point for its value."), charts);
+  return sec;
+}
+
+function kvTable(rows) {
+  const t = el("table");
+  for (const [k, v, attrs] of rows) t.append(el("tr", {}, el("th", {}, k), el("td", attrs || {}, v)));
+  return t;
+}
+
+function verdict(run) {
+  const s = run.summary;
+  if (!s) return el("span", { class: "verdict-no" }, "no summary.json: the run did not finish (interrupted or running)");
+  if (s.solved_at_step !== undefined && s.solved_at_step >= 0)
+    return el("span", { class: "verdict-yes" }, "solved: held-out exact match reached the target " + s.target + " at step " + s.solved_at_step);
+  if (s.target_first_reached_at_step !== undefined && s.target_first_reached_at_step >= 0)
+    return el("span", { class: "verdict-yes" }, "target " + s.target + " first reached at step " + s.target_first_reached_at_step);
+  return el("span", { class: "verdict-no" }, "target " + (s.target ?? "") + " not reached");
+}
+
+function glance(run, ri) {
+  const cfg = run.model.config, rows = [
+    ["verdict", verdict(run)],
+    ["task", run.model.task],
+    ["model", cfg.arch + ", " + cfg.n_layers + " layers, " + cfg.n_heads + " heads, d_model " + cfg.d_model + ", d_ff " + cfg.d_ff],
+    ["parameters", String(run.model.parameters)],
+    ["checkpoint shown", "step " + run.model.checkpoint_step],
+    ["trained by", "attnlab " + run.model.attnlab_version],
+  ];
+  const sec = el("section", { id: "run-" + ri }, el("h2", {}, "Run " + run.name), el("p", { class: "note mono" }, run.path));
+  if (run.summary)
+    for (const [k, v] of Object.entries(run.summary))
+      rows.push([k, String(v), { class: "num", "data-summary": k, "data-run": ri }]);
+  const diff = Object.entries(run.settings.differing).map(([k, v]) => k + " = " + v).join("\n");
+  rows.push(["settings differing from the defaults", el("span", { class: "mono" }, diff || "(none)")]);
+  sec.append(kvTable(rows));
+  return sec;
+}
+
+// Colours for heat maps: viridis, approximated by five stops.
+const VIRIDIS = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+function viridis(t) {
+  t = Math.max(0, Math.min(1, t)) * 4;
+  const i = Math.min(3, Math.floor(t)), f = t - i, a = VIRIDIS[i], b = VIRIDIS[i + 1];
+  return "rgb(" + a.map((v, k) => Math.round(v + (b[k] - v) * f)).join(",") + ")";
+}
+function colorbar(lo, hi, label) {
+  const box = svg("svg", { width: 420, height: 20, class: "colorbar" });
+  for (let k = 0; k < 50; ++k) box.append(svg("rect", { x: 64 + k * 3, y: 4, width: 3, height: 10, fill: viridis(k / 49) }));
+  const a = svg("text", { x: 60, y: 13, "text-anchor": "end" }); a.textContent = fmt(lo);
+  const b = svg("text", { x: 218, y: 13 }); b.textContent = fmt(hi) + "  " + label;
+  box.append(a, b);
+  return box;
+}
+
+// probe_params.csv as a heat map: weight matrices (rows) x probed steps (columns), log colour.
+function paramHeatmap(table, key, title) {
+  const steps = [...new Set(column(table, "step"))], names = [];
+  const cells = new Map();
+  const P = column(table, "param"), S = column(table, "step"), V = column(table, key);
+  P.forEach((p, i) => {
+    if (!/weight$/.test(p) || /(^|\.)ln/.test(p)) return;
+    if (!cells.has(p)) { cells.set(p, new Map()); names.push(p); }
+    cells.get(p).set(S[i], V[i]);
+  });
+  const logs = V.filter((v) => Number(v) > 0).map((v) => Math.log10(Number(v)));
+  const lo = Math.min(...logs), hi = Math.max(...logs);
+  const cw = Math.max(2, Math.min(14, 600 / steps.length)), ch = 12, L = 230;
+  const box = svg("svg", { width: L + cw * steps.length + 10, height: ch * names.length + 30, class: "chart heat" });
+  names.forEach((p, r) => {
+    const t = svg("text", { x: L - 4, y: r * ch + ch - 2, "text-anchor": "end" }); t.textContent = p; box.append(t);
+    steps.forEach((s, c) => {
+      const v = cells.get(p).get(s);
+      if (v === undefined) return;
+      const f = Number(v) > 0 ? (Math.log10(Number(v)) - lo) / (hi - lo || 1) : 0;
+      box.append(svg("rect", { x: L + c * cw, y: r * ch, width: cw, height: ch, fill: viridis(f), class: "cell",
+                               "data-tip": p + "\nstep " + s + ": " + key + " " + v }));
+    });
+  });
+  const xl = svg("text", { x: L, y: ch * names.length + 14 }); xl.textContent = "step " + steps[0] + " \u2192 " + steps[steps.length - 1];
+  box.append(xl);
+  return el("div", {}, el("h3", {}, title), box, colorbar(10 ** lo, 10 ** hi, key + " (log colour)"));
+}
+
+function largestGradient(table) {
+  const S = column(table, "step"), P = column(table, "param"), G = column(table, "grad_norm");
+  const last = S[S.length - 1];
+  let best = null;
+  S.forEach((s, i) => { if (s === last && (!best || Number(G[i]) > Number(G[best]))) best = i; });
+  return best === null ? "" : "Largest gradient norm at the last probe (step " + last + "): " + P[best] + " (" + G[best] + ").";
+}
+
+function streamChart(table) {
+  const S = column(table, "step"), last = S[S.length - 1], pts = { act_rms: [], grad_rms: [] }, names = [];
+  table.rows.forEach((r, i) => {
+    if (S[i] !== last) return;
+    const idx = Number(column(table, "index")[i]); names.push(column(table, "point")[i]);
+    for (const k of ["act_rms", "grad_rms"]) {
+      const v = column(table, k)[i];
+      if (finite(v)) pts[k].push({ x: idx, y: Number(v), value: v });
+    }
+  });
+  const series = [{ label: "activation RMS", color: COLORS[0], points: pts.act_rms, run: 0, col: "act_rms" },
+                  { label: "gradient RMS", color: COLORS[1], dash: "5 3", points: pts.grad_rms, run: 0, col: "grad_rms" }];
+  return el("div", {}, el("h3", {}, "Residual stream by depth (step " + last + ")"),
+            lineChart("RMS by depth: " + names.join(", "), series, { log: true, xLabel: "depth index", key: "stream" }),
+            legend([["activation RMS", COLORS[0]], ["gradient RMS (dashed)", COLORS[1]]]));
+}
+
+function entropyCharts(table) {
+  const L = column(table, "layer"), H = column(table, "head"), S = column(table, "step"), E = column(table, "entropy");
+  const layers = [...new Set(L)], div = el("div", { class: "charts" });
+  for (const layer of layers) {
+    const heads = [...new Set(H.filter((h, i) => L[i] === layer))];
+    const series = heads.map((h, hi) => ({ label: layer + " head " + h, color: COLORS[hi % 8], run: 0, col: "entropy",
+      points: E.map((v, i) => ({ i, v })).filter((o) => L[o.i] === layer && H[o.i] === h && finite(o.v))
+               .map((o) => ({ x: Number(S[o.i]), y: Number(o.v), value: o.v })) }));
+    div.append(lineChart(layer + ": head entropy (nats)", series, { key: "entropy" }));
+  }
+  return el("div", {}, el("h3", {}, "Attention entropy per head over training"), div);
+}
+
+function gradientSection(run, ri) {
+  const sec = el("section", { id: "gradients-" + ri }, el("h2", {}, "Gradient flow: " + run.name));
+  const p = run.probes;
+  if (!p.params) { sec.append(el("p", { class: "note" }, "No probes recorded: train with --probe-every N to see gradient flow.")); return sec; }
+  sec.append(el("p", {}, largestGradient(p.params)));
+  const maps = el("div", { class: "charts" }, paramHeatmap(p.params, "grad_norm", "gradient L2 norm"),
+                  paramHeatmap(p.params, "update_ratio", "update / weight ratio \u2016\u0394w\u2016/\u2016w\u2016"));
+  sec.append(maps);
+  if (p.stream && p.stream.rows.length) sec.append(streamChart(p.stream));
+  if (p.heads && p.heads.rows.length) sec.append(entropyCharts(p.heads));
+  return sec;
+}
+
+// One head's weights (queries x keys) with token labels on both axes.
+function attentionMap(layer, head, ex, ri, ei) {
+  const w = layer.weights[head], tq = w.length, tk = w[0].length;
+  const c = Math.max(7, Math.min(16, Math.floor(200 / Math.max(tq, tk)))), M = 44;
+  const box = svg("svg", { width: M + c * tk + 4, height: M + c * tq + 16, class: "attn-map", "data-run": ri,
+                           "data-example": ei, "data-layer": layer.name, "data-head": head });
+  const title = svg("text", { x: M, y: M + c * tq + 12 }); title.textContent = "head " + head; box.append(title);
+  layer.keys.slice(0, tk).forEach((k, j) => {
+    const t = svg("text", { transform: "translate(" + (M + j * c + c * 0.7) + "," + (M - 3) + ") rotate(-90)" });
+    t.textContent = k; box.append(t);
+  });
+  layer.queries.slice(0, tq).forEach((q, i) => {
+    const t = svg("text", { x: M - 3, y: M + i * c + c * 0.8, "text-anchor": "end" }); t.textContent = q; box.append(t);
+    for (let j = 0; j < tk; ++j)
+      box.append(svg("rect", { x: M + j * c, y: M + i * c, width: c, height: c, fill: viridis(w[i][j]),
+                               "data-w": w[i][j], "data-tip": "query " + q + " \u2192 key " + layer.keys[j] + ": " + w[i][j] }));
+  });
+  return box;
+}
+
+function attentionSection(run, ri) {
+  const sec = el("section", { id: "attention-" + ri }, el("h2", {}, "Attention: " + run.name),
+                 el("p", { class: "note" }, "Rows: queries; columns: keys; each row sums to 1. Hover a cell for its weight."),
+                 colorbar(0, 1, "attention weight"));
+  let maps = 0;
+  run.attention.forEach((ex, ei) => {
+    sec.append(el("h3", {}, ex.source + " input: ", el("span", { class: "mono" }, ex.input), " \u2192 ",
+                  el("span", { class: "mono" }, ex.output)));
+    for (const layer of ex.layers) {
+      const row = el("div", { class: "maps layer-row" }, el("div", { class: "layer-name" }, layer.name));
+      for (let h = 0; h < layer.weights.length; ++h) { row.append(attentionMap(layer, h, ex, ri, ei)); ++maps; }
+      sec.append(row);
+    }
+  });
+  return [sec, maps];
+}
+
+function examplesSection(run, ri) {
+  const ex = run.examples, t = el("table", {}, el("tr", {}, el("th", {}, "input"), el("th", {}, "model's answer"),
+                                                 el("th", {}, "expected"), el("th", {}, "")));
+  for (const e of ex.shown)
+    t.append(el("tr", { class: e.correct ? "right" : "wrong" }, el("td", { class: "mono" }, e.input),
+                el("td", { class: "mono" }, e.output), el("td", { class: "mono" }, e.expected),
+                el("td", {}, e.correct ? "right" : "wrong")));
+  return el("section", { id: "examples-" + ri }, el("h2", {}, "Held-out examples: " + run.name),
+            el("p", { class: "note" }, "Up to 6 right and 6 wrong among the first " + ex.scored + " held-out examples."), t);
+}
+
+// scripts/sweep.py's summary.csv, sortable by any column; names link to their runs.
+function sweepSection(sweep, runs) {
+  const table = sweep.table, t = el("table", { id: "sweep-table" }), order = { col: -1, dir: 1 };
+  const head = el("tr"), body = el("tbody");
+  const draw = () => {
+    body.textContent = "";
+    const rows = [...table.rows];
+    if (order.col >= 0) rows.sort((a, b) => {
+      const x = a[order.col], y = b[order.col];
+      return (finite(x) && finite(y) ? Number(x) - Number(y) : x.localeCompare(y)) * order.dir;
+    });
+    for (const r of rows) body.append(el("tr", {}, ...r.map((v) => {
+      const ri = runs.findIndex((run) => run.name === v);
+      return el("td", { class: finite(v) ? "num" : "" }, ri >= 0 ? el("a", { href: "#run-" + ri }, v) : v);
+    })));
+  };
+  table.columns.forEach((c, i) => {
+    const th = el("th", { class: "sortable", title: "sort" }, c);
+    th.addEventListener("click", () => { order.dir = order.col === i ? -order.dir : 1; order.col = i; draw(); });
+    head.append(th);
+  });
+  t.append(el("thead", {}, head), body);
+  draw();
+  return el("section", { id: "sweep" }, el("h2", {}, "Sweep " + sweep.path), el("p", { class: "note" }, "Click a column to sort."), t);
+}
+
+function render() {
+  const main = document.getElementById("report"), nav = document.getElementById("nav");
+  main.textContent = "";
+  const runs = DATA.runs;
+  if (DATA.sweep) main.append(sweepSection(DATA.sweep, runs));
+  runs.forEach((run, ri) => main.append(glance(run, ri)));
+  main.append(curvesSection(runs));
+  runs.forEach((run, ri) => {
+    main.append(gradientSection(run, ri));
+    const [sec, maps] = attentionSection(run, ri);
+    main.append(sec, examplesSection(run, ri));
+    CHECK.runs.push({ name: run.name, metrics_rows: run.metrics.rows.length, attention_maps: maps,
+                      expected_maps: run.attention.reduce((n, ex) => n + ex.layers.reduce((m, l) => m + l.heads, 0), 0) });
+  });
+  for (const [id, label] of [["curves", "curves"], ["run-0", "runs"], ["gradients-0", "gradients"],
+                             ["attention-0", "attention"], ["examples-0", "examples"]])
+    nav.append(el("a", { href: "#" + id }, label));
+  document.title = "attnlab report: " + runs.map((r) => r.name).join(", ");
+}
+
+try { render(); } catch (e) { CHECK.errors.push(String(e && e.stack || e)); throw e; } finally {
+  const pre = document.getElementById("self-check");
+  pre.textContent = JSON.stringify(CHECK);
+  document.body.setAttribute("data-rendered", CHECK.errors.length ? "error" : "ok");
+}

@@ -1,0 +1,145 @@
+#include "cli/report_data.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "cli/load_run.h"
+#include "cli/run_settings.h"
+#include "cli/train_options.h"
+#include "framework/error.h"
+#include "framework/io/atomic_file.h"
+#include "framework/io/checkpoint.h"
+
+namespace attnlab::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Run files the report reads whole; far beyond what a long run writes.
+constexpr uint64_t kMaxCsvBytes = uint64_t(1) << 30;
+
+std::vector<std::string> split_fields(const std::string& line) {
+  std::vector<std::string> fields;
+  std::string field;
+  std::istringstream in(line);
+  while (std::getline(in, field, ',')) fields.push_back(field);
+  if (!line.empty() && line.back() == ',') fields.emplace_back();
+  return fields;
+}
+
+// "name = value" lines of an INI file (comments and sections skipped).
+std::map<std::string, std::string> ini_values(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t eq = line.find('=');
+    if (line.empty() || line[0] == '#' || line[0] == '[' || eq == std::string::npos) continue;
+    const auto trim = [](std::string s) {
+      s.erase(0, s.find_first_not_of(" \t\r"));
+      s.erase(s.find_last_not_of(" \t\r") + 1);
+      return s;
+    };
+    out[trim(line.substr(0, eq))] = trim(line.substr(eq + 1));
+  }
+  return out;
+}
+
+// Every setting of config.ini, and those whose value is not train's default.
+nlohmann::json settings_data(const RunDir& run) {
+  const auto values = ini_values(read_file(run.config_path(), 1 << 20, "config file"));
+  TrainSettings defaults = default_settings();
+  const auto default_values = ini_values(all_train_options(defaults).to_ini());
+  nlohmann::json all = nlohmann::json::object(), differing = nlohmann::json::object();
+  for (const auto& [name, value] : values) {
+    all[name] = value;
+    auto it = default_values.find(name);
+    if (it == default_values.end() || it->second != value) differing[name] = value;
+  }
+  return {{"all", all}, {"differing", differing}};
+}
+
+nlohmann::json summary_data(const RunDir& run) {
+  std::error_code ec;
+  if (!fs::exists(run.summary_path(), ec)) return nullptr;  // interrupted before the end: the report says so
+  try {
+    return nlohmann::json::parse(read_file(run.summary_path(), 16 << 20, "summary"));
+  } catch (const nlohmann::json::exception& e) {
+    throw IoError(run.summary_path() + " is not JSON (" + e.what() + ")");
+  }
+}
+
+// The probe CSVs, when the run recorded them (train --probe-every N).
+nlohmann::json probes_data(const RunDir& run) {
+  const std::map<std::string, std::vector<std::string>> files = {
+      {"params", {"step", "param", "grad_norm", "weight_norm", "update_ratio"}},
+      {"stream", {"step", "index", "point", "act_rms", "grad_rms"}},
+      {"heads", {"step", "layer", "head", "entropy"}}};
+  nlohmann::json out = nlohmann::json::object();
+  std::error_code ec;
+  for (const auto& [name, columns] : files) {
+    const std::string path = run.path() + "/probe_" + name + ".csv";
+    if (fs::exists(path, ec)) out[name] = read_csv_table(path, columns);
+  }
+  return out;
+}
+
+nlohmann::json model_data(const RunDir& run, const LoadedRun& loaded) {
+  const Metadata meta = read_checkpoint_metadata(run.checkpoint_stem(loaded.step));
+  auto version = meta.find("attnlab_version");
+  return {{"config", loaded.model->config().to_json()},
+          {"parameters", loaded.model->parameter_count()},
+          {"task", loaded.task->describe()},
+          {"checkpoint_step", loaded.step},
+          {"attnlab_version", version == meta.end() ? "unknown" : version->second}};
+}
+
+}  // namespace
+
+nlohmann::json read_csv_table(const std::string& path, const std::vector<std::string>& required) {
+  const std::string text = read_file(path, kMaxCsvBytes);
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line) || line.empty()) throw IoError(path + " has no header line");
+  const std::vector<std::string> columns = split_fields(line);
+  for (const std::string& c : required)
+    if (std::find(columns.begin(), columns.end(), c) == columns.end())
+      throw IoError(path + " has no column '" + c + "' (its header: " + line + ")");
+  nlohmann::json rows = nlohmann::json::array();
+  size_t consumed = line.size() + 1;
+  for (int64_t number = 2; std::getline(in, line); ++number) {
+    consumed += line.size() + 1;
+    if (consumed > text.size() && text.back() != '\n') break;  // cut mid-write
+    const std::vector<std::string> fields = split_fields(line);
+    if (fields.size() != columns.size())
+      throw IoError(path + " line " + std::to_string(number) + " has " + std::to_string(fields.size()) +
+                    " fields, its header " + std::to_string(columns.size()));
+    rows.push_back(fields);
+  }
+  return {{"columns", columns}, {"rows", rows}};
+}
+
+nlohmann::json report_run_data(const std::string& run_path, const std::vector<std::string>& inputs) {
+  const RunDir run(run_path);
+  run.require_directory();
+  std::error_code ec;
+  if (!fs::exists(run.config_path(), ec))
+    throw IoError("'" + run_path + "' is not an attnlab run directory (no config.ini)");
+  nlohmann::json metrics = read_csv_table(run.metrics_path(), {"step", "loss"});
+  if (metrics["rows"].empty()) throw IoError(run.metrics_path() + " has no rows: the run logged no step");
+  LoadedRun loaded = load_run(run);  // IoError without a complete checkpoint
+  nlohmann::json data = {{"name", fs::path(run_path).lexically_normal().filename().string()},
+                         {"path", run_path},
+                         {"settings", settings_data(run)},
+                         {"summary", summary_data(run)},
+                         {"metrics", metrics},
+                         {"probes", probes_data(run)}};
+  if (data["name"] == "") data["name"] = fs::path(run_path).lexically_normal().parent_path().filename().string();
+  data["model"] = model_data(run, loaded);
+  data.update(model_views(loaded, inputs));
+  return data;
+}
+
+}  // namespace attnlab::cli

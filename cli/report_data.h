@@ -1,0 +1,37 @@
+#pragma once
+// What `attnlab report` reads from a run directory, as the JSON object the
+// page (cli/report/report.js) draws: everything comes from the run's files
+// (config.ini, metrics.csv, summary.json, probe_*.csv, the latest checkpoint),
+// never from a process that trained it.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace attnlab::cli {
+
+// A CSV file as {"columns": [...], "rows": [[text, ...], ...]}, every value
+// kept as the file's text so the page shows the file's own digits. An
+// incomplete last line (a crash mid-write) is left out. IoError naming the
+// file and line for a row whose field count is not the header's, or for a
+// missing column of `required`.
+nlohmann::json read_csv_table(const std::string& path, const std::vector<std::string>& required);
+
+// One run: name, path, settings (all, and those differing from the defaults),
+// model, summary, metrics, probes (when recorded), attention maps for the
+// first held-out examples and for each of `inputs`, and held-out examples with
+// the model's answers. IoError (exit 2) for a missing or malformed file.
+nlohmann::json report_run_data(const std::string& run_path, const std::vector<std::string>& inputs);
+
+}  // namespace attnlab::cli
+
+namespace attnlab::cli {
+
+struct LoadedRun;
+
+// What the trained model does (cli/report_model.cpp): "attention", one entry
+// per example (held-out inputs first, then `inputs`) with every layer's
+// weights per head, and "examples", held-out inputs with the model's answers.
+nlohmann::json model_views(LoadedRun& loaded, const std::vector<std::string>& inputs);
+
+}  // namespace attnlab::cli

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""`attnlab report` pages loaded in a real browser (a ctest test; needs chromium, else skipped).
+
+Trains tiny runs (encoder, decoder, seq2seq, a text language model; probed with
+--probe-every and unprobed), writes a report of each and a comparison of two,
+loads each in headless Chromium and checks, in the DOM the page's script built:
+  - no console error, no uncaught exception (the page's #self-check lists none),
+    no network request (no http(s):// or // in any src or href; the page runs
+    with every host name unresolvable and its Content-Security-Policy would
+    refuse a fetch, which Chromium would log);
+  - one attention map per layer x head x example (3 held-out examples and one
+    --input), layers and heads counted from the run's config.ini;
+  - one loss curve point per metrics.csv row, each point's value the CSV's text,
+    and the held-out exact-match points the CSV's non-empty held-out values;
+  - the summary figures shown equal summary.json's;
+  - the --input's maps equal `attnlab attention`'s CSV maps for that input.
+Keeps screenshots under --artifacts. Prints load times; asserts none.
+
+Exit 0: passed; 1: failed; 77: no chromium on PATH (ctest: skipped).
+"""
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from html.parser import HTMLParser
+
+SKIP = 77
+TINY = ["--d-model", "16", "--heads", "2", "--layers", "2", "--d-ff", "32", "--steps", "40", "--log-every", "5",
+        "--eval-every", "20", "--threads", "1", "--quiet"]
+FAILURES = []
+
+
+def check(ok, what):
+    if not ok:
+        FAILURES.append(what)
+        print("FAIL:", what)
+
+
+class Dom(HTMLParser):
+    """The elements of the dumped DOM: (tag, attributes, text) in document order."""
+
+    def __init__(self):
+        super().__init__()
+        self.elements, self.open = [], []
+
+    def handle_starttag(self, tag, attrs):
+        node = [tag, dict(attrs), ""]
+        self.elements.append(node)
+        if tag not in ("circle", "rect", "line", "polyline", "meta", "br", "i", "img", "input"):
+            self.open.append(node)
+
+    def handle_endtag(self, tag):
+        while self.open and self.open.pop()[0] != tag:
+            pass
+
+    def handle_data(self, data):
+        for node in self.open:
+            node[2] += data
+
+    def find(self, tag=None, **attrs):
+        return [e for e in self.elements if (tag is None or e[0] == tag)
+                and all(e[1].get(k.rstrip("_").replace("_", "-")) == v for k, v in attrs.items())]
+
+
+def browser():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def chromium(exe, page, *extra):
+    cmd = [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+           "--host-resolver-rules=MAP * ~NOTFOUND", "--no-first-run", "--user-data-dir=" + page + ".profile", *extra,
+           "file://" + page]
+    start = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return r, time.monotonic() - start
+
+
+def attnlab(exe, *args):
+    r = subprocess.run([exe, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"attnlab {' '.join(args)} failed ({r.returncode}): {r.stderr}")
+    return r.stdout
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def layer_heads(run):
+    cfg = {}
+    for line in open(os.path.join(run, "config.ini")):
+        if "=" in line:
+            k, v = (s.strip() for s in line.split("=", 1))
+            cfg[k] = v
+    per_stack = int(cfg["layers"]) * int(cfg["heads"])
+    # seq2seq: encoder self-attention, decoder self- and cross-attention per layer.
+    return 3 * per_stack if cfg["model"] == "seq2seq" else per_stack
+
+
+def check_run_in_dom(dom, ri, run, exe, run_input):
+    name = os.path.basename(run)
+    rows = read_csv(os.path.join(run, "metrics.csv"))
+    loss = [e[1]["data-value"] for e in dom.find("circle", data_run=str(ri), data_col="loss")]
+    check(loss == [r["loss"] for r in rows], f"{name}: loss points are metrics.csv's loss column ({len(loss)} vs {len(rows)})")
+    held = [e[1]["data-value"] for e in dom.find("circle", data_run=str(ri), data_col="heldout_exact")]
+    check(held == [r["heldout_exact"] for r in rows if r["heldout_exact"] != ""], f"{name}: held-out points")
+    summary = json.load(open(os.path.join(run, "summary.json")))
+    shown = {e[1]["data-summary"]: e[2] for e in dom.find("td", data_run=str(ri)) if "data-summary" in e[1]}
+    for key, value in summary.items():
+        ok = key in shown and (float(shown[key]) == value if isinstance(value, (int, float)) else shown[key] == str(value))
+        check(ok, f"{name}: summary {key} shown as {shown.get(key)!r}, summary.json has {value!r}")
+    maps = dom.find("svg", class_="attn-map", data_run=str(ri))
+    check(len(maps) == 4 * layer_heads(run), f"{name}: {len(maps)} attention maps, expected 4 x {layer_heads(run)}")
+    if run_input is not None:
+        check_input_maps(dom, ri, run, exe, run_input)
+
+
+def check_input_maps(dom, ri, run, exe, run_input):
+    """The --input's maps (example 3) hold `attnlab attention`'s weights for it."""
+    out = run + ".maps"
+    attnlab(exe, "attention", "--run", run, "--out", out, run_input)
+    meta = json.load(open(os.path.join(out, "attention.json")))
+    for layer in meta["layers"]:
+        for head, file in enumerate(layer["files"]):
+            want = [float(v) for line in open(os.path.join(out, file)) for v in line.strip().split(",")]
+            cells = maps_cells(dom, ri, "3", layer["name"], head)
+            got = [float(c) for c in cells]
+            ok = len(got) == len(want) and all(abs(a - b) <= 1e-6 for a, b in zip(got, want))
+            check(ok, f"{os.path.basename(run)}: map {layer['name']} head {head} of the --input equals attention's CSV")
+
+
+def maps_cells(dom, ri, example, layer, head):
+    els = dom.elements
+    for i, e in enumerate(els):
+        a = e[1]
+        if e[0] == "svg" and a.get("data-run") == str(ri) and a.get("data-example") == example \
+                and a.get("data-layer") == layer and a.get("data-head") == str(head):
+            cells = []
+            for f in els[i + 1:]:
+                if f[0] == "svg":
+                    break
+                if f[0] == "rect" and "data-w" in f[1]:
+                    cells.append(f[1]["data-w"])
+            return cells
+    return []
+
+
+def check_page(exe_browser, page, runs, exe, inputs, artifacts):
+    r, seconds = chromium(exe_browser, page, "--dump-dom")
+    print(f"{os.path.basename(page)}: loaded and rendered in {seconds:.2f} s, {os.path.getsize(page)} bytes")
+    check(r.returncode == 0, f"{page}: chromium exit {r.returncode}: {r.stderr[-2000:]}")
+    log = r.stderr
+    for bad in ("Uncaught", "Refused to", "ERR_NAME_NOT_RESOLVED", "net::ERR"):
+        check(bad not in log, f"{page}: the browser log has {bad!r}: " +
+              "".join(line for line in log.splitlines(True) if bad in line)[:1000])
+    check(not [line for line in log.splitlines() if ":CONSOLE" in line and "rror" in line], f"{page}: console errors")
+    dom = Dom()
+    dom.feed(r.stdout)
+    body = dom.find("body")
+    check(body and body[0][1].get("data-rendered") == "ok", f"{page}: the page did not render (data-rendered)")
+    pre = dom.find("pre", id="self-check")
+    self_check = json.loads(pre[0][2]) if pre and pre[0][2] else {"errors": ["no self-check"]}
+    check(self_check["errors"] == [], f"{page}: script errors {self_check['errors']}")
+    for e in dom.elements:
+        for key in ("src", "href"):
+            v = e[1].get(key, "")
+            check(not (v.startswith("http:") or v.startswith("https:") or v.startswith("//")), f"{page}: {key}={v}")
+    for ri, run in enumerate(runs):
+        check_run_in_dom(dom, ri, run, exe, inputs.get(run))
+    shot = os.path.join(artifacts, os.path.basename(page).replace(".html", ".png"))
+    chromium(exe_browser, page, "--screenshot=" + shot, "--window-size=1280,2400", "--hide-scrollbars")
+    check(os.path.exists(shot), f"{page}: no screenshot {shot}")
+
+
+def check_refusals(exe, run, tmp):
+    """A malformed or partial run: one line on stderr, exit 2, no file."""
+    broken = os.path.join(tmp, "broken")
+    shutil.copytree(run, broken)
+    with open(os.path.join(broken, "metrics.csv"), "a") as f:
+        f.write("1,2\n")
+    for target, why in ((broken, "malformed metrics.csv"), (os.path.join(tmp, "missing"), "no directory")):
+        page = os.path.join(tmp, "refused.html")
+        r = subprocess.run([exe, "report", target, "--out", page], capture_output=True, text=True)
+        lines = [line for line in r.stderr.splitlines() if not line.startswith("note:")]
+        check(r.returncode == 2 and len(lines) == 1 and not os.path.exists(page),
+              f"report of a run with {why}: exit {r.returncode}, stderr {r.stderr!r}")
+    page = os.path.join(tmp, "user.html")
+    open(page, "w").write("a user's page\n")
+    r = subprocess.run([exe, "report", run, "--out", page], capture_output=True, text=True)
+    check(r.returncode == 2 and open(page).read() == "a user's page\n", "a user's file is replaced without --overwrite")
+
+
+def train_runs(exe, tmp):
+    with open(os.path.join(tmp, "corpus.txt"), "w") as f:
+        f.write("the quick brown fox jumps over the lazy dog. " * 60)
+    specs = {"encoder": ["--task", "copy", "--model", "encoder", "--probe-every", "10", "--heldout", "50"],
+             "decoder": ["--task", "reverse", "--model", "decoder", "--heldout", "50"],
+             "seq2seq": ["--task", "reverse", "--model", "seq2seq", "--probe-every", "10", "--heldout", "50"],
+             "textlm": ["--task", "text", "--file", os.path.join(tmp, "corpus.txt"), "--seq-len", "16",
+                        "--model", "decoder", "--probe-every", "10"]}
+    runs = {}
+    for name, flags in specs.items():
+        runs[name] = os.path.join(tmp, name)
+        attnlab(exe, "train", *flags, *TINY, "--run", runs[name])
+    return runs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--attnlab", required=True)
+    ap.add_argument("--artifacts", required=True)
+    args = ap.parse_args()
+    exe_browser = browser()
+    if not exe_browser:
+        print("test_report_browser: SKIPPED: no chromium on PATH (scripts/install-deps.sh installs it)")
+        return SKIP
+    os.makedirs(args.artifacts, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="attnlab-report-")
+    try:
+        runs = train_runs(args.attnlab, tmp)
+        inputs = {runs["encoder"]: "1 2 3 4", runs["decoder"]: "3 1 4 1", runs["seq2seq"]: "2 7 1 8",
+                  runs["textlm"]: "the lazy "}
+        for name, run in runs.items():
+            page = os.path.join(tmp, name + ".html")
+            attnlab(args.attnlab, "report", run, "--input", inputs[run], "--out", page)
+            check_page(exe_browser, page, [run], args.attnlab, inputs, args.artifacts)
+        page = os.path.join(tmp, "comparison.html")
+        pair = [runs["decoder"], runs["seq2seq"]]
+        attnlab(args.attnlab, "report", *pair, "--input", "3 1 4 1", "--out", page)
+        check_page(exe_browser, page, pair, args.attnlab, {}, args.artifacts)
+        check_refusals(args.attnlab, runs["decoder"], tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"test_report_browser: {'FAILED' if FAILURES else 'passed'} ({len(FAILURES)} failures)")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
