@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The experiments of issue 4's acceptance, rerunnable: trains every task/model
 pair to its held-out target with attnlab, and compares attnlab with a PyTorch
-implementation on BENCHMARK.md's S configuration (steps to 99% on reverse).
+implementation on docs/benchmark.md's S configuration (steps to 99% on reverse).
 
     /usr/bin/python3 scripts/experiments.py                 # everything (about 15 min on a quiet core)
     /usr/bin/python3 scripts/experiments.py --part tasks    # only the task table
@@ -55,7 +55,7 @@ TASKS = [
      COSINE, 100, 4000),
 ]
 
-# BENCHMARK.md's S configuration with the PyTorch reference's hyperparameters.
+# docs/benchmark.md's S configuration with the PyTorch reference's hyperparameters.
 # --vocab 12: attnlab's V = 4 specials + 12 symbols = 16.
 S_ARGS = ["--task", "reverse", "--vocab", "12", "--min-len", "16", "--max-len", "16", "--model", "encoder",
           "--d-model", "64", "--heads", "4", "--layers", "2", "--d-ff", "256", "--batch-size", "64",

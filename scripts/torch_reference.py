@@ -13,7 +13,7 @@ tests/test_parity.cpp reads these fixtures; it needs no PyTorch. Rerun with
     python3 scripts/torch_reference.py --out tests/data
 
 The same model is also the PyTorch side of the training-throughput benchmark
-(../shared/BENCHMARK.md): `--bench S|M|L --threads N` trains the encoder
+(docs/benchmark.md): `--bench S|M|L --threads N` trains the encoder
 tagger on fixed random batches and prints one JSON line with the same keys
 as `attnlab bench` (scripts/bench_vs_torch.sh runs both).
 
@@ -396,16 +396,16 @@ def self_check():
     assert err < 1e-12, f"attention differs from torch's multi_head_attention_forward by {err}"
 
 
-BENCH_SHAPES = {  # V, T, d, h, L, d_ff, B (BENCHMARK.md)
+BENCH_SHAPES = {  # V, T, d, h, L, d_ff, B (docs/benchmark.md)
     "S": (16, 16, 64, 4, 2, 256, 64),
     "M": (32, 32, 128, 8, 4, 512, 64),
     "L": (64, 64, 256, 8, 6, 1024, 32),
-    "graph": (8, 2, 4, 1, 6, 4, 1),  # not in BENCHMARK.md: the fixed cost of a step (see attnlab bench)
+    "graph": (8, 2, 4, 1, 6, 4, 1),  # not part of the workload: the fixed cost of a step (see attnlab bench)
 }
 
 
 def bench(name, threads, blas_threads, steps, warmup, seed=0):
-    """Times training steps of the BENCHMARK.md encoder tagger; prints one JSON line.
+    """Times training steps of docs/benchmark.md's encoder tagger; prints one JSON line.
 
     threads: torch's own (intra-op) threads; blas_threads: OpenBLAS's, pinned
     by pin_blas_threads. "threads" in the JSON line is the cores the run may

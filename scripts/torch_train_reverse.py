@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Train the BENCHMARK.md encoder tagger on `reverse` in plain PyTorch, to the
+"""Train docs/benchmark.md's encoder tagger on `reverse` in plain PyTorch, to the
 held-out target, and report the number of steps it needed.
 
 The PyTorch side of the step-count comparison in docs/experiments.md. The model,
@@ -11,7 +11,7 @@ data and training mirror what
 
 does, written from scratch here (no nn.Transformer):
 
-- model (BENCHMARK.md "S"): h0 = Embedding(V, d)[x] + sinusoidal PE; L pre-LN
+- model (docs/benchmark.md, "S"): h0 = Embedding(V, d)[x] + sinusoidal PE; L pre-LN
   blocks x += MHSA(LN(x)); x += W2 ReLU(W1 LN(x) + b1) + b2; final LayerNorm;
   Linear(d, V). Every Linear has a bias, LayerNorm eps 1e-5, no mask, no dropout.
   PyTorch's default initialisation (Linear U(+-1/sqrt(fan_in)) for weight and

@@ -8,7 +8,7 @@
 
 namespace attnlab::testing {
 
-// A model configuration from its sizes, in BENCHMARK.md's column order:
+// A model configuration from its sizes, in docs/benchmark.md's column order:
 // V, T (max_len), d, h, layers, d_ff. Everything else keeps its default.
 inline TransformerConfig model_config(const std::string& arch, int64_t vocab_size, int64_t max_len, int64_t d_model,
                                       int64_t n_heads, int64_t n_layers, int64_t d_ff) {

@@ -1,9 +1,10 @@
-// The record and replay of matrix products (framework/ops/gemm_log.h), which
-// bench uses to bound a step's speed by its products alone: a log records each
-// gemm() and gemm_batched() call once, with its sizes, only while it lives; a
-// training step of BENCHMARK.md's encoder records exactly 3x the forward FLOPs
-// of BENCHMARK.md's formula (so the bound is computed over the right work);
-// a replay makes the same calls again, on its own operands.
+// The record of matrix products (framework/ops/gemm_log.h) and their replay
+// (bench/gemm_replay.h), which bench uses to bound a step's speed by its
+// products alone: a log records each gemm() and gemm_batched() call once, with
+// its sizes, only while it lives; a training step of docs/benchmark.md's
+// encoder records exactly 3x the forward FLOPs of its formula (so the bound is
+// computed over the right work); a replay makes the same calls again, on its
+// own operands.
 #include <omp.h>
 
 #include <catch2/catch.hpp>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gemm_replay.h"
 #include "framework/ops/gemm_log.h"
 #include "framework/ops/loss.h"
 #include "models/sequence_model.h"
@@ -65,9 +67,9 @@ TEST_CASE("a GemmLog records each gemm and gemm_batched call once, with its size
   GemmLog again;  // the first log's end freed the place
 }
 
-TEST_CASE("one training step of the benchmark's S encoder makes 3x BENCHMARK.md's forward FLOPs in products",
+TEST_CASE("one training step of the benchmark's S encoder makes 3x its documented forward FLOPs in products",
           "[gemm]") {
-  // BENCHMARK.md: forward FLOPs per token = L (8 d^2 + 4 d d_ff + 4 T d) + 2 d V; a step is
+  // docs/benchmark.md: forward FLOPs per token = L (8 d^2 + 4 d d_ff + 4 T d) + 2 d V; a step is
   // forward + backward, and every product's backward makes two products of its size.
   const int64_t V = 16, T = 16, d = 64, h = 4, L = 2, d_ff = 256, B = 8;
   auto model = make_model(attnlab::testing::model_config("encoder", V, T, d, h, L, d_ff), 3);
@@ -107,7 +109,7 @@ TEST_CASE("a replay makes the recorded calls again, on its own operands, runs of
   double seconds = 0;
   {
     GemmLog log;
-    seconds = replay_seconds(recorded, 2);
+    seconds = bench::replay_seconds(recorded, 2);
     replayed = log.calls();
   }
   omp_set_num_threads(threads);

@@ -1,15 +1,13 @@
 #pragma once
 // A record of the matrix products some code makes through gemm() and
-// gemm_batched(), and their replay on scratch operands. `attnlab bench` records
-// one training step and times its products alone: how long the step would take
-// if everything that is not a matrix product (norms, softmax, the optimizer,
-// the graph) cost nothing. That is an upper bound on the step's speed with this
-// backend on this CPU, and it says how much of a step the products are.
+// gemm_batched(): the hook a benchmark needs, and nothing more. The training
+// benchmark (bench/training.cpp) records one step and replays its products
+// alone (bench/gemm_replay.h) to bound the step's speed by its products.
 //
 // Only the calls made while a GemmLog is alive are recorded, one log at a time;
 // a product gemm_batched() makes is recorded once, as the batched call. Calls
 // made inside an OpenMP parallel region (the attention core's per-head
-// products) are marked so, and a replay runs a run of such calls in parallel.
+// products) are marked so, which lets a replay run them in parallel again.
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -58,10 +56,5 @@ class GemmLog {
 namespace detail {
 GemmLog* active_gemm_log();  // the recording log, or nullptr
 }
-
-// Runs `calls` in order `repeats` times on scratch operands of their sizes (A
-// and B shared by all calls, C one buffer per thread, all finite) and returns
-// the quickest run's seconds. The calls' own data pointers are never touched.
-double replay_seconds(const std::vector<GemmCall>& calls, int repeats);
 
 }  // namespace attnlab

@@ -2,7 +2,7 @@
 // A kernel for the smallest products of the engine: the per-head products of
 // attention at short lengths and narrow heads (S: 16 x 16 x 16, M: 32 x 16 x 32),
 // where a library's packing and dispatch cost more than the multiply-adds
-// (Eigen ran them at 34-57 GFLOP/s on a 215 GFLOP/s core, docs/performance.md).
+// (docs/performance.md, "Matrix products", has the measurements).
 // op(B) is read row by row where it is stored (copied upright onto the stack
 // first only when it is transposed); blocks of 8 rows of C (C 16 wide) or 4
 // rows (wider) are accumulated in registers over k, in k's order: one fixed

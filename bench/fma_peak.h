@@ -1,8 +1,9 @@
 #pragma once
-// The machine's fp32 FMA peak, measured: what bench's MFU is a share of.
+// The machine's fp32 FMA peak, measured: what the training benchmark's MFU is a
+// share of (docs/benchmark.md).
 #include <string>
 
-namespace attnlab::cli {
+namespace attnlab::bench {
 
 struct FmaPeak {
   double gflops = 0;   // best over the repeats, all threads together
@@ -16,10 +17,11 @@ struct FmaPeak {
 // run about `seconds` of the thread's CPU time; returns the sum over threads of
 // each one's best rate per CPU-second, combined with `best` (max). Timing CPU
 // time, not wall time, keeps preemption on a loaded machine out of the peak;
-// bench still calls it before, between and after its timed steps.
+// the training benchmark still calls it before, between and after its timed
+// steps.
 FmaPeak measure_fma_peak(int threads, int repeats, double seconds, FmaPeak best = {});
 
 // The CPU's model name (/proc/cpuinfo), or "unknown".
 std::string cpu_model();
 
-}  // namespace attnlab::cli
+}  // namespace attnlab::bench

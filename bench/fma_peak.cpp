@@ -6,7 +6,7 @@
 // instruction set (-march), so the loop is portable; m and a come through
 // volatile reads and the accumulators' sum is stored to a volatile, so the
 // compiler can neither fold the loop nor drop it.
-#include "cli/fma_peak.h"
+#include "bench/fma_peak.h"
 
 #include <omp.h>
 
@@ -17,7 +17,7 @@
 #include <fstream>
 #include <vector>
 
-namespace attnlab::cli {
+namespace attnlab::bench {
 namespace {
 
 using Packet = Eigen::internal::packet_traits<float>::type;
@@ -108,4 +108,4 @@ std::string cpu_model() {
   return "unknown";
 }
 
-}  // namespace attnlab::cli
+}  // namespace attnlab::bench

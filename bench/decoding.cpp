@@ -1,49 +1,38 @@
-// attnlab bench --decode. The model (untrained, seeded) decodes a fixed batch
-// of random prompts greedily; eos is forbidden (its head bias is set to -1e9)
-// so every sequence decodes the same number of tokens and the work is fixed:
-// decoder: prompt [bos] src [sep] of T/2 positions, then T/2 new tokens, which
-// fills the positional table; seq2seq: a source of T/2, then T/2 new tokens.
-// tokens_per_s counts generated tokens over the median wall time of one
-// greedy call.
-#include "cli/bench_decode.h"
+// The decoding benchmark (attnlab bench --decode). The model (untrained,
+// seeded) decodes a fixed batch of random prompts greedily; eos is forbidden
+// (its head bias is set to -1e9) so every sequence decodes the same number of
+// tokens and the work is fixed: decoder: prompt [bos] src [sep] of T/2
+// positions, then T/2 new tokens, which fills the positional table; seq2seq: a
+// source of T/2, then T/2 new tokens. tokens_per_s counts generated tokens
+// over the median wall time of one greedy call.
+#include "bench/decoding.h"
 
 #include <omp.h>
-#include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cli/command_line.h"
-#include "cli/commands.h"
+#include "bench/timing.h"
+#include "framework/error.h"
 #include "models/decoder_lm.h"
 #include "models/encoder_decoder.h"
 
-namespace attnlab::cli {
+namespace attnlab::bench {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Sources = std::vector<std::vector<int32_t>>;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
-}
-
-TransformerConfig decode_config(const DecodeBenchOptions& o) {
+TransformerConfig decode_config(const DecodeOptions& o) {
   TransformerConfig c;
   c.arch = o.arch;
-  c.vocab_size = o.V;
-  c.max_len = o.T;
-  c.d_model = o.d;
-  c.n_heads = o.h;
-  c.n_layers = o.layers;
-  c.d_ff = o.d_ff;
+  c.vocab_size = o.shape.V;
+  c.max_len = o.shape.T;
+  c.d_model = o.shape.d;
+  c.n_heads = o.shape.h;
+  c.n_layers = o.shape.L;
+  c.d_ff = o.shape.d_ff;
   return c;
 }
 
@@ -63,7 +52,7 @@ double median_seconds(int64_t reps, Decode decode, Sources& answers) {
 
 }  // namespace
 
-int run_decode_bench(const DecodeBenchOptions& o) {
+bool run_decoding(const DecodeOptions& o) {
   if (o.arch != "decoder" && o.arch != "seq2seq")
     throw ValueError("--arch must be decoder or seq2seq for --decode, got '" + o.arch + "'");
   if (o.batch < 1 || o.batch > 100000)
@@ -75,11 +64,11 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     if (name == "head.bias") p.value()[SpecialTokens::eos] = -1e9f;
 
   const bool decoder = o.arch == "decoder";
-  const int64_t src_len = decoder ? o.T / 2 - 2 : o.T / 2, new_tokens = o.T - o.T / 2;
+  const int64_t T = o.shape.T, src_len = decoder ? T / 2 - 2 : T / 2, new_tokens = T - T / 2;
   Rng rng(o.seed + 1);
   Sources sources(static_cast<size_t>(o.batch));
   for (auto& s : sources)
-    for (int64_t t = 0; t < src_len; ++t) s.push_back(static_cast<int32_t>(rng.integer(4, o.V - 1)));
+    for (int64_t t = 0; t < src_len; ++t) s.push_back(static_cast<int32_t>(rng.integer(4, o.shape.V - 1)));
 
   auto* dec = dynamic_cast<DecoderLM*>(model.get());
   auto* s2s = dynamic_cast<EncoderDecoder*>(model.get());
@@ -92,7 +81,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
   int64_t generated = 0;
   for (const auto& a : cached_answers) generated += static_cast<int64_t>(a.size());
 
-  nlohmann::json out = {{"impl", "attnlab"},   {"mode", "decode"},        {"config", o.config},
+  nlohmann::json out = {{"impl", "attnlab"},   {"mode", "decode"},        {"config", o.shape.name},
                         {"arch", o.arch},      {"threads", o.threads},    {"batch", o.batch},
                         {"src_len", src_len},  {"new_tokens", new_tokens}, {"generated", generated},
                         {"ms", cached_s * 1e3}, {"tokens_per_s", static_cast<double>(generated) / cached_s}};
@@ -105,7 +94,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     out["answers_equal"] = cached_answers == uncached_answers;
   }
   std::cout << out.dump() << std::endl;
-  return o.reference && cached_answers != uncached_answers ? kExitFailure : kExitOk;
+  return !o.reference || cached_answers == uncached_answers;
 }
 
-}  // namespace attnlab::cli
+}  // namespace attnlab::bench

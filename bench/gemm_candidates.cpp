@@ -1,17 +1,17 @@
 // Single-precision matrix products of attnlab's S/M/L training shapes on every
 // candidate library, one thread, row-major operands as the engine stores them.
-// Prints one Markdown row per shape: GFLOP/s of each library (best of 7 timed
-// repeats, each >= ~20 ms of work). This is how the default backend of
-// framework/ops/gemm.cpp was chosen (docs/performance.md holds the table).
+// Prints one Markdown row per shape: GFLOP/s of each library (best of 9
+// rounds, the libraries taking turns in each, each turn >= ~20 ms of work).
+// This is how the default backend of framework/ops/gemm.cpp was chosen
+// (docs/performance.md holds the table).
 //
-// Build (needs libxsmm-dev, libblis-dev, libopenblas-dev, libdnnl-dev, libeigen3-dev):
-//   g++ -O3 -march=native -fopenmp -DNDEBUG -I/usr/include/eigen3 scripts/gemm_candidates.cpp \
-//     -I/usr/include/x86_64-linux-gnu/blis-openmp -o /tmp/gemm_candidates \
-//     /usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so /usr/lib/libxsmm.a /usr/lib/libxsmmnoblas.a \
-//     -ldnnl -ldl -lpthread
-//   OPENBLAS_CORETYPE=Cooperlake OMP_NUM_THREADS=1 /tmp/gemm_candidates
-// (OpenBLAS 0.3.21 does not know every new CPU model: on the Xeon of 2026-12-01, model 207, it
-// fell back to its SSE3 "Prescott" kernels at ~4 GFLOP/s; OPENBLAS_CORETYPE names the kernels.)
+// Build: CMakeLists.txt defines the target where BLIS, libxsmm and oneDNN are
+// installed (Debian: libblis-dev, libxsmm-dev, libdnnl-dev; OpenBLAS is opened
+// at run time from libopenblas0-pthread):
+//   cmake --build build --target gemm_candidates
+//   OPENBLAS_CORETYPE=SkylakeX OMP_NUM_THREADS=1 build/gemm_candidates [FILTER]
+// OpenBLAS picks its kernels by CPU model and falls back to slow generic ones
+// on a model it does not know; OPENBLAS_CORETYPE names the kernels to use.
 #include <blis.h>
 #include <dnnl.h>
 #include <libxsmm.h>

@@ -1,0 +1,22 @@
+#pragma once
+// The training benchmark (attnlab bench; the workload is docs/benchmark.md's):
+// timed training steps of the encoder tagger, one JSON line.
+#include <cstdint>
+
+#include "bench/shapes.h"
+
+namespace attnlab::bench {
+
+struct TrainingOptions {
+  int threads = 1;
+  int64_t steps = 0;   // timed steps; 0 = the shape's default (S 20, M 10, L 5, graph 2000)
+  int64_t warmup = 5;  // untimed steps first
+  uint64_t seed = 0;   // of the weights and the data
+  bool peaks = true;   // measure the FMA and matrix-product peaks, and the products-only bound
+  bool products_table = false;  // after the JSON line, the step's products by shape
+};
+
+// Times the steps and prints one JSON line (and the table when asked).
+void run_training(const Shape& shape, const TrainingOptions& options);
+
+}  // namespace attnlab::bench
