@@ -54,7 +54,7 @@ static Var times_writing(const Var& a, const Var& b) {
   });
 }
 
-TEST_CASE("the gradient contract: a buffer is fresh (uninitialised) only before its first writer; input_grad zero-fills "
+TEST_CASE("the gradient contract: a buffer is fresh (uninitialised) only before its first writer, and input_grad zero-fills "
           "it", "[autograd]") {
   Var x(Tensor::from({2}, {1, 2}), true);
   GradTarget first = x.node()->grad_target();
