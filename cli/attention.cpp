@@ -291,7 +291,7 @@ int run_attention(const Args& args) {
   LoadedRun loaded = load_run(RunDir(in.run_path), in.step);
   SequenceModel& model = *loaded.model;
   const Task& task = *loaded.task;
-  const std::string arch = task.language_model() ? "lm" : model.config().arch;
+  const std::string arch = task.language_model() ? "lm" : name_of(model.config().arch);
   const Reading reading = task.language_model() ? read_text(loaded, in.input_text)
                                                 : read_sequence_task(loaded, in.input_text);
   const FormattedBatch& batch = reading.batch;
@@ -305,7 +305,7 @@ int run_attention(const Args& args) {
   }
 
   const auto src = token_texts(task, batch.input.src), tgt = token_texts(task, batch.input.tgt_in);
-  nlohmann::json meta = {{"run", in.run_path}, {"step", loaded.step}, {"model", model.config().arch},
+  nlohmann::json meta = {{"run", in.run_path}, {"step", loaded.step}, {"model", name_of(model.config().arch)},
                          {"input", task.to_text(reading.input)}, {"output", task.to_text(reading.output)},
                          {"layers", nlohmann::json::array()}};
   OutputFiles files;

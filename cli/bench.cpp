@@ -309,7 +309,7 @@ int run_bench(const Args& args) {
   }
   omp_set_num_threads(a.threads);
   TransformerConfig config;
-  config.arch = "encoder";
+  config.arch = Arch::encoder;
   config.vocab_size = shape->V;
   config.max_len = shape->T;
   config.d_model = shape->d;

@@ -37,7 +37,7 @@ double peak_rss_mib() {
 
 TransformerConfig decode_config(const DecodeBenchOptions& o) {
   TransformerConfig c;
-  c.arch = o.arch;
+  c.arch = parse_choice<Arch>("--arch", o.arch);  // checked before: decoder or seq2seq
   c.vocab_size = o.V;
   c.max_len = o.T;
   c.d_model = o.d;

@@ -61,14 +61,14 @@ std::string validation_error(const TransformerConfig& c) {
 
 TEST_CASE("the benchmark's S encoder has exactly 102,160 parameters", "[models]") {
   TransformerConfig c;  // V16 d64 h4 L2 dff256, encoder, pre-LN, sinusoidal, no tie
-  c.arch = "encoder";
+  c.arch = Arch::encoder;
   c.vocab_size = 16;
   c.d_model = 64;
   c.n_heads = 4;
   c.n_layers = 2;
   c.d_ff = 256;
-  c.positional = "sinusoidal";
-  c.norm = "pre";
+  c.positional = Positional::sinusoidal;
+  c.norm = Norm::pre;
   c.tie_embeddings = false;
   auto model = make_model(c, 1);
   REQUIRE(model->parameter_count() == 102160);
@@ -86,8 +86,8 @@ TEST_CASE("parameter names follow the shared plan for each architecture", "[mode
   CHECK_FALSE(has(enc, "pos_emb.weight"));  // sinusoidal is a constant
 
   TransformerConfig dc = small("decoder");
-  dc.positional = "learned";
-  dc.norm = "post";
+  dc.positional = Positional::learned;
+  dc.norm = Norm::post;
   auto dec = names_of(*make_model(dc, 1));
   CHECK(has(dec, "pos_emb.weight"));
   CHECK(has(dec, "blocks.0.attn.out_proj.bias"));
@@ -157,7 +157,7 @@ Var check_target_causality(SequenceModel& model, ModelInput in, const std::vecto
 TEST_CASE("decoder LM: changing the token at t+1 leaves every logit at positions <= t bitwise unchanged",
           "[models][causality]") {
   TransformerConfig c = small("decoder");
-  c.positional = "rope";
+  c.positional = Positional::rope;
   auto model = make_model(c, 3);
   check_target_causality(*model, ModelInput{}, {1, 5, 7, 4, 9, 3, 6, 8});
 }
@@ -187,14 +187,14 @@ namespace {
 // padding (a pad key attended to) changes logits by ~0.1.
 void check_padding_invariance(const TransformerConfig& c, const TokenPairs& pairs) {
   auto model = make_model(c, 9);
-  const FormattedBatch batch = format_batch(c.arch, pairs);
+  const FormattedBatch batch = format_batch(name_of(c.arch), pairs);
   Var together = model->forward(batch.input);
-  const bool decoder_side = c.arch != "encoder";
+  const bool decoder_side = c.arch != Arch::encoder;
   const Tensor& pad = decoder_side ? batch.input.tgt_pad : batch.input.src_pad;
   const int64_t T = together.size(1);
   double worst = 0;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    const FormattedBatch one = format_batch(c.arch, {pairs[i]});
+    const FormattedBatch one = format_batch(name_of(c.arch), {pairs[i]});
     Var alone = model->forward(one.input);
     for (int64_t t = 0; t < alone.size(1); ++t) {
       REQUIRE(pad[static_cast<int64_t>(i) * T + t] == 0);  // a real position in the batch too
@@ -209,19 +209,19 @@ void check_padding_invariance(const TransformerConfig& c, const TokenPairs& pair
 
 TEST_CASE("padding a batch changes no encoder logit at real positions beyond 1e-5", "[models][padding]") {
   TransformerConfig c = small("encoder");
-  c.positional = "learned";
+  c.positional = Positional::learned;
   check_padding_invariance(c, {{{4, 5, 6, 7, 8, 9}, {}}, {{5, 6}, {}}, {{7, 8, 9, 10}, {}}});
 }
 
 TEST_CASE("padding a batch changes no decoder-LM logit at real positions beyond 1e-5", "[models][padding]") {
   TransformerConfig c = small("decoder");
-  c.positional = "rope";
+  c.positional = Positional::rope;
   check_padding_invariance(c, {{{4, 5, 6}, {7, 8}}, {{5}, {6}}, {{7, 8, 9, 10}, {4, 5, 6}}});
 }
 
 TEST_CASE("padding a batch changes no encoder-decoder logit at real positions beyond 1e-5", "[models][padding]") {
   TransformerConfig c = small("seq2seq");
-  c.norm = "post";
+  c.norm = Norm::post;
   check_padding_invariance(c, {{{4, 5, 6, 7, 8}, {7, 8}}, {{5}, {6, 7, 8, 9}}, {{7, 8, 9}, {4}}});
 }
 
@@ -415,15 +415,12 @@ TEST_CASE("config validation names the bad field and value", "[models][config]")
     std::vector<std::string> named;
   };
   const std::vector<BadField> cases = {
-      {[](TransformerConfig& t) { t.positional = "absolute"; }, {"positional", "'absolute'"}},
-      {[](TransformerConfig& t) { t.arch = "gpt"; }, {"arch", "'gpt'"}},
-      {[](TransformerConfig& t) { t.norm = "middle"; }, {"norm", "'middle'"}},
       {[](TransformerConfig& t) { t.attn_scale = "cubic"; }, {"attn_scale", "'cubic'"}},
       {[](TransformerConfig& t) { t.dropout = 1.0; }, {"dropout", "1"}},
       {[](TransformerConfig& t) { t.vocab_size = 0; }, {"vocab_size", "0"}},
       {[](TransformerConfig& t) { t.max_len = 0; }, {"max_len"}},
       {[](TransformerConfig& t) {
-         t.positional = "rope";
+         t.positional = Positional::rope;
          t.d_k = 5;
          t.d_v = 16;
        }, {"rope", "d_k = 5"}},
@@ -443,7 +440,7 @@ TEST_CASE("config validation names the bad field and value", "[models][config]")
 
 TEST_CASE("config JSON round-trips, keeps defaults for missing keys and rejects unknown ones", "[models][config]") {
   TransformerConfig c = small("seq2seq");
-  c.positional = "rope";
+  c.positional = Positional::rope;
   c.attn_scale = "0.25";
   c.tie_embeddings = true;
   c.dropout = 0.1;
@@ -451,7 +448,7 @@ TEST_CASE("config JSON round-trips, keeps defaults for missing keys and rejects 
   CHECK(back.to_json() == c.to_json());
 
   const TransformerConfig partial = TransformerConfig::from_json({{"arch", "decoder"}, {"d_model", 32}});
-  CHECK(partial.arch == "decoder");
+  CHECK(partial.arch == Arch::decoder);
   CHECK(partial.d_model == 32);
   CHECK(partial.n_layers == TransformerConfig().n_layers);
 
@@ -461,4 +458,11 @@ TEST_CASE("config JSON round-trips, keeps defaults for missing keys and rejects 
   CHECK_THROWS_WITH(TransformerConfig::from_json({{"d_modle", 32}}), Catch::Contains("d_modle"));
   CHECK_THROWS_WITH(TransformerConfig::from_json({{"d_model", "wide"}}), Catch::Contains("d_model"));
   CHECK_THROWS_WITH(TransformerConfig::from_json({{"n_heads", 5}}), Catch::Contains("n_heads (5)"));
+  // A choice's text is parsed where it is read: the message names the field, the value and the choices.
+  CHECK_THROWS_WITH(TransformerConfig::from_json({{"positional", "absolute"}}),
+                    "positional must be one of 'learned', 'none', 'rope', 'sinusoidal', got 'absolute'");
+  CHECK_THROWS_WITH(TransformerConfig::from_json({{"arch", "gpt"}}),
+                    "arch must be one of 'decoder', 'encoder', 'seq2seq', got 'gpt'");
+  CHECK_THROWS_WITH(TransformerConfig::from_json({{"norm", "middle"}}), "norm must be one of 'post', 'pre', got 'middle'");
+  CHECK_THROWS_WITH(TransformerConfig::from_json({{"norm", 1}}), "config field 'norm' must be a string, got 1");
 }

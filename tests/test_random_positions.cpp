@@ -24,7 +24,7 @@ using Sources = std::vector<std::vector<int32_t>>;
 
 TransformerConfig small(const std::string& arch, const std::string& positional, int64_t random_positions) {
   TransformerConfig c = testing::model_config(arch, 12, 40, 16, 2, 2, 32);
-  c.positional = positional;
+  c.positional = parse_choice<Positional>("positional", positional);
   c.random_positions = random_positions;
   if (random_positions > 0) c.max_len = random_positions;
   return c;

@@ -64,7 +64,7 @@ Metadata checkpoint_description(const TrainSettings& s, const Task& task) {
   meta["task"] = task_json(s.task).dump();
   meta["vocabulary"] = vocabulary_json(task).dump();
   meta["special_tokens"] = nlohmann::json{{"<pad>", kPad}, {"<bos>", kBos}, {"<eos>", kEos}, {"<sep>", kSep}}.dump();
-  meta["sequence_layout"] = sequence_layout(task.language_model() ? "lm" : s.model.arch);
+  meta["sequence_layout"] = sequence_layout(task.language_model() ? "lm" : name_of(s.model.arch));
   meta["attnlab_version"] = attnlab_version();
   return meta;
 }

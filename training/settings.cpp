@@ -9,6 +9,7 @@
 #include "framework/error.h"
 #include "framework/nn/attention.h"
 #include "models/init.h"
+#include "models/model_options.h"
 
 namespace attnlab {
 
@@ -17,7 +18,7 @@ TrainSettings default_settings() {
   s.task.name = "reverse";
   s.task.vocab = 10;
   s.task.min_len = s.task.max_len = 8;
-  s.model.arch = "encoder";
+  s.model.arch = Arch::encoder;
   s.model.d_model = 64;
   s.model.n_heads = 4;
   s.model.n_layers = 2;
@@ -26,11 +27,11 @@ TrainSettings default_settings() {
   return s;
 }
 
-int64_t needed_positions(const Task& task, const std::string& arch) {
+int64_t needed_positions(const Task& task, Arch arch) {
   if (task.language_model()) return task.max_input_len();  // a window, no specials
   int64_t in = task.max_input_len(), out = task.max_output_len();
-  if (arch == "decoder") return in + out + 2;  // [bos] src [sep] tgt (eos is only a target)
-  if (arch == "seq2seq") return std::max(in, out + 1);
+  if (arch == Arch::decoder) return in + out + 2;  // [bos] src [sep] tgt (eos is only a target)
+  if (arch == Arch::seq2seq) return std::max(in, out + 1);
   return in;
 }
 
@@ -55,8 +56,8 @@ void check_random_positions(TrainSettings& s, int64_t needed) {
                                                     "--positions is " + str(s.positions) + ": give the same P or leave --positions out");
   require(p >= needed, "--random-positions " + str(p) + " is smaller than the longest training sequence (" +
                            str(needed) + " positions)");
-  require(s.model.positional == "sinusoidal" || s.model.positional == "learned",
-          "--random-positions applies to --positional sinusoidal or learned, not " + s.model.positional);
+  require(s.model.positional == Positional::sinusoidal || s.model.positional == Positional::learned,
+          "--random-positions applies to --positional sinusoidal or learned, not " + name_of(s.model.positional));
   s.model.max_len = p;
 }
 // The two bounds most flags have, each with one message.
@@ -76,30 +77,21 @@ void require_one_of(const char* flag, const std::string& value, const std::set<s
 // The configs' own validate() stays the backstop; these checks run first so
 // that a message names the flag as the user wrote it.
 void check_model_flags(const TransformerConfig& m) {
-  require_at_least("--d-model", m.d_model, 1);
-  require_at_least("--heads", m.n_heads, 1);
-  require_at_least("--layers", m.n_layers, 1);
-  require_at_least("--d-ff", m.d_ff, 1);
-  require(m.d_k >= 0, "--d-k must be >= 1 (or 0 for --d-model / --heads), got " + str(m.d_k));
-  require(m.d_v >= 0, "--d-v must be >= 1 (or 0 for --d-model / --heads), got " + str(m.d_v));
+  check_bounds(m, Naming::flag, false);  // --d-model, --heads, --layers, --d-ff, --d-k, --d-v
   if ((m.d_k == 0 || m.d_v == 0) && m.d_model % m.n_heads != 0)
     throw ValueError("--heads " + str(m.n_heads) + " does not divide --d-model " + str(m.d_model) +
                      "; choose a divisor, or set --d-k and --d-v");
   if (m.parameter_free_attention && (m.d_k != 0 || m.d_v != 0))
     throw ValueError("--d-k and --d-v do not apply to --parameter-free-attention (one head over the whole width)");
-  require_one_of("--positional", m.positional, {"sinusoidal", "learned", "rope", "none"});
-  require_one_of("--norm", m.norm, {"pre", "post"});
   require_one_of("--activation", m.activation, {"relu", "gelu"});
-  require_one_of("--init", m.init, {"auto", "torch", "gpt2"});
   try {
     parse_attention_scale(m.attn_scale);
   } catch (const ValueError&) {
     throw ValueError("--attn-scale must be sqrt, none, linear or a positive number, got '" + m.attn_scale + "'");
   }
-  require_fraction("--dropout", m.dropout);
-  require_fraction("--attn-dropout", m.attn_dropout);
+  check_bounds(m, Naming::flag, true);  // --dropout, --attn-dropout
   const int64_t rotated = m.parameter_free_attention ? m.d_model : m.head_dim_k();
-  if (m.positional == "rope" && rotated % 2 != 0)
+  if (m.positional == Positional::rope && rotated % 2 != 0)
     throw ValueError("--positional rope rotates pairs of channels and needs an even query/key width per head "
                      "(--d-k, or --d-model / --heads), got " + str(rotated));
 }
@@ -169,11 +161,9 @@ void finalize(TrainSettings& s) {
 void finalize(TrainSettings& s, const Task& task_ref) {
   const Task* task = &task_ref;
   s.model.vocab_size = task->vocab_size();
-  require(s.model.arch == "encoder" || s.model.arch == "decoder" || s.model.arch == "seq2seq",
-          "--model must be encoder, decoder or seq2seq, got '" + s.model.arch + "'");
-  if (task->language_model() && s.model.arch != "decoder")
-    throw ValueError("task '" + s.task.name + "' is a language model: use --model decoder, not " + s.model.arch);
-  if (s.model.arch == "encoder" && !task->outputs_fit_inputs())
+  if (task->language_model() && s.model.arch != Arch::decoder)
+    throw ValueError("task '" + s.task.name + "' is a language model: use --model decoder, not " + name_of(s.model.arch));
+  if (s.model.arch == Arch::encoder && !task->outputs_fit_inputs())
     throw ValueError("the encoder tagger gives one output per input position, but task '" + s.task.name + "' has " +
                      (task->min_input_len() == task->max_input_len()
                           ? "outputs of up to " + str(task->max_output_len()) + " tokens for inputs of " +
