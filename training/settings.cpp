@@ -10,6 +10,7 @@
 #include "framework/nn/attention.h"
 #include "models/init.h"
 #include "models/model_options.h"
+#include "training/settings_options.h"
 
 namespace attnlab {
 
@@ -74,6 +75,16 @@ void require_one_of(const char* flag, const std::string& value, const std::set<s
   throw ValueError(std::string(flag) + " must be one of " + list + ", got '" + value + "'");
 }
 
+// The least values of the table (training/settings_options.h): of the task's
+// options (`task`), or of all the others.
+void check_least_values(TrainSettings& s, bool task) {
+  for (const TrainOption& o : train_options()) {
+    if (!o.at_least || (std::string(o.group) == "Task") != task) continue;
+    const std::string flag = "--" + std::string(o.flag);
+    require_at_least(flag.c_str(), *std::get<int64_t*>(o.field(s)), *o.at_least);
+  }
+}
+
 // The configs' own validate() stays the backstop; these checks run first so
 // that a message names the flag as the user wrote it.
 void check_model_flags(const TransformerConfig& m) {
@@ -120,7 +131,6 @@ void check_optimization_flags(const TrainSettings& s) {
 
   const ScheduleConfig& c = s.schedule;
   require_one_of("--schedule", c.name, {"constant", "linear", "cosine", "noam"});
-  require_at_least("--warmup", c.warmup, 0);
   // A warmup that outlasts the run never reaches --lr (noam: its peak).
   require(c.warmup < s.steps || c.warmup == 0, "--warmup " + str(c.warmup) + " must be below --steps " + str(s.steps) +
                                                    " for --schedule " + c.name);
@@ -149,11 +159,9 @@ void check_pairs_heldout(const TrainSettings& s, const Task& task) {
 
 void finalize(TrainSettings& s) {
   // The common mistakes in the user's words first; TaskConfig::validate has the full rules.
-  require_at_least("--vocab", s.task.vocab, 2);
-  require_at_least("--min-len", s.task.min_len, 1);
+  check_least_values(s, true);  // --vocab, --min-len, --digits
   require(s.task.min_len <= s.task.max_len,
           "--min-len " + str(s.task.min_len) + " is greater than --max-len " + str(s.task.max_len));
-  require_at_least("--digits", s.task.digits, 1);
   s.task.validate();
   finalize(s, *make_task(s.task));
 }
@@ -172,7 +180,7 @@ void finalize(TrainSettings& s, const Task& task_ref) {
                                 " tokens, inputs of " + str(task->min_input_len()) + " to " + str(task->max_input_len()) + ")") +
                      "; use --model decoder or --model seq2seq");
   int64_t needed = needed_positions(*task, s.model.arch);
-  require_at_least("--positions", s.positions, 0);
+  check_least_values(s, false);  // --positions, --steps, --batch-size, ... (training/settings_options.h)
   s.model.max_len = s.positions > 0 ? s.positions : std::max<int64_t>(64, 2 * needed);
   check_random_positions(s, needed);
   const std::string source = task->longest_source();
@@ -185,21 +193,13 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   check_model_flags(s.model);
   s.model.init = resolved_init(s.model);  // config.ini and the checkpoints name the scheme, not "auto"
   s.model.validate();
-  require_at_least("--steps", s.steps, 1);
-  require_at_least("--batch-size", s.batch_size, 1);
-  require_at_least("--grad-accum", s.grad_accum, 1);
   require(s.batch_size % s.grad_accum == 0, "--batch-size " + str(s.batch_size) + " is not divisible by --grad-accum " +
                                                 str(s.grad_accum) + " (micro-batches of equal size)");
   require(s.grad_accum == 1 || s.probe_every == 0,
           "--probe-every records one micro-batch per step: not with --grad-accum " + str(s.grad_accum));
-  require_at_least("--eval-every", s.eval_every, 1);
-  require_at_least("--heldout", s.heldout, 1);
-  require_at_least("--log-every", s.log_every, 1);
-  require_at_least("--keep", s.keep, 1);
   require(s.threads >= 1 && s.threads <= 1024, "--threads must be in [1, 1024], got " + str(s.threads));
   require(std::isfinite(s.clip) && s.clip >= 0, "--clip must be >= 0, got " + str(s.clip));
   require(std::isfinite(s.target) && s.target >= 0 && s.target <= 1, "--target must be in [0, 1], got " + str(s.target));
-  require_at_least("--target-patience", s.target_patience, 1);
   require_fraction("--label-smoothing", s.label_smoothing);
   require(s.on_nan == "stop" || s.on_nan == "skip", "--on-nan must be stop or skip, got '" + s.on_nan + "'");
   require(s.probe_every >= 0, "--probe-every must be >= 0 (0 = off), got " + str(s.probe_every));

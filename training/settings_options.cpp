@@ -19,14 +19,17 @@ Binder at(Part S::*part, T Part::*field) {
   return [part, field](S& s) -> FieldRef { return &((s.*part).*field); };
 }
 
+const bool may_change = true, fixed = false;  // by --resume
+
 std::vector<TrainOption> task_group() {
   return {
       {"Task", "task", at(&S::task, &TaskConfig::name),
        "copy | reverse | sort | add | duplicate | induction | recall (attnlab tasks lists them) | pairs | text (from --file)"},
-      {"Task", "vocab", at(&S::task, &TaskConfig::vocab), "number of task symbols (the model's V adds 4 specials)"},
-      {"Task", "min-len", at(&S::task, &TaskConfig::min_len), "shortest input sequence"},
+      {"Task", "vocab", at(&S::task, &TaskConfig::vocab), "number of task symbols (the model's V adds 4 specials)",
+       fixed, 2},
+      {"Task", "min-len", at(&S::task, &TaskConfig::min_len), "shortest input sequence", fixed, 1},
       {"Task", "max-len", at(&S::task, &TaskConfig::max_len), "longest input sequence"},
-      {"Task", "digits", at(&S::task, &TaskConfig::digits), "add: digits per operand"},
+      {"Task", "digits", at(&S::task, &TaskConfig::digits), "add: digits per operand", fixed, 1},
       {"Task", "span", at(&S::task, &TaskConfig::span), "induction: symbols to continue after the cue"},
       {"Task", "file", at(&S::task, &TaskConfig::file),
        "pairs: input<TAB>output lines; text: any text (character-level LM)"},
@@ -52,7 +55,7 @@ std::vector<TrainOption> model_group() {
                    o.help});
     if (std::string(o.flag) == "positional")
       out.push_back({"Model", "positions", at(&S::positions),
-                     "positional table size (longest sequence); 0 = max(64, 2 x the longest training sequence)"});
+                     "positional table size (longest sequence); 0 = max(64, 2 x the longest training sequence)", fixed, 0});
   }
   return out;
 }
@@ -71,7 +74,7 @@ std::vector<TrainOption> optimization_group() {
        "adamw: decoupled decay; sgd/adam: L2 (not on biases, LayerNorm, embeddings)"},
       {g, "decay-all", at(&S::optim, &OptimizerConfig::decay_all), "apply weight decay to every parameter"},
       {g, "schedule", at(&S::schedule, &ScheduleConfig::name), "constant | linear | cosine | noam"},
-      {g, "warmup", at(&S::schedule, &ScheduleConfig::warmup), "linear warmup steps"},
+      {g, "warmup", at(&S::schedule, &ScheduleConfig::warmup), "linear warmup steps", fixed, 0},
       {g, "min-lr", at(&S::schedule, &ScheduleConfig::min_lr), "linear/cosine: final learning rate"},
       {g, "clip", at(&S::clip), "clip the global gradient norm to this; 0 = off"},
       {g, "label-smoothing", at(&S::label_smoothing), "label smoothing of the cross-entropy, in [0, 1)"},
@@ -80,19 +83,21 @@ std::vector<TrainOption> optimization_group() {
 
 std::vector<TrainOption> training_group() {
   const char* g = "Training";
-  const bool may_change = true;
   return {
-      {g, "steps", at(&S::steps), "optimizer steps (the last step when resuming)", may_change},
-      {g, "batch-size", at(&S::batch_size), "sequences per step"},
+      {g, "steps", at(&S::steps), "optimizer steps (the last step when resuming)", may_change, 1},
+      {g, "batch-size", at(&S::batch_size), "sequences per step", fixed, 1},
       {g, "grad-accum", at(&S::grad_accum),
-       "micro-batches per step (and process): --batch-size is split into this many, their gradients summed", may_change},
-      {g, "eval-every", at(&S::eval_every), "held-out evaluation and checkpoint every this many steps", may_change},
-      {g, "heldout", at(&S::heldout), "held-out examples (disjoint from training)"},
+       "micro-batches per step (and process): --batch-size is split into this many, their gradients summed", may_change,
+       1},
+      {g, "eval-every", at(&S::eval_every), "held-out evaluation and checkpoint every this many steps", may_change,
+       1},
+      {g, "heldout", at(&S::heldout), "held-out examples (disjoint from training)", fixed, 1},
       {g, "target", at(&S::target), "stop once held-out exact match reaches this fraction; 0 = run every step", may_change},
       {g, "target-patience", at(&S::target_patience),
-       "the target must hold at this many consecutive evaluations (the run is solved at the first of them)", may_change},
-      {g, "log-every", at(&S::log_every), "metrics row (and plain progress line) every this many steps", may_change},
-      {g, "keep", at(&S::keep), "checkpoints kept in the run directory", may_change},
+       "the target must hold at this many consecutive evaluations (the run is solved at the first of them)", may_change,
+       1},
+      {g, "log-every", at(&S::log_every), "metrics row (and plain progress line) every this many steps", may_change, 1},
+      {g, "keep", at(&S::keep), "checkpoints kept in the run directory", may_change, 1},
       {g, "on-nan", at(&S::on_nan),
        "a non-finite loss or gradient: stop (keep the last checkpoint) | skip (the step); a non-finite weight always stops",
        may_change},

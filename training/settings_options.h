@@ -1,10 +1,12 @@
 #pragma once
 // Every option of a training run declared once: its group, its flag (also
-// its config.ini key), its help and whether `--resume` may change it. The
+// its config.ini key), its help, whether `--resume` may change it and the
+// least value of an integer (finalize checks it, training/settings.h). The
 // model's options come from models/model_options.h. The CLI's flags, --help,
 // config.ini (the table's order), run loading and the resume rules read it.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -23,6 +25,7 @@ struct TrainOption {
   std::function<FieldRef(TrainSettings&)> field;
   const char* help;
   bool resume_may_change = false;  // how long a run goes and how it reports, not what it is
+  std::optional<int64_t> at_least = std::nullopt;  // "--flag must be >= N, got V" below it
 };
 
 // Every option, in the order of --help and config.ini.
