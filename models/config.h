@@ -61,6 +61,9 @@ E parse_choice(const std::string& field, const std::string& text) {
   throw ValueError(field + " must be one of " + sorted_names<E>("'") + ", got '" + text + "'");
 }
 
+// A new field is declared here and given one row in models/model_options.cpp
+// (JSON key, flag, bound, help); JSON, the flags of train, config.ini and the
+// checks read that row.
 struct TransformerConfig {
   Arch arch = Arch::encoder;
   int64_t vocab_size = 16;       // V
