@@ -52,7 +52,7 @@ TEST_CASE("a resume may change how long a run goes and how it reports, nothing o
   CHECK_FALSE(resume_may_change("no-such-option"));
 }
 
-TEST_CASE("every choice's name reads back as the choice; an unknown name lists the choices", "[options]") {
+TEST_CASE("every choice's name reads back as the choice, and an unknown name is refused listing the choices", "[options]") {
   for (const auto& [value, name] : choice_names(Arch{})) CHECK(choice_named<Arch>(name_of(value)) == value);
   for (const auto& [value, name] : choice_names(Positional{})) CHECK(choice_named<Positional>(name) == value);
   for (const auto& [value, name] : choice_names(Norm{})) CHECK(choice_named<Norm>(name) == value);
