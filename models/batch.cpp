@@ -46,9 +46,21 @@ void pad_sequences(const std::vector<std::vector<int32_t>>& seqs, IntTensor& ids
   fill_rows(seqs, longest(seqs), ids, pad);
 }
 
-FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs) {
-  if (arch != "encoder" && arch != "decoder" && arch != "seq2seq" && arch != "lm")
-    throw ValueError("format_batch: arch must be 'encoder', 'decoder', 'seq2seq' or 'lm', got '" + arch + "'");
+const ChoiceNames<BatchFormat>& choice_names(BatchFormat) {
+  static const ChoiceNames<BatchFormat> names = {{BatchFormat::encoder, "encoder"},
+                                                 {BatchFormat::decoder, "decoder"},
+                                                 {BatchFormat::seq2seq, "seq2seq"},
+                                                 {BatchFormat::lm, "lm"}};
+  return names;
+}
+
+BatchFormat batch_format(Arch arch, bool language_model) {
+  if (language_model) return BatchFormat::lm;
+  if (arch == Arch::encoder) return BatchFormat::encoder;
+  return arch == Arch::decoder ? BatchFormat::decoder : BatchFormat::seq2seq;
+}
+
+FormattedBatch format_batch(BatchFormat format, const TokenPairs& pairs) {
   if (pairs.empty()) throw ValueError("format_batch: the batch is empty");
   for (size_t i = 0; i < pairs.size(); ++i) {
     check_tokens(pairs[i].first, i, "input");
@@ -57,7 +69,7 @@ FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs) {
 
   FormattedBatch batch;
   std::vector<std::vector<int32_t>> inputs, targets;
-  if (arch == "encoder") {
+  if (format == BatchFormat::encoder) {
     for (size_t i = 0; i < pairs.size(); ++i) {
       const auto& [src, out] = pairs[i];
       if (out.size() > src.size())
@@ -69,7 +81,7 @@ FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs) {
     }
     pad_sequences(inputs, batch.input.src, batch.input.src_pad);
     batch.targets = pad_targets(targets, batch.input.src.shape[1]);
-  } else if (arch == "lm") {
+  } else if (format == BatchFormat::lm) {
     for (size_t i = 0; i < pairs.size(); ++i) {
       const auto& [window, next] = pairs[i];
       if (window.size() != next.size())
@@ -80,7 +92,7 @@ FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs) {
     }
     pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
     batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
-  } else if (arch == "decoder") {
+  } else if (format == BatchFormat::decoder) {
     for (const auto& [src, tgt] : pairs) {
       // tokens = [bos] src [sep] tgt [eos]; input = tokens[:-1], target = tokens[1:].
       std::vector<int32_t> in{SpecialTokens::bos};

@@ -187,14 +187,14 @@ namespace {
 // padding (a pad key attended to) changes logits by ~0.1.
 void check_padding_invariance(const TransformerConfig& c, const TokenPairs& pairs) {
   auto model = make_model(c, 9);
-  const FormattedBatch batch = format_batch(name_of(c.arch), pairs);
+  const FormattedBatch batch = format_batch(batch_format(c.arch, false), pairs);
   Var together = model->forward(batch.input);
   const bool decoder_side = c.arch != Arch::encoder;
   const Tensor& pad = decoder_side ? batch.input.tgt_pad : batch.input.src_pad;
   const int64_t T = together.size(1);
   double worst = 0;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    const FormattedBatch one = format_batch(name_of(c.arch), {pairs[i]});
+    const FormattedBatch one = format_batch(batch_format(c.arch, false), {pairs[i]});
     Var alone = model->forward(one.input);
     for (int64_t t = 0; t < alone.size(1); ++t) {
       REQUIRE(pad[static_cast<int64_t>(i) * T + t] == 0);  // a real position in the batch too
@@ -228,7 +228,7 @@ TEST_CASE("padding a batch changes no encoder-decoder logit at real positions be
 // ---- format_batch -------------------------------------------------------------------------
 
 TEST_CASE("format_batch lays out the encoder batch: aligned targets, padding ignored", "[models][batch]") {
-  const FormattedBatch b = format_batch("encoder", {{{4, 5, 6}, {6, 5, 4}}, {{7}, {7}}, {{8, 9}, {9}}});
+  const FormattedBatch b = format_batch(BatchFormat::encoder, {{{4, 5, 6}, {6, 5, 4}}, {{7}, {7}}, {{8, 9}, {9}}});
   CHECK(b.input.src.shape == Shape{3, 3});
   CHECK(b.input.src.data == std::vector<int32_t>{4, 5, 6, 7, 0, 0, 8, 9, 0});
   CHECK(pad_values(b.input.src_pad) == std::vector<Real>{0, 0, 0, 0, 1, 1, 0, 0, 1});
@@ -239,7 +239,7 @@ TEST_CASE("format_batch lays out the encoder batch: aligned targets, padding ign
 
 TEST_CASE("format_batch lays out the decoder batch: [bos] src [sep] tgt, loss on tgt and eos only",
           "[models][batch]") {
-  const FormattedBatch b = format_batch("decoder", {{{4, 5}, {6}}, {{7}, {8, 9}}});
+  const FormattedBatch b = format_batch(BatchFormat::decoder, {{{4, 5}, {6}}, {{7}, {8, 9}}});
   // tokens: [1 4 5 3 6 2] and [1 7 3 8 9 2]; inputs drop the last, targets the first.
   CHECK(b.input.tgt_in.shape == Shape{2, 5});
   CHECK(b.input.tgt_in.data == std::vector<int32_t>{1, 4, 5, 3, 6, 1, 7, 3, 8, 9});
@@ -247,7 +247,7 @@ TEST_CASE("format_batch lays out the decoder batch: [bos] src [sep] tgt, loss on
   CHECK(b.targets.data == std::vector<int32_t>{-100, -100, -100, 6, 2, -100, -100, 8, 9, 2});
   CHECK(b.input.src.numel() == 0);
 
-  const FormattedBatch p = format_batch("decoder", {{{4, 5, 6}, {7}}, {{8}, {9}}});
+  const FormattedBatch p = format_batch(BatchFormat::decoder, {{{4, 5, 6}, {7}}, {{8}, {9}}});
   // [1 4 5 6 3 7 2] -> 6 inputs; [1 8 3 9 2] -> 4 inputs + 2 pads.
   CHECK(p.input.tgt_in.shape == Shape{2, 6});
   CHECK(p.input.tgt_in.data == std::vector<int32_t>{1, 4, 5, 6, 3, 7, 1, 8, 3, 9, 0, 0});
@@ -256,7 +256,7 @@ TEST_CASE("format_batch lays out the decoder batch: [bos] src [sep] tgt, loss on
 }
 
 TEST_CASE("format_batch lays out the seq2seq batch: src, [bos] tgt, tgt [eos]", "[models][batch]") {
-  const FormattedBatch b = format_batch("seq2seq", {{{4, 5, 6}, {7}}, {{8}, {9, 10}}});
+  const FormattedBatch b = format_batch(BatchFormat::seq2seq, {{{4, 5, 6}, {7}}, {{8}, {9, 10}}});
   CHECK(b.input.src.shape == Shape{2, 3});
   CHECK(b.input.src.data == std::vector<int32_t>{4, 5, 6, 8, 0, 0});
   CHECK(pad_values(b.input.src_pad) == std::vector<Real>{0, 0, 0, 0, 1, 1});
@@ -267,11 +267,11 @@ TEST_CASE("format_batch lays out the seq2seq batch: src, [bos] tgt, tgt [eos]", 
 }
 
 TEST_CASE("format_batch rejects bad batches with a message naming the problem", "[models][batch]") {
-  CHECK_THROWS_WITH(format_batch("encoder", {{{4, 5}, {4, 5, 6}}}), Catch::Contains("length 3") &&
+  CHECK_THROWS_WITH(format_batch(BatchFormat::encoder, {{{4, 5}, {4, 5, 6}}}), Catch::Contains("length 3") &&
                                                                         Catch::Contains("length 2"));
-  CHECK_THROWS_AS(format_batch("encoder", {}), ValueError);
-  CHECK_THROWS_WITH(format_batch("tagger", {{{4}, {4}}}), Catch::Contains("'tagger'"));
-  CHECK_THROWS_WITH(format_batch("seq2seq", {{{4, -1}, {4}}}), Catch::Contains("-1"));
+  CHECK_THROWS_AS(format_batch(BatchFormat::encoder, {}), ValueError);
+  CHECK_FALSE(choice_named<BatchFormat>("tagger"));  // a layout is one of four, named at the boundary
+  CHECK_THROWS_WITH(format_batch(BatchFormat::seq2seq, {{{4, -1}, {4}}}), Catch::Contains("-1"));
 }
 
 // ---- forward errors ----------------------------------------------------------------------

@@ -170,7 +170,7 @@ struct StepGrad {
 StepGrad next_gradient(Replica& r, double label_smoothing = 0) {
   const int saved_threads = omp_get_max_threads();
   omp_set_num_threads(1);  // as the runs (--threads 1): the same sums in the same order
-  FormattedBatch batch = format_batch("encoder", to_pairs(r.stream->next_batch(kBatch)));
+  FormattedBatch batch = format_batch(BatchFormat::encoder, to_pairs(r.stream->next_batch(kBatch)));
   r.model->zero_grad();
   Var logits = r.model->forward(batch.input);
   CrossEntropyOptions ce;

@@ -92,7 +92,7 @@ Accuracy greedy_totals(const std::vector<BatchFigures>& batches, int64_t sequenc
 BatchFigures lm_batch(SequenceModel& model, const std::vector<Example>& windows, size_t begin, size_t end) {
   TokenPairs pairs;
   for (size_t i = begin; i < end; ++i) pairs.emplace_back(windows[i].input, windows[i].output);
-  FormattedBatch batch = format_batch("lm", pairs);
+  FormattedBatch batch = format_batch(BatchFormat::lm, pairs);
   Var logits = model.forward(batch.input);
   int64_t n = 0;
   for (int32_t y : batch.targets.data) n += y != kIgnoreTarget;
@@ -165,7 +165,7 @@ std::vector<int32_t> teacher_forced_target(const TransformerConfig& config, cons
 
 FormattedBatch teacher_forced_batch(const TransformerConfig& config, const std::vector<int32_t>& input,
                                     const std::vector<int32_t>& output, int64_t budget) {
-  FormattedBatch batch = format_batch(name_of(config.arch), {{input, teacher_forced_target(config, input, output, budget)}});
+  FormattedBatch batch = format_batch(batch_format(config.arch, false), {{input, teacher_forced_target(config, input, output, budget)}});
   if (config.arch == Arch::encoder) return batch;  // its positions are the forward's own
   const int64_t prompt = config.arch == Arch::decoder ? static_cast<int64_t>(input.size()) + 2 : 1;  // [bos] input [sep] | [bos]
   const std::vector<std::vector<int32_t>> table = {decoding_positions(config, prompt, budget - 1)};
