@@ -47,10 +47,8 @@ void pad_sequences(const std::vector<std::vector<int32_t>>& seqs, IntTensor& ids
 }
 
 const ChoiceNames<BatchFormat>& choice_names(BatchFormat) {
-  static const ChoiceNames<BatchFormat> names = {{BatchFormat::encoder, "encoder"},
-                                                 {BatchFormat::decoder, "decoder"},
-                                                 {BatchFormat::seq2seq, "seq2seq"},
-                                                 {BatchFormat::lm, "lm"}};
+  static const ChoiceNames<BatchFormat> names = {{BatchFormat::encoder, "encoder"}, {BatchFormat::decoder, "decoder"},
+                                                 {BatchFormat::seq2seq, "seq2seq"}, {BatchFormat::lm, "lm"}};
   return names;
 }
 

@@ -9,8 +9,7 @@
 namespace attnlab {
 
 DecoderLM::DecoderLM(const TransformerConfig& config, uint64_t seed) : SequenceModel(config, seed) {
-  if (config_.arch != Arch::decoder)
-    throw ValueError("DecoderLM needs arch 'decoder', got '" + name_of(config_.arch) + "'");
+  if (config_.arch != Arch::decoder) throw ValueError("DecoderLM needs arch 'decoder', got '" + name_of(config_.arch) + "'");
   build_embeddings();
   auto list = register_module("blocks", std::make_shared<ModuleList>());
   for (int64_t i = 0; i < config_.n_layers; ++i) {
