@@ -26,7 +26,7 @@ using Sources = std::vector<std::vector<int32_t>>;
 
 TransformerConfig decode_config(const DecodeOptions& o) {
   TransformerConfig c;
-  c.arch = o.arch;
+  c.arch = parse_choice<Arch>("--arch", o.arch);  // checked before: decoder or seq2seq
   c.vocab_size = o.shape.V;
   c.max_len = o.shape.T;
   c.d_model = o.shape.d;

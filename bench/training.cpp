@@ -60,7 +60,7 @@ void fma_burst(FmaPeak& peak, int threads) { peak = measure_fma_peak(threads, 10
 
 TransformerConfig encoder_config(const Shape& shape) {
   TransformerConfig config;
-  config.arch = "encoder";
+  config.arch = Arch::encoder;
   config.vocab_size = shape.V;
   config.max_len = shape.T;
   config.d_model = shape.d;

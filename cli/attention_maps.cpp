@@ -72,7 +72,7 @@ Reading read_text(const LoadedRun& loaded, const std::string& text) {
               << " (its training context), so the maps cover the last " << context << "\n";
     r.input.erase(r.input.begin(), r.input.end() - static_cast<std::ptrdiff_t>(context));
   }
-  r.batch = format_batch("lm", {{r.input, r.input}});
+  r.batch = format_batch(BatchFormat::lm, {{r.input, r.input}});
   InferenceGuard guard(model);
   Var logits = model.forward(r.batch.input);  // (1, T, V)
   const int64_t V = logits.size(-1), T = logits.size(1);
@@ -228,17 +228,17 @@ std::vector<std::pair<std::string, MultiHeadAttention*>> capture_attention(Seque
 }
 
 // One layer's maps: a CSV matrix per head into `files`, and its entry of attention.json.
-nlohmann::json layer_maps(const std::string& name, const MultiHeadAttention& mha, const std::string& arch,
+nlohmann::json layer_maps(const std::string& name, const MultiHeadAttention& mha, BatchFormat format,
                           const std::vector<std::string>& src, const std::vector<std::string>& tgt, OutputFiles& files) {
   const Tensor& w = mha.last_weights();  // (1, h, T_q, T_k)
   const int64_t h = w.size(1), t_q = w.size(2), t_k = w.size(3);
   // Which sequences the layer's queries and keys run over.
   const bool cross = ends_with(name, "cross_attn");
-  const bool over_src = arch == "encoder" || starts_with(name, "encoder.");
+  const bool over_src = format == BatchFormat::encoder || starts_with(name, "encoder.");
   const auto& queries = over_src ? src : tgt;
   const auto& keys = over_src || cross ? src : tgt;
   nlohmann::json layer = {{"name", name}, {"heads", h}, {"queries", queries}, {"keys", keys},
-                          {"causal", arch != "encoder" && !over_src && !cross}, {"files", nlohmann::json::array()}};
+                          {"causal", format != BatchFormat::encoder && !over_src && !cross}, {"files", nlohmann::json::array()}};
   for (int64_t head = 0; head < h; ++head) {
     std::string text;
     for (int64_t i = 0; i < t_q; ++i) {
@@ -302,7 +302,7 @@ int run_attention(const Args& args) {
   LoadedRun loaded = load_run(RunDir(in.run_path), in.step);
   SequenceModel& model = *loaded.model;
   const Task& task = *loaded.task;
-  const std::string arch = task.language_model() ? "lm" : model.config().arch;
+  const BatchFormat format = batch_format(model.config().arch, task.language_model());
   const Reading reading = task.language_model() ? read_text(loaded, in.input_text)
                                                 : read_sequence_task(loaded, in.input_text);
   const FormattedBatch& batch = reading.batch;
@@ -310,11 +310,11 @@ int run_attention(const Args& args) {
   auto layers = capture_attention(model, batch);
 
   const auto src = token_texts(task, batch.input.src), tgt = token_texts(task, batch.input.tgt_in);
-  nlohmann::json meta = {{"run", in.run_path}, {"step", loaded.step}, {"model", model.config().arch},
+  nlohmann::json meta = {{"run", in.run_path}, {"step", loaded.step}, {"model", name_of(model.config().arch)},
                          {"input", task.to_text(reading.input)}, {"output", task.to_text(reading.output)},
                          {"layers", nlohmann::json::array()}};
   OutputFiles files;
-  for (auto& [name, mha] : layers) meta["layers"].push_back(layer_maps(name, *mha, arch, src, tgt, files));
+  for (auto& [name, mha] : layers) meta["layers"].push_back(layer_maps(name, *mha, format, src, tgt, files));
   files.emplace_back("attention.json", meta.dump(2) + "\n");
   write_outputs(out_dir, files);
   std::cout << task.to_text(reading.output) << "\n"

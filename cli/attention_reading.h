@@ -37,7 +37,7 @@ std::vector<std::pair<std::string, MultiHeadAttention*>> capture_attention(Seque
 
 // One layer's description (name, heads, queries, keys, causal, files) after a
 // forward pass with its weights captured; one CSV matrix per head into `files`.
-nlohmann::json layer_maps(const std::string& name, const MultiHeadAttention& mha, const std::string& arch,
+nlohmann::json layer_maps(const std::string& name, const MultiHeadAttention& mha, BatchFormat format,
                           const std::vector<std::string>& src, const std::vector<std::string>& tgt, OutputFiles& files);
 
 }  // namespace attnlab::cli

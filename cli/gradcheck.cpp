@@ -71,7 +71,7 @@ bool parse_gradcheck(const Args& args, TrainSettings& s, GradcheckArgs& g) {
       .add("atol-frac", &g.atol_frac, "floor of the relative error's denominator, as a fraction of the largest gradient")
       .add("seed", &g.seed, "seed of the model, the batch and the sampled elements");
   po::options_description all = options_with_help();
-  all.add(check.description()).add(task_options(s.task).description()).add(model_options(s).description());
+  all.add(check.description()).add(task_options(s).description()).add(model_options(s).description());
   po::variables_map vm;
   if (!parse_command_line(args, all, vm,
                           "usage: attnlab gradcheck [model and task options of train] [options]\n\n"
@@ -113,7 +113,7 @@ int run_gradcheck(const Args& args) {
   Rng rng(derive_seed(seed, 7));
   std::vector<Example> examples;
   for (int64_t i = 0; i < g.batch_size; ++i) examples.push_back(task->sample(rng));
-  FormattedBatch batch = format_batch(s.model.arch, to_pairs(examples));
+  FormattedBatch batch = format_batch(batch_format(s.model.arch, false), to_pairs(examples));
   ModelGradcheckOptions options;
   options.samples = g.samples;
   options.eps = g.eps;

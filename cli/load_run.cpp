@@ -4,12 +4,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "datasets/vocab.h"
 #include "framework/error.h"
 #include "framework/io/checkpoint.h"
+#include "models/model_options.h"
 #include "training/checkpoints.h"
 
 namespace attnlab::cli {
@@ -20,26 +20,12 @@ std::string run_vocab_path(const RunDir& run) { return run.path() + "/vocab.txt"
 
 namespace {
 
-// A model config field as config.ini names it (the long option).
+// A model config field as config.ini names it (the long option), or what a
+// derived field is (models/model_options.h).
 std::string ini_name(const std::string& field) {
-  static const std::map<std::string, std::string> names = {
-      {"arch", "model"},
-      {"vocab_size", "vocab_size (from the task options)"},
-      {"max_len", "positions (the positional table)"},
-      {"d_model", "d-model"},
-      {"n_heads", "heads"},
-      {"n_layers", "layers"},
-      {"d_ff", "d-ff"},
-      {"d_k", "d-k"},
-      {"d_v", "d-v"},
-      {"attn_scale", "attn-scale"},
-      {"attn_dropout", "attn-dropout"},
-      {"tie_embeddings", "tie-embeddings"},
-      {"parameter_free_attention", "parameter-free-attention"},
-      {"random_positions", "random-positions"},
-  };
-  auto it = names.find(field);
-  return it == names.end() ? field : it->second;
+  const ModelOption* o = model_option(field);
+  if (!o) return field;
+  return o->flag[0] != '\0' ? o->flag : o->help;
 }
 
 std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
@@ -136,7 +122,7 @@ std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text) 
                        "; write only the task's symbols (attnlab tasks shows them)");
   const TransformerConfig& config = run.model->config();
   const int64_t size = static_cast<int64_t>(input.size());
-  const int64_t needed = config.arch == "decoder" ? size + 2 : size;  // [bos] input [sep]
+  const int64_t needed = config.arch == Arch::decoder ? size + 2 : size;  // [bos] input [sep]
   if (needed > config.max_len)
     throw ValueError("the input has " + std::to_string(input.size()) + " tokens; this model takes sequences of at most " +
                      std::to_string(config.max_len) + " positions");

@@ -12,6 +12,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "framework/error.h"
+#include "training/settings_options.h"
+
 namespace attnlab::cli {
 
 namespace po = boost::program_options;
@@ -62,18 +65,45 @@ class OptionSet {
   // run, --quiet, ...) describe one invocation, not the experiment.
   template <class T>
   OptionSet& add(const char* name, T* field, const char* help, bool saved = true) {
-    if constexpr (std::is_same_v<T, uint64_t>)
-      desc_.add_options()(name, unsigned_value(field)->default_value(UnsignedArg{*field}, to_text(*field)), help);
-    else
-      desc_.add_options()(name, po::value<T>(field)->default_value(*field, to_text(*field)), help);
-    if (saved) printers_.push_back({long_name(name), [field] { return to_text(*field); }});
-    return *this;
+    if constexpr (std::is_enum_v<T>) {
+      return add_choice(name, field, help, saved);
+    } else {
+      if constexpr (std::is_same_v<T, uint64_t>)
+        desc_.add_options()(name, unsigned_value(field)->default_value(UnsignedArg{*field}, to_text(*field)), help);
+      else
+        desc_.add_options()(name, po::value<T>(field)->default_value(*field, to_text(*field)), help);
+      if (saved) printers_.push_back({long_name(name), [field] { return to_text(*field); }});
+      return *this;
+    }
   }
   // A switch: --name turns it on; a file says name = true or name = false.
   // zero_tokens (bool_switch) so that --help shows no "arg" after it.
   OptionSet& flag(const char* name, bool* field, const char* help, bool saved = true) {
     desc_.add_options()(name, po::bool_switch(field)->default_value(*field, *field ? "true" : "false"), help);
     if (saved) printers_.push_back({long_name(name), [field] { return std::string(*field ? "true" : "false"); }});
+    return *this;
+  }
+  // A choice among names, read as text and parsed when the options are
+  // notified: an unknown name is a ValueError naming the flag and the choices.
+  template <class E>
+  OptionSet& add_choice(const char* name, E* field, const char* help, bool saved = true) {
+    const std::string flag = "--" + long_name(name);
+    auto parse = [field, flag](const std::string& text) {
+      if (auto v = choice_named<E>(text)) *field = *v;
+      else throw ValueError(flag + " must be " + choices_in_words(E{}) + ", got '" + text + "'");
+    };
+    desc_.add_options()(name, po::value<std::string>()->default_value(name_of(*field))->notifier(parse), help);
+    if (saved) printers_.push_back({long_name(name), [field] { return name_of(*field); }});
+    return *this;
+  }
+  // An option of a table (training/settings_options.h), by its field's type.
+  OptionSet& add(const char* name, const FieldRef& field, const char* help) {
+    std::visit(
+        [&](auto* f) {
+          if constexpr (std::is_same_v<decltype(f), bool*>) flag(name, f, help);
+          else add(name, f, help);
+        },
+        field);
     return *this;
   }
   OptionSet& add(const OptionSet& other) {
@@ -106,6 +136,11 @@ class OptionSet {
     auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
     return std::string(buf, end);
   }
+  template <class E>
+  static std::string choices_in_words(E) {
+    return "one of " + sorted_names<E>("");
+  }
+  static std::string choices_in_words(Arch) { return "encoder, decoder or seq2seq"; }  // as --model has always said
   static std::string long_name(const char* name) {
     std::string s(name);
     return s.substr(0, s.find(','));

@@ -119,7 +119,7 @@ Prediction predict(LoadedRun& loaded, const std::string& text) {
   p.output = loaded.model->greedy({p.input}, p.budget)[0];
   p.filled_table = answer_filled_table(config, p.input, p.output);
   p.spent_budget = !p.filled_table && answer_spent_budget(config, p.output, p.budget);
-  if (config.arch == "encoder") {  // one token per input position, cut to the answer's length (solve's error if none)
+  if (config.arch == Arch::encoder) {  // one token per input position, cut to the answer's length (solve's error if none)
     const size_t expected_len = loaded.task->solve(p.input).size();
     if (p.output.size() > expected_len) p.output.resize(expected_len);
   }

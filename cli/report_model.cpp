@@ -55,14 +55,14 @@ nlohmann::json head_weights(const Tensor& w) {
 nlohmann::json attention_for(LoadedRun& loaded, const std::string& text, const std::string& source) {
   const Task& task = *loaded.task;
   SequenceModel& model = *loaded.model;
-  const std::string arch = task.language_model() ? "lm" : model.config().arch;
+  const BatchFormat format = batch_format(model.config().arch, task.language_model());
   const Reading reading = task.language_model() ? read_text(loaded, text) : read_sequence_task(loaded, text);
   const auto src = token_texts(task, reading.batch.input.src), tgt = token_texts(task, reading.batch.input.tgt_in);
   nlohmann::json entry = {{"source", source}, {"input", task.to_text(reading.input)},
                           {"output", task.to_text(reading.output)}, {"layers", nlohmann::json::array()}};
   OutputFiles unused;  // the CSV text `attention` writes; the page takes the weights themselves
   for (auto& [name, mha] : capture_attention(model, reading.batch)) {
-    nlohmann::json layer = layer_maps(name, *mha, arch, src, tgt, unused);
+    nlohmann::json layer = layer_maps(name, *mha, format, src, tgt, unused);
     layer.erase("files");
     layer["weights"] = head_weights(mha->last_weights());
     entry["layers"].push_back(std::move(layer));

@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 namespace po = boost::program_options;
 
 void read_missing_init_as_torch(const po::variables_map& vm, TrainSettings& s) {
-  if (!vm.count("init") || vm["init"].defaulted()) s.model.init = "torch";  // defaulted: not in the file
+  if (!vm.count("init") || vm["init"].defaulted()) s.model.init = InitScheme::torch;  // defaulted: not in the file
 }
 
 TrainSettings load_run_settings(const RunDir& run) {

@@ -26,7 +26,7 @@ namespace {
 // it only turns a certain out-of-memory crash into a message.
 double min_training_bytes(const TrainSettings& s, int64_t T) {
   const TransformerConfig& m = s.model;
-  const double d = static_cast<double>(m.d_model), L = static_cast<double>(m.n_layers) * (m.arch == "seq2seq" ? 2 : 1);
+  const double d = static_cast<double>(m.d_model), L = static_cast<double>(m.n_layers) * (m.arch == Arch::seq2seq ? 2 : 1);
   // Q, K (d -> h d_k), V (d -> h d_v) and the output (h d_v -> d): --d-k sets their width, not only d.
   const double h = static_cast<double>(m.n_heads);
   const double qkv = m.parameter_free_attention ? 0 : h * static_cast<double>(2 * m.head_dim_k() + 2 * m.head_dim_v());
@@ -106,6 +106,18 @@ std::optional<RunClaim> prepare_resume(TrainArgs& a, const po::variables_map& vm
   return claim;
 }
 
+// Runs `checks`; a value they refuse may come from --config FILE, which the
+// message then names (a resumed run's config.ini is its own: not named).
+template <class Checks>
+void naming_config_file(const TrainArgs& a, Checks&& checks) {
+  try {
+    checks();
+  } catch (const ValueError& e) {
+    if (a.config_file.empty() || !a.resume_path.empty()) throw;
+    throw ValueError(std::string(e.what()) + " (with --config " + a.config_file + ")");
+  }
+}
+
 // The config file's values under the command line's, then the settings checked and completed.
 void resolve_settings(TrainSettings& s, TrainArgs& a, const OptionSet& experiment, po::variables_map& vm) {
   if (!a.config_file.empty()) {
@@ -113,17 +125,14 @@ void resolve_settings(TrainSettings& s, TrainArgs& a, const OptionSet& experimen
     // notify() assigns every stored value again, the general options'
     // defaults included: keep what the command line said about them.
     const std::string run_given = a.run_path;
-    po::notify(vm);
+    naming_config_file(a, [&] { po::notify(vm); });  // parses the choices (--model, --norm, ...)
     a.run_path = run_given;
     if (!a.resume_path.empty()) read_missing_init_as_torch(vm, s);
   }
-  try {
+  naming_config_file(a, [&] {
     check_given_flags(s, a.given);
     finalize(s);
-  } catch (const ValueError& e) {
-    if (a.config_file.empty() || !a.resume_path.empty()) throw;
-    throw ValueError(std::string(e.what()) + " (with --config " + a.config_file + ")");
-  }
+  });
   check_heldout(s);
   check_memory(s);
 }
@@ -140,7 +149,7 @@ void check_processes(const TrainSettings& s) {
 TrainJob make_job(const TrainSettings& s, const TrainArgs& a, const OptionSet& experiment) {
   TrainJob job;
   job.settings = s;
-  job.run = RunDir(a.run_path.empty() ? "runs/" + s.task.name + "-" + s.model.arch : a.run_path);
+  job.run = RunDir(a.run_path.empty() ? "runs/" + s.task.name + "-" + name_of(s.model.arch) : a.run_path);
   job.resume = !a.resume_path.empty();
   job.quiet = a.quiet;
   job.config_ini = "# attnlab train: resolved options; repeat with  attnlab train --config " + shell_quote(job.run.config_path()) +

@@ -120,7 +120,7 @@ void write_summary(const TrainOutcome& out, const TrainState& state, const RunDi
   const HeldoutScore& held = out.heldout;
   nlohmann::json summary = {
       {"task", s.task.name},
-      {"model", s.model.arch},
+      {"model", name_of(s.model.arch)},
       {"parameters", state.model().parameter_count()},
       {"steps", out.last_step},
       {"heldout_examples", state.heldout().size()},
@@ -187,13 +187,6 @@ TrainerOptions trainer_options(const TrainJob& job, Progress& progress, bool roo
 
 }  // namespace
 
-bool resume_may_change(const std::string& name) {
-  static const std::set<std::string> may_change = {"steps",      "threads",     "grad-accum", "eval-every",
-                                                   "log-every",  "keep",        "target",     "target-patience",
-                                                   "on-nan",     "probe-every", "tensorboard"};
-  return may_change.count(name) > 0;
-}
-
 void set_step_hooks_for_tests(StepHooks hooks) { test_hooks() = std::move(hooks); }
 
 TrainSession::TrainSession(const TrainJob& job) : job_(job) {
@@ -218,7 +211,7 @@ int TrainSession::run() {
   const bool quiet = job.quiet || !root;
   if (!quiet) {
     progress_->message("task: " + state.task().describe());
-    progress_->message("model: " + s.model.arch + ", " + std::to_string(state.model().parameter_count()) +
+    progress_->message("model: " + name_of(s.model.arch) + ", " + std::to_string(state.model().parameter_count()) +
                        " parameters; run: " + job.run.path() +
                        (job.resume ? " (resuming at step " + std::to_string(state.step + 1) + ")" : ""));
   }

@@ -10,6 +10,7 @@
 #include "cli/signals.h"
 #include "training/distributed/communicator.h"
 #include "training/settings.h"
+#include "training/settings_options.h"
 #include "training/trainer.h"
 
 namespace attnlab::cli {
@@ -22,11 +23,6 @@ struct TrainJob {
   std::string config_ini;  // the resolved options, written to config.ini
   const Communicator* communicator = &single_process();  // the root process alone writes and prints
 };
-
-// Whether option `name` (config.ini's name) may differ on --resume: how long
-// the run goes, how it reports, its threads and micro-batches; the rest is
-// the experiment.
-bool resume_may_change(const std::string& name);
 
 // One `train` in two halves, so that under mpirun every refusal is met
 // before the first step and decided by all processes together

@@ -1,6 +1,7 @@
 #pragma once
 // The flags of `attnlab train` (and the model/task flags other commands
-// share), bound to the fields of TrainSettings (training/settings.h).
+// share), bound to the fields of TrainSettings as the table of
+// training/settings_options.h declares them.
 #include <set>
 #include <string>
 
@@ -9,8 +10,8 @@
 
 namespace attnlab::cli {
 
-// The option groups of `train`.
-OptionSet task_options(TaskConfig& task);
+// The option groups of `train`, from the table of training/settings_options.h.
+OptionSet task_options(TrainSettings& s);
 OptionSet model_options(TrainSettings& s);
 OptionSet optimization_options(TrainSettings& s);
 OptionSet training_options(TrainSettings& s);

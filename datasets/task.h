@@ -107,7 +107,7 @@ class Task {
   // held-out set is drawn by make_heldout.
   virtual const std::vector<Example>* own_heldout() const { return nullptr; }
   // A language model (text): examples are windows trained with
-  // format_batch("lm", ...) and scored by loss, not by greedy exact match.
+  // format_batch(BatchFormat::lm, ...) and scored by loss, not by greedy exact match.
   virtual bool language_model() const { return false; }
   // Whether every output is at most as long as its input (an encoder tagger
   // can learn the task).

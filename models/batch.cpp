@@ -46,96 +46,86 @@ void pad_sequences(const std::vector<std::vector<int32_t>>& seqs, IntTensor& ids
   fill_rows(seqs, longest(seqs), ids, pad);
 }
 
+const ChoiceNames<BatchFormat>& choice_names(BatchFormat) {
+  static const ChoiceNames<BatchFormat> names = {{BatchFormat::encoder, "encoder"}, {BatchFormat::decoder, "decoder"},
+                                                 {BatchFormat::seq2seq, "seq2seq"}, {BatchFormat::lm, "lm"}};
+  return names;
+}
+
+BatchFormat batch_format(Arch arch, bool language_model) {
+  if (language_model) return BatchFormat::lm;
+  if (arch == Arch::encoder) return BatchFormat::encoder;
+  return arch == Arch::decoder ? BatchFormat::decoder : BatchFormat::seq2seq;
+}
+
 namespace {
 
-// Encoder tagger: the input, and its output at the same positions.
-FormattedBatch format_tagger(const TokenPairs& pairs) {
-  FormattedBatch batch;
-  std::vector<std::vector<int32_t>> inputs, targets;
+// The token rows of a batch before padding: what the model reads (seq2seq's
+// encoder reads `sources`) and what it is trained to predict.
+struct Rows {
+  std::vector<std::vector<int32_t>> sources, inputs, targets;
+};
+
+// encoder and lm: each output is aligned with its input, no specials.
+Rows aligned_rows(BatchFormat format, const TokenPairs& pairs) {
+  Rows rows;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    const auto& [src, out] = pairs[i];
-    if (out.size() > src.size())
+    const auto& [in, out] = pairs[i];
+    if (format == BatchFormat::encoder && out.size() > in.size())
       throw ValueError("format_batch (encoder): pair " + std::to_string(i) + " has an output of length " +
                        std::to_string(out.size()) + " longer than its input of length " +
-                       std::to_string(src.size()) + "; a tagger emits one token per input position");
-    inputs.push_back(src);
-    targets.push_back(out);
+                       std::to_string(in.size()) + "; a tagger emits one token per input position");
+    if (format == BatchFormat::lm && in.size() != out.size())
+      throw ValueError("format_batch (lm): pair " + std::to_string(i) + " has " + std::to_string(in.size()) +
+                       " input and " + std::to_string(out.size()) + " target tokens; expected the same number");
+    rows.inputs.push_back(in);
+    rows.targets.push_back(out);
   }
-  pad_sequences(inputs, batch.input.src, batch.input.src_pad);
-  batch.targets = pad_targets(targets, batch.input.src.shape[1]);
-  return batch;
+  return rows;
 }
 
-// Language model: a window of text and the next token at each position.
-FormattedBatch format_lm(const TokenPairs& pairs) {
-  FormattedBatch batch;
-  std::vector<std::vector<int32_t>> inputs, targets;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    const auto& [window, next] = pairs[i];
-    if (window.size() != next.size())
-      throw ValueError("format_batch (lm): pair " + std::to_string(i) + " has " + std::to_string(window.size()) +
-                       " input and " + std::to_string(next.size()) + " target tokens; expected the same number");
-    inputs.push_back(window);
-    targets.push_back(next);
-  }
-  pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
-  batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
-  return batch;
-}
-
-// Decoder-only: tokens = [bos] src [sep] tgt [eos]; input = tokens[:-1], target = tokens[1:].
-FormattedBatch format_decoder(const TokenPairs& pairs) {
-  FormattedBatch batch;
-  std::vector<std::vector<int32_t>> inputs, targets;
+// decoder: tokens = [bos] src [sep] tgt [eos]; input = tokens[:-1], target =
+// tokens[1:] (src and sep not predicted). seq2seq: src; [bos] tgt; tgt [eos].
+Rows prompted_rows(BatchFormat format, const TokenPairs& pairs) {
+  Rows rows;
   for (const auto& [src, tgt] : pairs) {
-    std::vector<int32_t> in{SpecialTokens::bos};
-    in.insert(in.end(), src.begin(), src.end());
-    in.push_back(SpecialTokens::sep);
+    std::vector<int32_t> in{SpecialTokens::bos}, target;
+    if (format == BatchFormat::decoder) {
+      in.insert(in.end(), src.begin(), src.end());
+      in.push_back(SpecialTokens::sep);
+      target.assign(src.size() + 1, kIgnoreTarget);
+    } else {
+      rows.sources.push_back(src);
+    }
     in.insert(in.end(), tgt.begin(), tgt.end());
-    std::vector<int32_t> target(src.size() + 1, kIgnoreTarget);  // src and sep are not predicted
     target.insert(target.end(), tgt.begin(), tgt.end());
     target.push_back(SpecialTokens::eos);
-    inputs.push_back(std::move(in));
-    targets.push_back(std::move(target));
+    rows.inputs.push_back(std::move(in));
+    rows.targets.push_back(std::move(target));
   }
-  pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
-  batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
-  return batch;
-}
-
-// Encoder-decoder: the source; [bos] tgt into the decoder, tgt [eos] as its targets.
-FormattedBatch format_seq2seq(const TokenPairs& pairs) {
-  FormattedBatch batch;
-  std::vector<std::vector<int32_t>> sources, inputs, targets;
-  for (const auto& [src, tgt] : pairs) {
-    sources.push_back(src);
-    std::vector<int32_t> in{SpecialTokens::bos};
-    in.insert(in.end(), tgt.begin(), tgt.end());
-    std::vector<int32_t> target(tgt);
-    target.push_back(SpecialTokens::eos);
-    inputs.push_back(std::move(in));
-    targets.push_back(std::move(target));
-  }
-  pad_sequences(sources, batch.input.src, batch.input.src_pad);
-  pad_sequences(inputs, batch.input.tgt_in, batch.input.tgt_pad);
-  batch.targets = pad_targets(targets, batch.input.tgt_in.shape[1]);
-  return batch;
+  return rows;
 }
 
 }  // namespace
 
-FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs) {
-  if (arch != "encoder" && arch != "decoder" && arch != "seq2seq" && arch != "lm")
-    throw ValueError("format_batch: arch must be 'encoder', 'decoder', 'seq2seq' or 'lm', got '" + arch + "'");
+FormattedBatch format_batch(BatchFormat format, const TokenPairs& pairs) {
   if (pairs.empty()) throw ValueError("format_batch: the batch is empty");
   for (size_t i = 0; i < pairs.size(); ++i) {
     check_tokens(pairs[i].first, i, "input");
     check_tokens(pairs[i].second, i, "output");
   }
-  if (arch == "encoder") return format_tagger(pairs);
-  if (arch == "lm") return format_lm(pairs);
-  if (arch == "decoder") return format_decoder(pairs);
-  return format_seq2seq(pairs);
+  const bool aligned = format == BatchFormat::encoder || format == BatchFormat::lm;
+  const Rows rows = aligned ? aligned_rows(format, pairs) : prompted_rows(format, pairs);
+  FormattedBatch batch;
+  if (format == BatchFormat::encoder) {
+    pad_sequences(rows.inputs, batch.input.src, batch.input.src_pad);
+    batch.targets = pad_targets(rows.targets, batch.input.src.shape[1]);
+    return batch;
+  }
+  if (format == BatchFormat::seq2seq) pad_sequences(rows.sources, batch.input.src, batch.input.src_pad);
+  pad_sequences(rows.inputs, batch.input.tgt_in, batch.input.tgt_pad);
+  batch.targets = pad_targets(rows.targets, batch.input.tgt_in.shape[1]);
+  return batch;
 }
 
 }  // namespace attnlab

@@ -18,6 +18,14 @@ struct FormattedBatch {
 
 constexpr int32_t kIgnoreTarget = -100;
 
+// How a batch is laid out: as each architecture reads it, or (lm) as a
+// decoder reads windows of text.
+enum class BatchFormat { encoder, decoder, seq2seq, lm };
+const ChoiceNames<BatchFormat>& choice_names(BatchFormat);
+
+// The layout of `arch`'s batches; lm for a language model's (a decoder on text).
+BatchFormat batch_format(Arch arch, bool language_model);
+
 // encoder: src = input padded with pad; targets = output aligned with the
 //          input (ignored where the output is shorter, and on padding); an
 //          output longer than its input throws ValueError.
@@ -28,9 +36,9 @@ constexpr int32_t kIgnoreTarget = -100;
 // lm:      (decoder-only language model) tgt_in = input, targets = output,
 //          no specials: input is a window of text, output the same window
 //          shifted by one; they must have the same length (ValueError).
-// All sequences are right-padded to the longest in the batch. An empty batch,
-// an unknown arch or a negative token id throws ValueError.
-FormattedBatch format_batch(const std::string& arch, const TokenPairs& pairs);
+// All sequences are right-padded to the longest in the batch. An empty batch
+// or a negative token id throws ValueError.
+FormattedBatch format_batch(BatchFormat format, const TokenPairs& pairs);
 
 // Right-pads token sequences into (B, max(1, longest)) ids and a pad mask
 // (1 = pad). A length-0 sequence gets one pad position so shapes stay valid.

@@ -22,10 +22,10 @@ MultiHeadAttentionOptions attention_options(const TransformerConfig& c, bool rop
 
 // ---- EncoderBlock ------------------------------------------------------------
 
-EncoderBlock::EncoderBlock(const TransformerConfig& c, Rng& init, Rng& dropout_rng) : pre_norm_(c.norm == "pre") {
+EncoderBlock::EncoderBlock(const TransformerConfig& c, Rng& init, Rng& dropout_rng) : pre_norm_(c.norm == Norm::pre) {
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(c.d_model));
   attn = register_module("attn", std::make_shared<MultiHeadAttention>(
-                                     attention_options(c, c.positional == "rope"), init, dropout_rng));
+                                     attention_options(c, c.positional == Positional::rope), init, dropout_rng));
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(c.d_model));
   ff = register_module("ff", std::make_shared<FeedForward>(c.d_model, c.d_ff, parse_activation(c.activation),
                                                            static_cast<Real>(c.dropout), init, dropout_rng));
@@ -44,10 +44,10 @@ Var EncoderBlock::forward(const Var& x, const Tensor* key_padding) {
 // ---- DecoderBlock ------------------------------------------------------------
 
 DecoderBlock::DecoderBlock(const TransformerConfig& c, bool cross_attention, Rng& init, Rng& dropout_rng)
-    : pre_norm_(c.norm == "pre") {
+    : pre_norm_(c.norm == Norm::pre) {
   ln1 = register_module("ln1", std::make_shared<LayerNorm>(c.d_model));
   self_attn = register_module(cross_attention ? "self_attn" : "attn",
-                              std::make_shared<MultiHeadAttention>(attention_options(c, c.positional == "rope"),
+                              std::make_shared<MultiHeadAttention>(attention_options(c, c.positional == Positional::rope),
                                                                    init, dropout_rng));
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(c.d_model));
   if (cross_attention) {

@@ -1,26 +1,43 @@
 #include "models/config.h"
 
 #include <cmath>
-#include <set>
 #include <sstream>
 
 #include "framework/error.h"
 #include "framework/nn/multi_head_attention.h"
 #include "models/init.h"
+#include "models/model_options.h"
 
 namespace attnlab {
+
+const ChoiceNames<Arch>& choice_names(Arch) {
+  static const ChoiceNames<Arch> names = {{Arch::encoder, "encoder"}, {Arch::decoder, "decoder"}, {Arch::seq2seq, "seq2seq"}};
+  return names;
+}
+const ChoiceNames<Positional>& choice_names(Positional) {
+  static const ChoiceNames<Positional> names = {{Positional::sinusoidal, "sinusoidal"},
+                                                {Positional::learned, "learned"},
+                                                {Positional::rope, "rope"},
+                                                {Positional::none, "none"}};
+  return names;
+}
+const ChoiceNames<Norm>& choice_names(Norm) {
+  static const ChoiceNames<Norm> names = {{Norm::pre, "pre"}, {Norm::post, "post"}};
+  return names;
+}
+const ChoiceNames<InitScheme>& choice_names(InitScheme) {
+  static const ChoiceNames<InitScheme> names = {
+      {InitScheme::automatic, "auto"}, {InitScheme::torch, "torch"}, {InitScheme::gpt2, "gpt2"}};
+  return names;
+}
 
 namespace {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-void require_positive(const char* field, int64_t value) {
-  if (value <= 0)
-    throw ValueError(std::string(field) + " must be positive, got " + std::to_string(value));
-}
-
-void require_one_of(const char* field, const std::string& value, const std::set<std::string>& allowed) {
-  if (allowed.count(value)) return;
+void require_one_of(const char* field, const std::string& value, const std::vector<std::string>& allowed) {
+  for (const auto& a : allowed)
+    if (a == value) return;
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + quoted(a);
   throw ValueError(std::string(field) + " must be one of " + list + ", got " + quoted(value));
@@ -33,130 +50,93 @@ void check_random_positions(const TransformerConfig& c) {
   if (c.random_positions != c.max_len)
     throw ValueError("random_positions (" + std::to_string(c.random_positions) +
                      ") must equal max_len, the positional table it draws from, got max_len = " + std::to_string(c.max_len));
-  if (c.positional != "sinusoidal" && c.positional != "learned")
-    throw ValueError("random_positions applies to sinusoidal or learned positions, not positional " + quoted(c.positional) +
-                     (c.positional == "rope" ? " (rotary positions are relative)" : " (there are no positions)"));
+  if (c.positional != Positional::sinusoidal && c.positional != Positional::learned)
+    throw ValueError("random_positions applies to sinusoidal or learned positions, not positional " +
+                     quoted(name_of(c.positional)) +
+                     (c.positional == Positional::rope ? " (rotary positions are relative)" : " (there are no positions)"));
 }
 
-std::string num(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+// One field's JSON value, checked for its type; an enum's text parsed.
+struct ReadField {
+  const nlohmann::json& v;
+  const std::string& key;
+  [[noreturn]] void refuse(const char* type) const {
+    throw ValueError("config field '" + key + "' must be " + type + ", got " + v.dump());
+  }
+  void operator()(int64_t& out) const {
+    if (!v.is_number_integer()) refuse("an integer");
+    out = v.get<int64_t>();
+  }
+  void operator()(double& out) const {
+    if (!v.is_number()) refuse("a number");
+    out = v.get<double>();
+  }
+  void operator()(bool& out) const {
+    if (!v.is_boolean()) refuse("true or false");
+    out = v.get<bool>();
+  }
+  void operator()(std::string& out) const {
+    if (v.is_number() && key == "attn_scale") {  // attn_scale may also be written as a bare number
+      out = v.dump();  // shortest text that reads back as the same number
+      return;
+    }
+    if (!v.is_string()) refuse("a string");
+    out = v.get<std::string>();
+  }
+  template <class E>
+  void operator()(E& out) const {
+    std::string name;
+    (*this)(name);
+    out = parse_choice<E>(key, name);
+  }
+};
 
 }  // namespace
 
 void TransformerConfig::validate() const {
-  require_one_of("arch", arch, {"encoder", "decoder", "seq2seq"});
-  require_positive("vocab_size", vocab_size);
   if (max_len < 1) throw ValueError("max_len must be at least 1, got " + std::to_string(max_len));
-  require_positive("d_model", d_model);
-  require_positive("n_heads", n_heads);
-  require_positive("n_layers", n_layers);
-  require_positive("d_ff", d_ff);
-  if (d_k < 0) throw ValueError("d_k must be positive (or 0 for d_model / n_heads), got " + std::to_string(d_k));
-  if (d_v < 0) throw ValueError("d_v must be positive (or 0 for d_model / n_heads), got " + std::to_string(d_v));
+  check_bounds(*this, Naming::json, false);
   if ((d_k == 0 || d_v == 0) && d_model % n_heads != 0)
     throw ValueError("n_heads (" + std::to_string(n_heads) + ") must divide d_model (" + std::to_string(d_model) +
                      "), or set d_k and d_v");
-  require_one_of("positional", positional, {"sinusoidal", "learned", "rope", "none"});
-  require_one_of("norm", norm, {"pre", "post"});
-  require_one_of("activation", activation, {"relu", "gelu"});
+  require_one_of("activation", activation, {"gelu", "relu"});
   try {
     parse_attention_scale(attn_scale);
   } catch (const ValueError&) {
     throw ValueError("attn_scale must be 'sqrt', 'none', 'linear' or a positive number, got " + quoted(attn_scale));
   }
-  if (!(dropout >= 0 && dropout < 1)) throw ValueError("dropout must be in [0, 1), got " + num(dropout));
-  if (!(attn_dropout >= 0 && attn_dropout < 1))
-    throw ValueError("attn_dropout must be in [0, 1), got " + num(attn_dropout));
-  if (!is_init_scheme(init)) throw ValueError("init must be one of 'auto', 'gpt2', 'torch', got " + quoted(init));
+  check_bounds(*this, Naming::json, true);
   check_random_positions(*this);
   // Parameter-free attention is one head over the whole width (see MultiHeadAttentionOptions).
   const int64_t rotated = parameter_free_attention ? d_model : head_dim_k();
-  if (positional == "rope" && rotated % 2 != 0)
+  if (positional == Positional::rope && rotated % 2 != 0)
     throw ValueError("positional 'rope' rotates pairs of channels and needs an even d_k, got d_k = " +
                      std::to_string(rotated));
 }
 
 nlohmann::json TransformerConfig::to_json() const {
-  return nlohmann::json{{"arch", arch},
-                        {"vocab_size", vocab_size},
-                        {"max_len", max_len},
-                        {"d_model", d_model},
-                        {"n_heads", n_heads},
-                        {"n_layers", n_layers},
-                        {"d_ff", d_ff},
-                        {"d_k", d_k},
-                        {"d_v", d_v},
-                        {"positional", positional},
-                        {"norm", norm},
-                        {"attn_scale", attn_scale},
-                        {"activation", activation},
-                        {"dropout", dropout},
-                        {"attn_dropout", attn_dropout},
-                        {"tie_embeddings", tie_embeddings},
-                        {"parameter_free_attention", parameter_free_attention},
-                        {"init", init},
-                        {"random_positions", random_positions}};
+  nlohmann::json j = nlohmann::json::object();
+  for (const ModelOption& o : model_options())
+    std::visit(
+        [&](auto field) {
+          const auto& value = this->*field;
+          if constexpr (std::is_enum_v<std::decay_t<decltype(value)>>) j[o.key] = name_of(value);
+          else j[o.key] = value;
+        },
+        o.field);
+  return j;
 }
 
 TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw ValueError("a model config must be a JSON object, got " + j.dump());
-  TransformerConfig c;
-  const nlohmann::json known = c.to_json();  // every field to_json writes, and only those
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (!known.contains(it.key())) throw ValueError("unknown model config field '" + it.key() + "'");
-  auto str = [&](const char* key, std::string& out) {
-    if (!j.contains(key)) return;
-    // attn_scale may also be written as a bare number.
-    if (j.at(key).is_number() && std::string(key) == "attn_scale") {
-      out = j.at(key).dump();  // shortest text that reads back as the same number
-      return;
-    }
-    if (!j.at(key).is_string())
-      throw ValueError("config field '" + std::string(key) + "' must be a string, got " + j.at(key).dump());
-    out = j.at(key).get<std::string>();
-  };
-  auto integer = [&](const char* key, int64_t& out) {
-    if (!j.contains(key)) return;
-    const auto& v = j.at(key);
-    if (!v.is_number_integer())
-      throw ValueError("config field '" + std::string(key) + "' must be an integer, got " + v.dump());
-    out = v.get<int64_t>();
-  };
-  auto real = [&](const char* key, double& out) {
-    if (!j.contains(key)) return;
-    if (!j.at(key).is_number())
-      throw ValueError("config field '" + std::string(key) + "' must be a number, got " + j.at(key).dump());
-    out = j.at(key).get<double>();
-  };
-  auto boolean = [&](const char* key, bool& out) {
-    if (!j.contains(key)) return;
-    if (!j.at(key).is_boolean())
-      throw ValueError("config field '" + std::string(key) + "' must be true or false, got " + j.at(key).dump());
-    out = j.at(key).get<bool>();
-  };
-  str("arch", c.arch);
-  integer("vocab_size", c.vocab_size);
-  integer("max_len", c.max_len);
-  integer("d_model", c.d_model);
-  integer("n_heads", c.n_heads);
-  integer("n_layers", c.n_layers);
-  integer("d_ff", c.d_ff);
-  integer("d_k", c.d_k);
-  integer("d_v", c.d_v);
-  integer("random_positions", c.random_positions);
-  str("positional", c.positional);
-  str("norm", c.norm);
-  str("attn_scale", c.attn_scale);
-  str("activation", c.activation);
-  real("dropout", c.dropout);
-  real("attn_dropout", c.attn_dropout);
-  boolean("tie_embeddings", c.tie_embeddings);
-  boolean("parameter_free_attention", c.parameter_free_attention);
-  c.init = "torch";  // a config written before --init existed was initialised so
-  str("init", c.init);
+    if (!model_option(it.key())) throw ValueError("unknown model config field '" + it.key() + "'");
+  TransformerConfig c;
+  c.init = InitScheme::torch;  // a config written before --init existed was initialised so
+  for (const ModelOption& o : model_options()) {
+    const std::string key = o.key;
+    if (j.contains(key)) std::visit([&](auto field) { ReadField{j.at(key), key}(c.*field); }, o.field);
+  }
   c.validate();
   return c;
 }

@@ -9,7 +9,7 @@
 namespace attnlab {
 
 DecoderLM::DecoderLM(const TransformerConfig& config, uint64_t seed) : SequenceModel(config, seed) {
-  if (config_.arch != "decoder") throw ValueError("DecoderLM needs arch 'decoder', got '" + config_.arch + "'");
+  if (config_.arch != Arch::decoder) throw ValueError("DecoderLM needs arch 'decoder', got '" + name_of(config_.arch) + "'");
   build_embeddings();
   auto list = register_module("blocks", std::make_shared<ModuleList>());
   for (int64_t i = 0; i < config_.n_layers; ++i) {
@@ -17,7 +17,7 @@ DecoderLM::DecoderLM(const TransformerConfig& config, uint64_t seed) : SequenceM
                                                                                   dropout_rng_)));
     attention_layers_.push_back(blocks_.back()->self_attn.get());
   }
-  if (config_.norm == "pre") ln_f_ = register_module("ln_f", std::make_shared<LayerNorm>(config_.d_model));
+  if (config_.norm == Norm::pre) ln_f_ = register_module("ln_f", std::make_shared<LayerNorm>(config_.d_model));
   build_head();
 }
 
@@ -89,7 +89,7 @@ std::vector<std::vector<int32_t>> DecoderLM::greedy_cached(const std::vector<std
       ids.data[a] = seqs[static_cast<size_t>(active[a])][static_cast<size_t>(pos)];
     Var h = tables.empty() ? embed(ids, pos) : embed_at(ids, step_position_ids(tables, active, pos));  // (B', 1, d)
     for (size_t l = 0; l < blocks_.size(); ++l)
-      h = decoder_block_step(*blocks_[l], config_.norm == "pre", h, cache.self[l], nullptr, active);
+      h = decoder_block_step(*blocks_[l], config_.norm == Norm::pre, h, cache.self[l], nullptr, active);
     if (ln_f_) h = ln_f_->forward(h);
     Var step_logits = head_logits(h);  // (B', 1, V)
     const std::vector<int32_t> best = argmax_rows(step_logits);

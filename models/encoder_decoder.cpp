@@ -9,10 +9,10 @@
 namespace attnlab {
 
 EncoderDecoder::EncoderDecoder(const TransformerConfig& config, uint64_t seed) : SequenceModel(config, seed) {
-  if (config_.arch != "seq2seq")
-    throw ValueError("EncoderDecoder needs arch 'seq2seq', got '" + config_.arch + "'");
+  if (config_.arch != Arch::seq2seq)
+    throw ValueError("EncoderDecoder needs arch 'seq2seq', got '" + name_of(config_.arch) + "'");
   build_embeddings();
-  const bool pre = config_.norm == "pre";
+  const bool pre = config_.norm == Norm::pre;
 
   auto encoder = register_module("encoder", std::make_shared<ModuleList>());
   auto enc_list = encoder->add("blocks", std::make_shared<ModuleList>());
@@ -108,7 +108,7 @@ std::vector<std::vector<int32_t>> EncoderDecoder::greedy_cached(const std::vecto
     for (size_t a = 0; a < active.size(); ++a) ids.data[a] = last[static_cast<size_t>(active[a])];
     Var h = tables.empty() ? embed(ids, pos) : embed_at(ids, step_position_ids(tables, active, pos));  // (B', 1, d)
     for (size_t l = 0; l < decoder_blocks_.size(); ++l)
-      h = decoder_block_step(*decoder_blocks_[l], config_.norm == "pre", h, cache.self[l], &cache.cross[l], active);
+      h = decoder_block_step(*decoder_blocks_[l], config_.norm == Norm::pre, h, cache.self[l], &cache.cross[l], active);
     if (decoder_ln_f_) h = decoder_ln_f_->forward(h);
     Var step_logits = head_logits(h);  // (B', 1, V)
     const std::vector<int32_t> best = argmax_rows(step_logits);

@@ -7,15 +7,15 @@
 namespace attnlab {
 
 EncoderTagger::EncoderTagger(const TransformerConfig& config, uint64_t seed) : SequenceModel(config, seed) {
-  if (config_.arch != "encoder")
-    throw ValueError("EncoderTagger needs arch 'encoder', got '" + config_.arch + "'");
+  if (config_.arch != Arch::encoder)
+    throw ValueError("EncoderTagger needs arch 'encoder', got '" + name_of(config_.arch) + "'");
   build_embeddings();
   auto list = register_module("blocks", std::make_shared<ModuleList>());
   for (int64_t i = 0; i < config_.n_layers; ++i) {
     blocks_.push_back(list->add(std::to_string(i), std::make_shared<EncoderBlock>(config_, init_rng_, dropout_rng_)));
     attention_layers_.push_back(blocks_.back()->attn.get());
   }
-  if (config_.norm == "pre") ln_f_ = register_module("ln_f", std::make_shared<LayerNorm>(config_.d_model));
+  if (config_.norm == Norm::pre) ln_f_ = register_module("ln_f", std::make_shared<LayerNorm>(config_.d_model));
   build_head();
 }
 

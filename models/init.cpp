@@ -49,11 +49,9 @@ void init_module(Module& m, const std::string& name, double residual_std, Rng& r
 
 }  // namespace
 
-bool is_init_scheme(const std::string& name) { return name == "auto" || name == "torch" || name == "gpt2"; }
-
-std::string resolved_init(const TransformerConfig& config) {
-  if (config.init != "auto") return config.init;
-  return config.positional == "learned" ? "gpt2" : "torch";
+InitScheme resolved_init(const TransformerConfig& config) {
+  if (config.init != InitScheme::automatic) return config.init;
+  return config.positional == Positional::learned ? InitScheme::gpt2 : InitScheme::torch;
 }
 
 void apply_gpt2_init(Module& model, const TransformerConfig& config, Rng& rng) {
@@ -64,7 +62,7 @@ void apply_gpt2_init(Module& model, const TransformerConfig& config, Rng& rng) {
   // "encoder" and "decoder" (seq2seq); the rest (embeddings, final norm,
   // head) has no residual projection, so its std argument is unused.
   for (const auto& [name, child] : model.children()) {
-    const bool cross_attending = config.arch == "seq2seq" && name == "decoder";
+    const bool cross_attending = config.arch == Arch::seq2seq && name == "decoder";
     init_module(*child, name, residual_std(cross_attending ? 3 : 2), rng);
   }
 }

@@ -20,15 +20,12 @@
 
 namespace attnlab {
 
-// The names TransformerConfig::init accepts: auto, torch, gpt2.
-bool is_init_scheme(const std::string& name);
-
 // The scheme `config` is built with: its init, or for "auto" the one that
 // matches the token embeddings' scale to the positions' (docs/experiments.md,
 // "Which initialisation"): gpt2 with learned positions (N(0, 0.02) rows beside
 // N(0, 0.02) tokens), torch otherwise (N(0, 1) tokens beside sinusoids of
 // amplitude 1; with rope or no positions the study found torch as good or better).
-std::string resolved_init(const TransformerConfig& config);
+InitScheme resolved_init(const TransformerConfig& config);
 
 // Redraws `model`'s parameters by the GPT-2 scheme from `rng`. `config` is
 // the model's own (its arch and layers give each stack's residual branches).

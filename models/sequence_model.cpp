@@ -31,9 +31,9 @@ SequenceModel::SequenceModel(const TransformerConfig& config, uint64_t seed)
 void SequenceModel::build_embeddings() {
   const TransformerConfig& c = config_;
   tok_emb_ = register_module("tok_emb", std::make_shared<Embedding>(c.vocab_size, c.d_model, init_rng_));
-  if (c.positional == "learned")
+  if (c.positional == Positional::learned)
     learned_pos_ = register_module("pos_emb", std::make_shared<LearnedPositional>(c.max_len, c.d_model, init_rng_));
-  else if (c.positional == "sinusoidal")
+  else if (c.positional == Positional::sinusoidal)
     sin_pos_ = std::make_shared<SinusoidalPositional>(c.max_len, c.d_model);  // a constant, not a parameter
   emb_dropout_ = register_module("emb_dropout", std::make_shared<Dropout>(static_cast<Real>(c.dropout), dropout_rng_));
 }
@@ -73,10 +73,10 @@ std::unique_ptr<SequenceModel> make_model(const TransformerConfig& requested, ui
   TransformerConfig config = requested;  // the model (and so its checkpoints) records the scheme it was built with
   config.init = resolved_init(requested);
   std::unique_ptr<SequenceModel> model;
-  if (config.arch == "encoder") model = std::make_unique<EncoderTagger>(config, seed);
-  else if (config.arch == "decoder") model = std::make_unique<DecoderLM>(config, seed);
+  if (config.arch == Arch::encoder) model = std::make_unique<EncoderTagger>(config, seed);
+  else if (config.arch == Arch::decoder) model = std::make_unique<DecoderLM>(config, seed);
   else model = std::make_unique<EncoderDecoder>(config, seed);
-  if (config.init == "gpt2") {
+  if (config.init == InitScheme::gpt2) {
     Rng rng(seed ^ kGpt2InitStream);
     apply_gpt2_init(*model, config, rng);
   }

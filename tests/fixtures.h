@@ -13,7 +13,7 @@ namespace attnlab::testing {
 inline TransformerConfig model_config(const std::string& arch, int64_t vocab_size, int64_t max_len, int64_t d_model,
                                       int64_t n_heads, int64_t n_layers, int64_t d_ff) {
   TransformerConfig c;
-  c.arch = arch;
+  c.arch = parse_choice<Arch>("arch", arch);
   c.vocab_size = vocab_size;
   c.max_len = max_len;
   c.d_model = d_model;

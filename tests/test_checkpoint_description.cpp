@@ -31,7 +31,7 @@ TrainSettings tiny(const std::string& task, const std::string& arch, const std::
   s.task.min_len = 3;
   s.task.max_len = 4;
   s.task.seq_len = 8;
-  s.model.arch = arch;
+  s.model.arch = parse_choice<Arch>("arch", arch);
   s.model.d_model = 16;
   s.model.n_heads = 2;
   s.model.n_layers = 1;

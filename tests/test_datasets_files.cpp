@@ -326,11 +326,11 @@ TEST_CASE("induction and recall held-out sets are disjoint from their training s
 }
 
 TEST_CASE("the lm batch format trains each position on the next token", "[datasets][models]") {
-  const FormattedBatch b = format_batch("lm", {{{5, 6, 7}, {6, 7, 8}}, {{9}, {10}}});
+  const FormattedBatch b = format_batch(BatchFormat::lm, {{{5, 6, 7}, {6, 7, 8}}, {{9}, {10}}});
   CHECK(b.input.tgt_in.shape == Shape{2, 3});
   CHECK(b.input.tgt_in.data == std::vector<int32_t>{5, 6, 7, 9, 0, 0});
   CHECK(b.targets.data == std::vector<int32_t>{6, 7, 8, 10, kIgnoreTarget, kIgnoreTarget});
   CHECK(b.input.tgt_pad[4] == 1);
   CHECK(b.input.src.numel() == 0);
-  CHECK_THROWS_WITH(format_batch("lm", {{{5, 6}, {6}}}), Catch::Contains("pair 0"));
+  CHECK_THROWS_WITH(format_batch(BatchFormat::lm, {{{5, 6}, {6}}}), Catch::Contains("pair 0"));
 }

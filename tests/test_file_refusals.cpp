@@ -478,7 +478,7 @@ TEST_CASE("fuzz: a file task's input is refused at load with one line naming the
       // What the first checkpoint writes: the task and the vocabulary as JSON (training/checkpoints.h).
       TrainSettings s = default_settings();
       s.task = c;
-      s.model.arch = "decoder";
+      s.model.arch = Arch::decoder;
       Metadata meta;
       REQUIRE_NOTHROW(meta = checkpoint_description(s, *task));
       const auto tokens = nlohmann::json::parse(meta.at("vocabulary")).at("tokens").get<std::vector<std::string>>();

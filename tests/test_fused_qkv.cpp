@@ -94,7 +94,7 @@ TEST_CASE("a checkpoint of a fused model keeps q_proj, k_proj, v_proj by name an
           "[attention][fused][io]") {
   TempDir dir("fused-qkv");
   const TransformerConfig c = model_config("seq2seq", 10, 8, 12, 3, 1, 16);
-  const FormattedBatch batch = format_batch("seq2seq", {{{4, 5, 6, 7}, {7, 6, 5}}, {{8, 4}, {4, 8, 9}}});
+  const FormattedBatch batch = format_batch(BatchFormat::seq2seq, {{{4, 5, 6, 7}, {7, 6, 5}}, {{8, 4}, {4, 8, 9}}});
   auto step = [&](SequenceModel& model, Optimizer& opt) {  // one AdamW step; the loss before it
     opt.zero_grad();
     Var loss = cross_entropy(model.forward(batch.input), batch.targets);  // logits (B, T, V)

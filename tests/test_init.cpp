@@ -17,8 +17,8 @@ namespace {
 
 TransformerConfig config_for(const std::string& arch, const std::string& init, int64_t layers = 3) {
   TransformerConfig c = testing::model_config(arch, 12, 16, 48, 3, layers, 96);
-  c.positional = "learned";
-  c.init = init;
+  c.positional = Positional::learned;
+  c.init = parse_choice<InitScheme>("init", init);
   return c;
 }
 
@@ -119,10 +119,10 @@ TEST_CASE("gpt2 init is a deterministic draw of the seed that differs from torch
           "[models][init]") {
   TransformerConfig auto_config = config_for("decoder", "torch");  // learned positions
   auto_config.init = TransformerConfig().init;
-  REQUIRE(auto_config.init == "auto");
+  REQUIRE(auto_config.init == InitScheme::automatic);
   auto torch_a = make_model(config_for("decoder", "torch"), 3), torch_b = make_model(config_for("decoder", "torch"), 3);
   auto gpt2_a = make_model(auto_config, 3), gpt2_b = make_model(config_for("decoder", "gpt2"), 3);
-  CHECK(gpt2_a->config().init == "gpt2");  // the model, and so its checkpoints, name the scheme it was built with
+  CHECK(gpt2_a->config().init == InitScheme::gpt2);  // the model, and so its checkpoints, name the scheme it was built with
   auto gpt2_c = make_model(config_for("decoder", "gpt2"), 4);
   const auto ta = torch_a->parameters(), tb = torch_b->parameters();
   const auto ga = gpt2_a->parameters(), gb = gpt2_b->parameters(), gc = gpt2_c->parameters();
@@ -145,27 +145,27 @@ TEST_CASE("auto init is torch beside sinusoidal, rotary or no positions: the lay
   for (const char* positional : {"sinusoidal", "rope", "none"}) {
     INFO(positional);
     TransformerConfig c = config_for("decoder", "auto"), torch_config = config_for("decoder", "torch");
-    c.positional = torch_config.positional = positional;
-    CHECK(resolved_init(c) == "torch");
+    c.positional = torch_config.positional = parse_choice<Positional>("positional", positional);
+    CHECK(resolved_init(c) == InitScheme::torch);
     auto a = make_model(c, 5), t = make_model(torch_config, 5);
-    CHECK(a->config().init == "torch");
+    CHECK(a->config().init == InitScheme::torch);
     const auto pa = a->parameters(), pt = t->parameters();
     REQUIRE(pa.size() == pt.size());
     for (size_t i = 0; i < pa.size(); ++i) REQUIRE(pa[i].value().flat() == pt[i].value().flat());
   }
   TransformerConfig explicit_gpt2 = config_for("decoder", "gpt2");
-  explicit_gpt2.positional = "sinusoidal";
-  CHECK(resolved_init(explicit_gpt2) == "gpt2");  // an explicit scheme is kept whatever the positions
+  explicit_gpt2.positional = Positional::sinusoidal;
+  CHECK(resolved_init(explicit_gpt2) == InitScheme::gpt2);  // an explicit scheme is kept whatever the positions
 }
 
 TEST_CASE("init round-trips through the config JSON, a config without it means torch, a bad one is named",
           "[models][init][config]") {
   const TransformerConfig c = config_for("decoder", "gpt2");
   CHECK(c.to_json().at("init") == "gpt2");
-  CHECK(TransformerConfig::from_json(c.to_json()).init == "gpt2");
+  CHECK(TransformerConfig::from_json(c.to_json()).init == InitScheme::gpt2);
   nlohmann::json old = c.to_json();
   old.erase("init");
-  CHECK(TransformerConfig::from_json(old).init == "torch");
+  CHECK(TransformerConfig::from_json(old).init == InitScheme::torch);
   old["init"] = "xavier";
   CHECK_THROWS_WITH(TransformerConfig::from_json(old), Catch::Contains("init") && Catch::Contains("'xavier'"));
 }

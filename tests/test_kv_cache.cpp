@@ -61,22 +61,22 @@ struct NamedVariant {
 std::vector<NamedVariant> variants() {
   return {
       {"sinusoidal pre-LN", [](TransformerConfig&) {}},
-      {"learned positions", [](TransformerConfig& c) { c.positional = "learned"; }},
-      {"rope", [](TransformerConfig& c) { c.positional = "rope"; }},
-      {"no positions", [](TransformerConfig& c) { c.positional = "none"; }},
-      {"post-LN", [](TransformerConfig& c) { c.norm = "post"; }},
-      {"post-LN rope", [](TransformerConfig& c) { c.norm = "post"; c.positional = "rope"; }},
+      {"learned positions", [](TransformerConfig& c) { c.positional = Positional::learned; }},
+      {"rope", [](TransformerConfig& c) { c.positional = Positional::rope; }},
+      {"no positions", [](TransformerConfig& c) { c.positional = Positional::none; }},
+      {"post-LN", [](TransformerConfig& c) { c.norm = Norm::post; }},
+      {"post-LN rope", [](TransformerConfig& c) { c.norm = Norm::post; c.positional = Positional::rope; }},
       {"attn-scale none", [](TransformerConfig& c) { c.attn_scale = "none"; }},
-      {"attn-scale 0.7 learned", [](TransformerConfig& c) { c.attn_scale = "0.7"; c.positional = "learned"; }},
+      {"attn-scale 0.7 learned", [](TransformerConfig& c) { c.attn_scale = "0.7"; c.positional = Positional::learned; }},
       {"d_k 6 != d_v 10", [](TransformerConfig& c) { c.d_k = 6; c.d_v = 10; }},
-      {"d_k 6 != d_v 10 rope", [](TransformerConfig& c) { c.d_k = 6; c.d_v = 10; c.positional = "rope"; }},
+      {"d_k 6 != d_v 10 rope", [](TransformerConfig& c) { c.d_k = 6; c.d_v = 10; c.positional = Positional::rope; }},
       {"tied embeddings", [](TransformerConfig& c) { c.tie_embeddings = true; }},
       {"parameter-free attention", [](TransformerConfig& c) { c.parameter_free_attention = true; }, false},
       {"parameter-free rope post-LN",
        [](TransformerConfig& c) {
          c.parameter_free_attention = true;
-         c.positional = "rope";
-         c.norm = "post";
+         c.positional = Positional::rope;
+         c.norm = Norm::post;
        },
        false},
       {"gelu, one head", [](TransformerConfig& c) { c.activation = "gelu"; c.n_heads = 1; }},
@@ -107,7 +107,7 @@ void train_briefly(SequenceModel& model, const Task& task, int64_t steps) {
   for (int64_t s = 0; s < steps; ++s) {
     std::vector<Example> batch;
     for (int i = 0; i < 16; ++i) batch.push_back(task.sample(rng));
-    FormattedBatch fb = format_batch(model.config().arch, to_pairs(batch));
+    FormattedBatch fb = format_batch(batch_format(model.config().arch, false), to_pairs(batch));
     opt.zero_grad();
     backward(cross_entropy(model.forward(fb.input), fb.targets));
     opt.step();

@@ -61,14 +61,14 @@ std::string validation_error(const TransformerConfig& c) {
 
 TEST_CASE("the benchmark's S encoder has exactly 102,160 parameters", "[models]") {
   TransformerConfig c;  // V16 d64 h4 L2 dff256, encoder, pre-LN, sinusoidal, no tie
-  c.arch = "encoder";
+  c.arch = Arch::encoder;
   c.vocab_size = 16;
   c.d_model = 64;
   c.n_heads = 4;
   c.n_layers = 2;
   c.d_ff = 256;
-  c.positional = "sinusoidal";
-  c.norm = "pre";
+  c.positional = Positional::sinusoidal;
+  c.norm = Norm::pre;
   c.tie_embeddings = false;
   auto model = make_model(c, 1);
   REQUIRE(model->parameter_count() == 102160);
@@ -86,8 +86,8 @@ TEST_CASE("parameter names follow the shared plan for each architecture", "[mode
   CHECK_FALSE(has(enc, "pos_emb.weight"));  // sinusoidal is a constant
 
   TransformerConfig dc = small("decoder");
-  dc.positional = "learned";
-  dc.norm = "post";
+  dc.positional = Positional::learned;
+  dc.norm = Norm::post;
   auto dec = names_of(*make_model(dc, 1));
   CHECK(has(dec, "pos_emb.weight"));
   CHECK(has(dec, "blocks.0.attn.out_proj.bias"));
@@ -157,7 +157,7 @@ Var check_target_causality(SequenceModel& model, ModelInput in, const std::vecto
 TEST_CASE("decoder LM: changing the token at t+1 leaves every logit at positions <= t bitwise unchanged",
           "[models][causality]") {
   TransformerConfig c = small("decoder");
-  c.positional = "rope";
+  c.positional = Positional::rope;
   auto model = make_model(c, 3);
   check_target_causality(*model, ModelInput{}, {1, 5, 7, 4, 9, 3, 6, 8});
 }
@@ -187,14 +187,14 @@ namespace {
 // padding (a pad key attended to) changes logits by ~0.1.
 void check_padding_invariance(const TransformerConfig& c, const TokenPairs& pairs) {
   auto model = make_model(c, 9);
-  const FormattedBatch batch = format_batch(c.arch, pairs);
+  const FormattedBatch batch = format_batch(batch_format(c.arch, false), pairs);
   Var together = model->forward(batch.input);
-  const bool decoder_side = c.arch != "encoder";
+  const bool decoder_side = c.arch != Arch::encoder;
   const Tensor& pad = decoder_side ? batch.input.tgt_pad : batch.input.src_pad;
   const int64_t T = together.size(1);
   double worst = 0;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    const FormattedBatch one = format_batch(c.arch, {pairs[i]});
+    const FormattedBatch one = format_batch(batch_format(c.arch, false), {pairs[i]});
     Var alone = model->forward(one.input);
     for (int64_t t = 0; t < alone.size(1); ++t) {
       REQUIRE(pad[static_cast<int64_t>(i) * T + t] == 0);  // a real position in the batch too
@@ -209,26 +209,26 @@ void check_padding_invariance(const TransformerConfig& c, const TokenPairs& pair
 
 TEST_CASE("padding a batch changes no encoder logit at real positions beyond 1e-5", "[models][padding]") {
   TransformerConfig c = small("encoder");
-  c.positional = "learned";
+  c.positional = Positional::learned;
   check_padding_invariance(c, {{{4, 5, 6, 7, 8, 9}, {}}, {{5, 6}, {}}, {{7, 8, 9, 10}, {}}});
 }
 
 TEST_CASE("padding a batch changes no decoder-LM logit at real positions beyond 1e-5", "[models][padding]") {
   TransformerConfig c = small("decoder");
-  c.positional = "rope";
+  c.positional = Positional::rope;
   check_padding_invariance(c, {{{4, 5, 6}, {7, 8}}, {{5}, {6}}, {{7, 8, 9, 10}, {4, 5, 6}}});
 }
 
 TEST_CASE("padding a batch changes no encoder-decoder logit at real positions beyond 1e-5", "[models][padding]") {
   TransformerConfig c = small("seq2seq");
-  c.norm = "post";
+  c.norm = Norm::post;
   check_padding_invariance(c, {{{4, 5, 6, 7, 8}, {7, 8}}, {{5}, {6, 7, 8, 9}}, {{7, 8, 9}, {4}}});
 }
 
 // ---- format_batch -------------------------------------------------------------------------
 
 TEST_CASE("format_batch lays out the encoder batch: aligned targets, padding ignored", "[models][batch]") {
-  const FormattedBatch b = format_batch("encoder", {{{4, 5, 6}, {6, 5, 4}}, {{7}, {7}}, {{8, 9}, {9}}});
+  const FormattedBatch b = format_batch(BatchFormat::encoder, {{{4, 5, 6}, {6, 5, 4}}, {{7}, {7}}, {{8, 9}, {9}}});
   CHECK(b.input.src.shape == Shape{3, 3});
   CHECK(b.input.src.data == std::vector<int32_t>{4, 5, 6, 7, 0, 0, 8, 9, 0});
   CHECK(pad_values(b.input.src_pad) == std::vector<Real>{0, 0, 0, 0, 1, 1, 0, 0, 1});
@@ -239,7 +239,7 @@ TEST_CASE("format_batch lays out the encoder batch: aligned targets, padding ign
 
 TEST_CASE("format_batch lays out the decoder batch: [bos] src [sep] tgt, loss on tgt and eos only",
           "[models][batch]") {
-  const FormattedBatch b = format_batch("decoder", {{{4, 5}, {6}}, {{7}, {8, 9}}});
+  const FormattedBatch b = format_batch(BatchFormat::decoder, {{{4, 5}, {6}}, {{7}, {8, 9}}});
   // tokens: [1 4 5 3 6 2] and [1 7 3 8 9 2]; inputs drop the last, targets the first.
   CHECK(b.input.tgt_in.shape == Shape{2, 5});
   CHECK(b.input.tgt_in.data == std::vector<int32_t>{1, 4, 5, 3, 6, 1, 7, 3, 8, 9});
@@ -247,7 +247,7 @@ TEST_CASE("format_batch lays out the decoder batch: [bos] src [sep] tgt, loss on
   CHECK(b.targets.data == std::vector<int32_t>{-100, -100, -100, 6, 2, -100, -100, 8, 9, 2});
   CHECK(b.input.src.numel() == 0);
 
-  const FormattedBatch p = format_batch("decoder", {{{4, 5, 6}, {7}}, {{8}, {9}}});
+  const FormattedBatch p = format_batch(BatchFormat::decoder, {{{4, 5, 6}, {7}}, {{8}, {9}}});
   // [1 4 5 6 3 7 2] -> 6 inputs; [1 8 3 9 2] -> 4 inputs + 2 pads.
   CHECK(p.input.tgt_in.shape == Shape{2, 6});
   CHECK(p.input.tgt_in.data == std::vector<int32_t>{1, 4, 5, 6, 3, 7, 1, 8, 3, 9, 0, 0});
@@ -256,7 +256,7 @@ TEST_CASE("format_batch lays out the decoder batch: [bos] src [sep] tgt, loss on
 }
 
 TEST_CASE("format_batch lays out the seq2seq batch: src, [bos] tgt, tgt [eos]", "[models][batch]") {
-  const FormattedBatch b = format_batch("seq2seq", {{{4, 5, 6}, {7}}, {{8}, {9, 10}}});
+  const FormattedBatch b = format_batch(BatchFormat::seq2seq, {{{4, 5, 6}, {7}}, {{8}, {9, 10}}});
   CHECK(b.input.src.shape == Shape{2, 3});
   CHECK(b.input.src.data == std::vector<int32_t>{4, 5, 6, 8, 0, 0});
   CHECK(pad_values(b.input.src_pad) == std::vector<Real>{0, 0, 0, 0, 1, 1});
@@ -267,11 +267,11 @@ TEST_CASE("format_batch lays out the seq2seq batch: src, [bos] tgt, tgt [eos]", 
 }
 
 TEST_CASE("format_batch rejects bad batches with a message naming the problem", "[models][batch]") {
-  CHECK_THROWS_WITH(format_batch("encoder", {{{4, 5}, {4, 5, 6}}}), Catch::Contains("length 3") &&
+  CHECK_THROWS_WITH(format_batch(BatchFormat::encoder, {{{4, 5}, {4, 5, 6}}}), Catch::Contains("length 3") &&
                                                                         Catch::Contains("length 2"));
-  CHECK_THROWS_AS(format_batch("encoder", {}), ValueError);
-  CHECK_THROWS_WITH(format_batch("tagger", {{{4}, {4}}}), Catch::Contains("'tagger'"));
-  CHECK_THROWS_WITH(format_batch("seq2seq", {{{4, -1}, {4}}}), Catch::Contains("-1"));
+  CHECK_THROWS_AS(format_batch(BatchFormat::encoder, {}), ValueError);
+  CHECK_FALSE(choice_named<BatchFormat>("tagger"));  // a layout is one of four, named at the boundary
+  CHECK_THROWS_WITH(format_batch(BatchFormat::seq2seq, {{{4, -1}, {4}}}), Catch::Contains("-1"));
 }
 
 // ---- forward errors ----------------------------------------------------------------------
@@ -415,15 +415,12 @@ TEST_CASE("config validation names the bad field and value", "[models][config]")
     std::vector<std::string> named;
   };
   const std::vector<BadField> cases = {
-      {[](TransformerConfig& t) { t.positional = "absolute"; }, {"positional", "'absolute'"}},
-      {[](TransformerConfig& t) { t.arch = "gpt"; }, {"arch", "'gpt'"}},
-      {[](TransformerConfig& t) { t.norm = "middle"; }, {"norm", "'middle'"}},
       {[](TransformerConfig& t) { t.attn_scale = "cubic"; }, {"attn_scale", "'cubic'"}},
       {[](TransformerConfig& t) { t.dropout = 1.0; }, {"dropout", "1"}},
       {[](TransformerConfig& t) { t.vocab_size = 0; }, {"vocab_size", "0"}},
       {[](TransformerConfig& t) { t.max_len = 0; }, {"max_len"}},
       {[](TransformerConfig& t) {
-         t.positional = "rope";
+         t.positional = Positional::rope;
          t.d_k = 5;
          t.d_v = 16;
        }, {"rope", "d_k = 5"}},
@@ -443,7 +440,7 @@ TEST_CASE("config validation names the bad field and value", "[models][config]")
 
 TEST_CASE("config JSON round-trips, keeps defaults for missing keys and rejects unknown ones", "[models][config]") {
   TransformerConfig c = small("seq2seq");
-  c.positional = "rope";
+  c.positional = Positional::rope;
   c.attn_scale = "0.25";
   c.tie_embeddings = true;
   c.dropout = 0.1;
@@ -451,7 +448,7 @@ TEST_CASE("config JSON round-trips, keeps defaults for missing keys and rejects 
   CHECK(back.to_json() == c.to_json());
 
   const TransformerConfig partial = TransformerConfig::from_json({{"arch", "decoder"}, {"d_model", 32}});
-  CHECK(partial.arch == "decoder");
+  CHECK(partial.arch == Arch::decoder);
   CHECK(partial.d_model == 32);
   CHECK(partial.n_layers == TransformerConfig().n_layers);
 
@@ -461,4 +458,11 @@ TEST_CASE("config JSON round-trips, keeps defaults for missing keys and rejects 
   CHECK_THROWS_WITH(TransformerConfig::from_json({{"d_modle", 32}}), Catch::Contains("d_modle"));
   CHECK_THROWS_WITH(TransformerConfig::from_json({{"d_model", "wide"}}), Catch::Contains("d_model"));
   CHECK_THROWS_WITH(TransformerConfig::from_json({{"n_heads", 5}}), Catch::Contains("n_heads (5)"));
+  // A choice's text is parsed where it is read: the message names the field, the value and the choices.
+  CHECK_THROWS_WITH(TransformerConfig::from_json({{"positional", "absolute"}}),
+                    "positional must be one of 'learned', 'none', 'rope', 'sinusoidal', got 'absolute'");
+  CHECK_THROWS_WITH(TransformerConfig::from_json({{"arch", "gpt"}}),
+                    "arch must be one of 'decoder', 'encoder', 'seq2seq', got 'gpt'");
+  CHECK_THROWS_WITH(TransformerConfig::from_json({{"norm", "middle"}}), "norm must be one of 'post', 'pre', got 'middle'");
+  CHECK_THROWS_WITH(TransformerConfig::from_json({{"norm", 1}}), "config field 'norm' must be a string, got 1");
 }

@@ -105,7 +105,7 @@ void run_parity(const std::string& name) {
   TokenPairs pairs;
   for (const auto& p : fx.at("pairs"))
     pairs.emplace_back(p.at(0).get<std::vector<int32_t>>(), p.at(1).get<std::vector<int32_t>>());
-  const FormattedBatch batch = format_batch(config.arch, pairs);
+  const FormattedBatch batch = format_batch(batch_format(config.arch, false), pairs);
   const json& inputs = fx.at("inputs");
   ModelInput input;
   if (inputs.contains("src")) {

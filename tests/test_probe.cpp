@@ -59,7 +59,7 @@ TransformerConfig tiny_config(const std::string& arch) { return testing::model_c
 FormattedBatch tiny_batch(const std::string& arch) {
   std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> pairs = {
       {{4, 5, 6, 7, 8}, {8, 7, 6, 5, 4}}, {{9, 4, 4, 5, 6}, {6, 5, 4, 4, 9}}, {{5, 5, 7}, {7, 5, 5}}};
-  return format_batch(arch, pairs);
+  return format_batch(parse_choice<BatchFormat>("arch", arch), pairs);
 }
 
 struct TempDir {

@@ -24,7 +24,7 @@ using Sources = std::vector<std::vector<int32_t>>;
 
 TransformerConfig small(const std::string& arch, const std::string& positional, int64_t random_positions) {
   TransformerConfig c = testing::model_config(arch, 12, 40, 16, 2, 2, 32);
-  c.positional = positional;
+  c.positional = parse_choice<Positional>("positional", positional);
   c.random_positions = random_positions;
   if (random_positions > 0) c.max_len = random_positions;
   return c;
@@ -127,7 +127,7 @@ TEST_CASE("random positions off: forward with explicit positions 0..T-1 equals t
     for (const std::string positional : {"sinusoidal", "learned"}) {
       INFO(arch << " " << positional);
       auto model = make_model(small(arch, positional, 0), 5);
-      FormattedBatch batch = format_batch(arch, pairs());
+      FormattedBatch batch = format_batch(parse_choice<BatchFormat>("arch", arch), pairs());
       const std::string rng_before = model->dropout_rng().state();
       Var plain = model->forward(batch.input);
       CHECK(model->dropout_rng().state() == rng_before);  // off draws nothing
@@ -149,7 +149,7 @@ TEST_CASE("random positions on: training draws them from the dropout stream, eva
       INFO(arch << " " << positional);
       auto on = make_model(small(arch, positional, 40), 5);
       auto twin = make_model(small(arch, positional, 40), 5);
-      FormattedBatch batch = format_batch(arch, pairs());
+      FormattedBatch batch = format_batch(parse_choice<BatchFormat>("arch", arch), pairs());
       Var first = on->forward(batch.input), again = on->forward(batch.input);
       CHECK_FALSE(equal_values(first, again));              // each training forward draws anew
       CHECK(equal_values(twin->forward(batch.input), first));  // reproducible from the seed

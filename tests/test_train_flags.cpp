@@ -116,8 +116,8 @@ struct ReplicaOptions {
   uint64_t seed = kSeed;
   int64_t heldout = kHeldout;
   double dropout = 0, attn_dropout = 0;
-  std::string init = TransformerConfig().init;  // the CLI's default scheme
-  std::string positional = TransformerConfig().positional;
+  InitScheme init = TransformerConfig().init;  // the CLI's default scheme
+  Positional positional = TransformerConfig().positional;
 };
 
 Replica make_replica(const ReplicaOptions& o = {}) {
@@ -131,7 +131,7 @@ Replica make_replica(const ReplicaOptions& o = {}) {
   r.heldout = make_heldout(*r.task, o.heldout, derive_seed(o.seed, kHeldoutStream));
   r.stream = std::make_unique<TrainStream>(*r.task, r.heldout, derive_seed(o.seed, kTrainStream));
   TransformerConfig m;
-  m.arch = "encoder";
+  m.arch = Arch::encoder;
   m.d_model = 16;
   m.n_heads = 2;
   m.n_layers = 1;
@@ -170,7 +170,7 @@ struct StepGrad {
 StepGrad next_gradient(Replica& r, double label_smoothing = 0) {
   const int saved_threads = omp_get_max_threads();
   omp_set_num_threads(1);  // as the runs (--threads 1): the same sums in the same order
-  FormattedBatch batch = format_batch("encoder", to_pairs(r.stream->next_batch(kBatch)));
+  FormattedBatch batch = format_batch(BatchFormat::encoder, to_pairs(r.stream->next_batch(kBatch)));
   r.model->zero_grad();
   Var logits = r.model->forward(batch.input);
   CrossEntropyOptions ce;
@@ -324,9 +324,9 @@ TEST_CASE("train init gpt2 and torch start from their draws of the seed, auto pi
     // An update of lr 1e-30 leaves every weight its initial value (to 1e-28): the checkpoint of step 1 is the init.
     const std::string run = train(dir, c.name, c.flags + " --optimizer sgd --lr 1e-30 --steps 1");
     ReplicaOptions want, other;
-    want.init = c.scheme;
-    other.init = c.scheme == "gpt2" ? "torch" : "gpt2";
-    want.positional = other.positional = c.positional;
+    want.init = parse_choice<InitScheme>("init", c.scheme);
+    other.init = c.scheme == "gpt2" ? InitScheme::torch : InitScheme::gpt2;
+    want.positional = other.positional = parse_choice<Positional>("positional", c.positional);
     const Params w0 = values(*make_replica(want).model), other_w0 = values(*make_replica(other).model);
     const Params w1 = weights_at(run, 1);
     REQUIRE(w1.size() == w0.size());
@@ -345,7 +345,7 @@ TEST_CASE("train init gpt2 and torch start from their draws of the seed, auto pi
     const std::string config((std::istreambuf_iterator<char>(ini)), std::istreambuf_iterator<char>());
     REQUIRE(config.find("init = " + c.scheme + "\n") != std::string::npos);
     const Metadata meta = load_safetensors(model_path(stem(run, 1))).metadata;
-    REQUIRE(TransformerConfig::from_json(nlohmann::json::parse(meta.at("model_config"))).init == c.scheme);
+    REQUIRE(TransformerConfig::from_json(nlohmann::json::parse(meta.at("model_config"))).init == want.init);
   }
   const auto bad = run_attnlab("train" + kTiny + " --init xavier --run " + (dir / "bad"));
   REQUIRE(bad.code != 0);
@@ -385,7 +385,7 @@ TEST_CASE("train label-smoothing makes the step-1 loss the smoothed cross-entrop
   const std::string run =
       train(dir, "run", "--init torch --optimizer sgd --lr 0.1 --weight-decay 0 --label-smoothing 0.2 --steps 1");
   ReplicaOptions torch_init;
-  torch_init.init = "torch";
+  torch_init.init = InitScheme::torch;
   Replica r = make_replica(torch_init);
   const Params w0 = values(*r.model);
   const StepGrad g1 = next_gradient(r, 0.2);
@@ -402,7 +402,7 @@ TEST_CASE("train dropout and attn-dropout reach the model: the step-1 loss and u
   // torch init: gpt2's small weights make near-uniform attention and tiny sublayer outputs, which
   // dropout changes too little for the loss to tell it was applied.
   ReplicaOptions torch_init;
-  torch_init.init = "torch";
+  torch_init.init = InitScheme::torch;
   Replica plain = make_replica(torch_init);
   const double plain_loss = next_gradient(plain).loss;
   for (const std::string which : {"dropout", "attn-dropout"}) {

@@ -269,7 +269,7 @@ TEST_CASE("a task of the caller's own sets the vocabulary and positions and is t
   s.model.n_heads = 2;
   s.model.n_layers = 1;
   s.model.d_ff = 32;
-  s.model.arch = "decoder";
+  s.model.arch = Arch::decoder;
   s.heldout = 2;
   s.steps = 3;
   s.batch_size = 4;

@@ -51,12 +51,14 @@ nlohmann::json vocabulary_json(const Task& task) {
 
 const char* attnlab_version() { return ATTNLAB_VERSION; }
 
-std::string sequence_layout(const std::string& batch_format) {
-  if (batch_format == "encoder") return "input -> answer: one prediction per input position, [pad] past the answer's end";
-  if (batch_format == "decoder") return "[bos] input [sep] answer [eos]: the answer decoded greedily after [sep]";
-  if (batch_format == "seq2seq") return "encoder: input; decoder: [bos] answer [eos], decoded greedily after [bos]";
-  if (batch_format == "lm") return "text: each position predicts the next token (no special tokens)";
-  throw ValueError("no sequence layout for batch format '" + batch_format + "'");
+std::string sequence_layout(BatchFormat format) {
+  switch (format) {
+    case BatchFormat::encoder: return "input -> answer: one prediction per input position, [pad] past the answer's end";
+    case BatchFormat::decoder: return "[bos] input [sep] answer [eos]: the answer decoded greedily after [sep]";
+    case BatchFormat::seq2seq: return "encoder: input; decoder: [bos] answer [eos], decoded greedily after [bos]";
+    case BatchFormat::lm: return "text: each position predicts the next token (no special tokens)";
+  }
+  return "";
 }
 
 Metadata checkpoint_description(const TrainSettings& s, const Task& task) {
@@ -64,7 +66,7 @@ Metadata checkpoint_description(const TrainSettings& s, const Task& task) {
   meta["task"] = task_json(s.task).dump();
   meta["vocabulary"] = vocabulary_json(task).dump();
   meta["special_tokens"] = nlohmann::json{{"<pad>", kPad}, {"<bos>", kBos}, {"<eos>", kEos}, {"<sep>", kSep}}.dump();
-  meta["sequence_layout"] = sequence_layout(task.language_model() ? "lm" : s.model.arch);
+  meta["sequence_layout"] = sequence_layout(batch_format(s.model.arch, task.language_model()));
   meta["attnlab_version"] = attnlab_version();
   return meta;
 }

@@ -42,8 +42,8 @@ struct CheckpointFailure : RunWriteFailure {
 //   sequence_layout  what the model reads and predicts, per model kind (sequence_layout())
 //   attnlab_version  the version that wrote it (CMake's PROJECT_VERSION)
 Metadata checkpoint_description(const TrainSettings& s, const Task& task);
-// "encoder" | "decoder" | "seq2seq", or "lm" (a decoder trained on text).
-std::string sequence_layout(const std::string& batch_format);
+// What a model of this batch layout reads and predicts, in words.
+std::string sequence_layout(BatchFormat format);
 // The version this library was built as.
 const char* attnlab_version();
 

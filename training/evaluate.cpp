@@ -42,7 +42,7 @@ Accuracy teacher_forced_accuracy(const Tensor& logits, const IntTensor& targets)
 
 BatchFigures greedy_batch(SequenceModel& model, const std::vector<Example>& examples, size_t begin, size_t end,
                           std::vector<std::vector<int32_t>>* predictions) {
-  const bool tagger = model.config().arch == "encoder";
+  const bool tagger = model.config().arch == Arch::encoder;
   std::vector<std::vector<int32_t>> sources;
   std::vector<int64_t> budgets;  // each planned on its own answer, whatever else is in the batch
   for (size_t i = begin; i < end; ++i) {
@@ -92,7 +92,7 @@ Accuracy greedy_totals(const std::vector<BatchFigures>& batches, int64_t sequenc
 BatchFigures lm_batch(SequenceModel& model, const std::vector<Example>& windows, size_t begin, size_t end) {
   TokenPairs pairs;
   for (size_t i = begin; i < end; ++i) pairs.emplace_back(windows[i].input, windows[i].output);
-  FormattedBatch batch = format_batch("lm", pairs);
+  FormattedBatch batch = format_batch(BatchFormat::lm, pairs);
   Var logits = model.forward(batch.input);
   int64_t n = 0;
   for (int32_t y : batch.targets.data) n += y != kIgnoreTarget;
@@ -142,21 +142,21 @@ int64_t decoding_budget(const Task& task, const std::vector<int32_t>& input) {
 }
 
 bool answer_spent_budget(const TransformerConfig& config, const std::vector<int32_t>& output, int64_t budget) {
-  return config.arch != "encoder" && static_cast<int64_t>(output.size()) >= budget;
+  return config.arch != Arch::encoder && static_cast<int64_t>(output.size()) >= budget;
 }
 
 bool answer_filled_table(const TransformerConfig& config, const std::vector<int32_t>& input,
                          const std::vector<int32_t>& output) {
   const auto in = static_cast<int64_t>(input.size()), out = static_cast<int64_t>(output.size());
-  if (config.arch == "decoder") return in + out >= config.max_len - 1;  // [bos] input [sep] answer passed P
-  if (config.arch == "seq2seq") return out >= config.max_len;
+  if (config.arch == Arch::decoder) return in + out >= config.max_len - 1;  // [bos] input [sep] answer passed P
+  if (config.arch == Arch::seq2seq) return out >= config.max_len;
   return false;  // the tagger: one token per input position
 }
 
 std::vector<int32_t> teacher_forced_target(const TransformerConfig& config, const std::vector<int32_t>& input,
                                            const std::vector<int32_t>& output, int64_t budget) {
   std::vector<int32_t> target = output;
-  if (config.arch == "encoder") target.resize(input.size(), input.empty() ? 0 : input[0]);  // one per input position
+  if (config.arch == Arch::encoder) target.resize(input.size(), input.empty() ? 0 : input[0]);  // one per input position
   else if ((answer_filled_table(config, input, output) || answer_spent_budget(config, output, budget)) &&
            !target.empty())
     target.pop_back();
@@ -165,9 +165,9 @@ std::vector<int32_t> teacher_forced_target(const TransformerConfig& config, cons
 
 FormattedBatch teacher_forced_batch(const TransformerConfig& config, const std::vector<int32_t>& input,
                                     const std::vector<int32_t>& output, int64_t budget) {
-  FormattedBatch batch = format_batch(config.arch, {{input, teacher_forced_target(config, input, output, budget)}});
-  if (config.arch == "encoder") return batch;  // its positions are the forward's own
-  const int64_t prompt = config.arch == "decoder" ? static_cast<int64_t>(input.size()) + 2 : 1;  // [bos] input [sep] | [bos]
+  FormattedBatch batch = format_batch(batch_format(config.arch, false), {{input, teacher_forced_target(config, input, output, budget)}});
+  if (config.arch == Arch::encoder) return batch;  // its positions are the forward's own
+  const int64_t prompt = config.arch == Arch::decoder ? static_cast<int64_t>(input.size()) + 2 : 1;  // [bos] input [sep] | [bos]
   const std::vector<std::vector<int32_t>> table = {decoding_positions(config, prompt, budget - 1)};
   batch.input.tgt_pos = prefix_position_ids(table, {0}, batch.input.tgt_in.shape[1]);
   return batch;

@@ -9,6 +9,8 @@
 #include "framework/error.h"
 #include "framework/nn/multi_head_attention.h"
 #include "models/init.h"
+#include "models/model_options.h"
+#include "training/settings_options.h"
 
 namespace attnlab {
 
@@ -17,7 +19,7 @@ TrainSettings default_settings() {
   s.task.name = "reverse";
   s.task.vocab = 10;
   s.task.min_len = s.task.max_len = 8;
-  s.model.arch = "encoder";
+  s.model.arch = Arch::encoder;
   s.model.d_model = 64;
   s.model.n_heads = 4;
   s.model.n_layers = 2;
@@ -26,11 +28,11 @@ TrainSettings default_settings() {
   return s;
 }
 
-int64_t needed_positions(const Task& task, const std::string& arch) {
+int64_t needed_positions(const Task& task, Arch arch) {
   if (task.language_model()) return task.max_input_len();  // a window, no specials
   int64_t in = task.max_input_len(), out = task.max_output_len();
-  if (arch == "decoder") return in + out + 2;  // [bos] src [sep] tgt (eos is only a target)
-  if (arch == "seq2seq") return std::max(in, out + 1);
+  if (arch == Arch::decoder) return in + out + 2;  // [bos] src [sep] tgt (eos is only a target)
+  if (arch == Arch::seq2seq) return std::max(in, out + 1);
   return in;
 }
 
@@ -55,8 +57,8 @@ void check_random_positions(TrainSettings& s, int64_t needed) {
                                                     "--positions is " + str(s.positions) + ": give the same P or leave --positions out");
   require(p >= needed, "--random-positions " + str(p) + " is smaller than the longest training sequence (" +
                            str(needed) + " positions)");
-  require(s.model.positional == "sinusoidal" || s.model.positional == "learned",
-          "--random-positions applies to --positional sinusoidal or learned, not " + s.model.positional);
+  require(s.model.positional == Positional::sinusoidal || s.model.positional == Positional::learned,
+          "--random-positions applies to --positional sinusoidal or learned, not " + name_of(s.model.positional));
   s.model.max_len = p;
 }
 // The two bounds most flags have, each with one message.
@@ -73,33 +75,34 @@ void require_one_of(const char* flag, const std::string& value, const std::set<s
   throw ValueError(std::string(flag) + " must be one of " + list + ", got '" + value + "'");
 }
 
+// The least values of the table (training/settings_options.h): of the task's
+// options (`task`), or of all the others.
+void check_least_values(TrainSettings& s, bool task) {
+  for (const TrainOption& o : train_options()) {
+    if (!o.at_least || (std::string(o.group) == "Task") != task) continue;
+    const std::string flag = "--" + std::string(o.flag);
+    require_at_least(flag.c_str(), *std::get<int64_t*>(o.field(s)), *o.at_least);
+  }
+}
+
 // The configs' own validate() stays the backstop; these checks run first so
 // that a message names the flag as the user wrote it.
 void check_model_flags(const TransformerConfig& m) {
-  require_at_least("--d-model", m.d_model, 1);
-  require_at_least("--heads", m.n_heads, 1);
-  require_at_least("--layers", m.n_layers, 1);
-  require_at_least("--d-ff", m.d_ff, 1);
-  require(m.d_k >= 0, "--d-k must be >= 1 (or 0 for --d-model / --heads), got " + str(m.d_k));
-  require(m.d_v >= 0, "--d-v must be >= 1 (or 0 for --d-model / --heads), got " + str(m.d_v));
+  check_bounds(m, Naming::flag, false);  // --d-model, --heads, --layers, --d-ff, --d-k, --d-v
   if ((m.d_k == 0 || m.d_v == 0) && m.d_model % m.n_heads != 0)
     throw ValueError("--heads " + str(m.n_heads) + " does not divide --d-model " + str(m.d_model) +
                      "; choose a divisor, or set --d-k and --d-v");
   if (m.parameter_free_attention && (m.d_k != 0 || m.d_v != 0))
     throw ValueError("--d-k and --d-v do not apply to --parameter-free-attention (one head over the whole width)");
-  require_one_of("--positional", m.positional, {"sinusoidal", "learned", "rope", "none"});
-  require_one_of("--norm", m.norm, {"pre", "post"});
   require_one_of("--activation", m.activation, {"relu", "gelu"});
-  require_one_of("--init", m.init, {"auto", "torch", "gpt2"});
   try {
     parse_attention_scale(m.attn_scale);
   } catch (const ValueError&) {
     throw ValueError("--attn-scale must be sqrt, none, linear or a positive number, got '" + m.attn_scale + "'");
   }
-  require_fraction("--dropout", m.dropout);
-  require_fraction("--attn-dropout", m.attn_dropout);
+  check_bounds(m, Naming::flag, true);  // --dropout, --attn-dropout
   const int64_t rotated = m.parameter_free_attention ? m.d_model : m.head_dim_k();
-  if (m.positional == "rope" && rotated % 2 != 0)
+  if (m.positional == Positional::rope && rotated % 2 != 0)
     throw ValueError("--positional rope rotates pairs of channels and needs an even query/key width per head "
                      "(--d-k, or --d-model / --heads), got " + str(rotated));
 }
@@ -128,7 +131,6 @@ void check_optimization_flags(const TrainSettings& s) {
 
   const ScheduleConfig& c = s.schedule;
   require_one_of("--schedule", c.name, {"constant", "linear", "cosine", "noam"});
-  require_at_least("--warmup", c.warmup, 0);
   // A warmup that outlasts the run never reaches --lr (noam: its peak).
   require(c.warmup < s.steps || c.warmup == 0, "--warmup " + str(c.warmup) + " must be below --steps " + str(s.steps) +
                                                    " for --schedule " + c.name);
@@ -157,11 +159,9 @@ void check_pairs_heldout(const TrainSettings& s, const Task& task) {
 
 void finalize(TrainSettings& s) {
   // The common mistakes in the user's words first; TaskConfig::validate has the full rules.
-  require_at_least("--vocab", s.task.vocab, 2);
-  require_at_least("--min-len", s.task.min_len, 1);
+  check_least_values(s, true);  // --vocab, --min-len, --digits
   require(s.task.min_len <= s.task.max_len,
           "--min-len " + str(s.task.min_len) + " is greater than --max-len " + str(s.task.max_len));
-  require_at_least("--digits", s.task.digits, 1);
   s.task.validate();
   finalize(s, *make_task(s.task));
 }
@@ -169,11 +169,9 @@ void finalize(TrainSettings& s) {
 void finalize(TrainSettings& s, const Task& task_ref) {
   const Task* task = &task_ref;
   s.model.vocab_size = task->vocab_size();
-  require(s.model.arch == "encoder" || s.model.arch == "decoder" || s.model.arch == "seq2seq",
-          "--model must be encoder, decoder or seq2seq, got '" + s.model.arch + "'");
-  if (task->language_model() && s.model.arch != "decoder")
-    throw ValueError("task '" + s.task.name + "' is a language model: use --model decoder, not " + s.model.arch);
-  if (s.model.arch == "encoder" && !task->outputs_fit_inputs())
+  if (task->language_model() && s.model.arch != Arch::decoder)
+    throw ValueError("task '" + s.task.name + "' is a language model: use --model decoder, not " + name_of(s.model.arch));
+  if (s.model.arch == Arch::encoder && !task->outputs_fit_inputs())
     throw ValueError("the encoder tagger gives one output per input position, but task '" + s.task.name + "' has " +
                      (task->min_input_len() == task->max_input_len()
                           ? "outputs of up to " + str(task->max_output_len()) + " tokens for inputs of " +
@@ -182,7 +180,7 @@ void finalize(TrainSettings& s, const Task& task_ref) {
                                 " tokens, inputs of " + str(task->min_input_len()) + " to " + str(task->max_input_len()) + ")") +
                      "; use --model decoder or --model seq2seq");
   int64_t needed = needed_positions(*task, s.model.arch);
-  require_at_least("--positions", s.positions, 0);
+  check_least_values(s, false);  // --positions, --steps, --batch-size, ... (training/settings_options.h)
   s.model.max_len = s.positions > 0 ? s.positions : std::max<int64_t>(64, 2 * needed);
   check_random_positions(s, needed);
   const std::string source = task->longest_source();
@@ -195,21 +193,13 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   check_model_flags(s.model);
   s.model.init = resolved_init(s.model);  // config.ini and the checkpoints name the scheme, not "auto"
   s.model.validate();
-  require_at_least("--steps", s.steps, 1);
-  require_at_least("--batch-size", s.batch_size, 1);
-  require_at_least("--grad-accum", s.grad_accum, 1);
   require(s.batch_size % s.grad_accum == 0, "--batch-size " + str(s.batch_size) + " is not divisible by --grad-accum " +
                                                 str(s.grad_accum) + " (micro-batches of equal size)");
   require(s.grad_accum == 1 || s.probe_every == 0,
           "--probe-every records one micro-batch per step: not with --grad-accum " + str(s.grad_accum));
-  require_at_least("--eval-every", s.eval_every, 1);
-  require_at_least("--heldout", s.heldout, 1);
-  require_at_least("--log-every", s.log_every, 1);
-  require_at_least("--keep", s.keep, 1);
   require(s.threads >= 1 && s.threads <= 1024, "--threads must be in [1, 1024], got " + str(s.threads));
   require(std::isfinite(s.clip) && s.clip >= 0, "--clip must be >= 0, got " + str(s.clip));
   require(std::isfinite(s.target) && s.target >= 0 && s.target <= 1, "--target must be in [0, 1], got " + str(s.target));
-  require_at_least("--target-patience", s.target_patience, 1);
   require_fraction("--label-smoothing", s.label_smoothing);
   require(s.on_nan == "stop" || s.on_nan == "skip", "--on-nan must be stop or skip, got '" + s.on_nan + "'");
   require(s.probe_every >= 0, "--probe-every must be >= 0 (0 = off), got " + str(s.probe_every));

@@ -100,7 +100,7 @@ void micro_batch_gradients(TrainState& state, const std::vector<Example>& exampl
     backward(f.loss, static_cast<Real>(weight));
     append_gradients(state.parameters(), local);
     const Accuracy acc = teacher_forced_accuracy(f.logits.value(), batch.targets);
-    const double trained = static_cast<double>(batch.targets.numel() + batch.input.src.numel() * (s.model.arch == "seq2seq"));
+    const double trained = static_cast<double>(batch.targets.numel() + batch.input.src.numel() * (s.model.arch == Arch::seq2seq));
     stats.insert(stats.end(), {weight * static_cast<double>(f.loss.item()), acc.token * static_cast<double>(n),
                                static_cast<double>(n), acc.exact * static_cast<double>(B), trained});
   }
@@ -166,7 +166,7 @@ StepResult train_step(TrainState& state, const StepHooks& hooks, TrainingProbe* 
   if (probe) probe->after_step(r.step);
   if (!split) {
     r.accuracy = teacher_forced_accuracy(logits.value(), batch.targets);
-    r.tokens = batch.targets.numel() + batch.input.src.numel() * (s.model.arch == "seq2seq");
+    r.tokens = batch.targets.numel() + batch.input.src.numel() * (s.model.arch == Arch::seq2seq);
   }
   return r;
 }

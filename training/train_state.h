@@ -8,6 +8,7 @@
 
 #include "datasets/splits.h"
 #include "framework/optim/optimizer.h"
+#include "models/batch.h"
 #include "models/sequence_model.h"
 #include "training/distributed/communicator.h"
 #include "training/settings.h"
@@ -39,7 +40,7 @@ class TrainState {
   // The examples evaluation scores: the task's own held-out set, or the one drawn.
   const std::vector<Example>& heldout() const;
   // How batches are laid out for the model: "lm" for a language model, else the architecture.
-  const std::string& batch_format() const { return batch_format_; }
+  BatchFormat batch_format() const { return batch_format_; }
   // The processes this run is spread over (default: this one alone). Must outlive the state.
   const Communicator& communicator() const { return *communicator_; }
   void set_communicator(const Communicator& c) { communicator_ = &c; }
@@ -67,7 +68,7 @@ class TrainState {
   std::unique_ptr<SequenceModel> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<Var> parameters_;
-  std::string batch_format_;
+  BatchFormat batch_format_ = BatchFormat::encoder;
   const Communicator* communicator_ = &single_process();
 };
 

@@ -13,7 +13,7 @@ namespace {
 // Names of the residual-stream points the models append (see SequenceModel::observe_residual_stream).
 std::vector<std::string> residual_stream_labels(const TransformerConfig& c) {
   std::vector<std::string> out;
-  for (const std::string& stack : c.arch == "seq2seq" ? std::vector<std::string>{"enc.", "dec."} : std::vector<std::string>{""}) {
+  for (const std::string& stack : c.arch == Arch::seq2seq ? std::vector<std::string>{"enc.", "dec."} : std::vector<std::string>{""}) {
     out.push_back(stack + "emb");
     for (int64_t i = 0; i < c.n_layers; ++i) out.push_back(stack + "block" + std::to_string(i));
   }

@@ -18,15 +18,15 @@ namespace {
 TransformerConfig tiny(const std::string& arch) { return testing::model_config(arch, 7, 8, 8, 2, 2, 16); }
 
 // Unequal lengths, so every batch has padding (src and/or target side).
-TokenPairs tiny_pairs(const std::string& arch) {
-  if (arch == "encoder") return {{{4, 5, 6, 4, 5}, {5, 4, 6, 5, 4}}, {{6, 4, 5}, {4, 5}}};
-  if (arch == "decoder") return {{{4, 5}, {5, 4}}, {{6}, {4}}};  // T = 5 and 3
+TokenPairs tiny_pairs(Arch arch) {
+  if (arch == Arch::encoder) return {{{4, 5, 6, 4, 5}, {5, 4, 6, 5, 4}}, {{6, 4, 5}, {4, 5}}};
+  if (arch == Arch::decoder) return {{{4, 5}, {5, 4}}, {{6}, {4}}};  // T = 5 and 3
   return {{{4, 5, 6, 4}, {6, 5, 4}}, {{5, 6}, {4}}};
 }
 
 void check_model(const TransformerConfig& config, Real label_smoothing = 0) {
   auto model = make_model(config, /*seed=*/11);
-  const FormattedBatch batch = format_batch(config.arch, tiny_pairs(config.arch));
+  const FormattedBatch batch = format_batch(batch_format(config.arch, false), tiny_pairs(config.arch));
   CrossEntropyOptions ce;
   ce.label_smoothing = label_smoothing;
   // The parameters are the gradcheck inputs; the model reads the same Vars, so
@@ -44,8 +44,8 @@ TEST_CASE("encoder tagger gradients: pre-LN, sinusoidal, sqrt scale, padding", "
 
 TEST_CASE("encoder tagger gradients: post-LN, learned positions, linear scale, gelu, tied", "[gradcheck][models]") {
   TransformerConfig c = tiny("encoder");
-  c.norm = "post";
-  c.positional = "learned";
+  c.norm = Norm::post;
+  c.positional = Positional::learned;
   c.attn_scale = "linear";
   c.activation = "gelu";
   c.tie_embeddings = true;
@@ -55,20 +55,20 @@ TEST_CASE("encoder tagger gradients: post-LN, learned positions, linear scale, g
 TEST_CASE("encoder tagger gradients: parameter-free attention, no positions", "[gradcheck][models]") {
   TransformerConfig c = tiny("encoder");
   c.parameter_free_attention = true;
-  c.positional = "none";
+  c.positional = Positional::none;
   check_model(c);
 }
 
 TEST_CASE("decoder LM gradients: pre-LN, rope, scale none, causal + padding", "[gradcheck][models]") {
   TransformerConfig c = tiny("decoder");
-  c.positional = "rope";
+  c.positional = Positional::rope;
   c.attn_scale = "none";
   check_model(c);
 }
 
 TEST_CASE("decoder LM gradients: post-LN, sinusoidal, numeric scale, tied, label smoothing", "[gradcheck][models]") {
   TransformerConfig c = tiny("decoder");
-  c.norm = "post";
+  c.norm = Norm::post;
   c.attn_scale = "0.7";
   c.tie_embeddings = true;
   check_model(c, 0.1);
@@ -76,7 +76,7 @@ TEST_CASE("decoder LM gradients: post-LN, sinusoidal, numeric scale, tied, label
 
 TEST_CASE("encoder-decoder gradients: pre-LN, learned positions, tied, d_k != d_v", "[gradcheck][models]") {
   TransformerConfig c = tiny("seq2seq");
-  c.positional = "learned";
+  c.positional = Positional::learned;
   c.tie_embeddings = true;
   c.d_k = 3;
   c.d_v = 5;
@@ -85,8 +85,8 @@ TEST_CASE("encoder-decoder gradients: pre-LN, learned positions, tied, d_k != d_
 
 TEST_CASE("encoder-decoder gradients: post-LN, rope, linear scale, gelu, label smoothing", "[gradcheck][models]") {
   TransformerConfig c = tiny("seq2seq");
-  c.norm = "post";
-  c.positional = "rope";
+  c.norm = Norm::post;
+  c.positional = Positional::rope;
   c.attn_scale = "linear";
   c.activation = "gelu";
   check_model(c, 0.1);

@@ -16,11 +16,11 @@ namespace {
 
 void check_random_positions(const std::string& arch, const std::string& positional) {
   TransformerConfig c = testing::model_config(arch, 9, 16, 8, 2, 2, 16);
-  c.positional = positional;
+  c.positional = parse_choice<Positional>("positional", positional);
   c.random_positions = 16;
   auto model = make_model(c, /*seed=*/13);
   const TokenPairs pairs = {{{4, 5, 6, 4}, {5, 4, 6, 8}}, {{6, 7}, {7, 6}}};  // padding on every side
-  const FormattedBatch batch = format_batch(arch, pairs);
+  const FormattedBatch batch = format_batch(parse_choice<BatchFormat>("arch", arch), pairs);
   const Rng start(21);
   auto fn = [&](const std::vector<Var>&) {
     model->dropout_rng() = start;

@@ -1,0 +1,134 @@
+#include "training/settings_options.h"
+
+#include "models/model_options.h"
+
+namespace attnlab {
+
+namespace {
+
+using S = TrainSettings;
+using Binder = std::function<FieldRef(TrainSettings&)>;
+
+// A field of TrainSettings, or a field of one of its parts (s.optim.lr).
+template <class T>
+Binder at(T S::*field) {
+  return [field](S& s) -> FieldRef { return &(s.*field); };
+}
+template <class Part, class T>
+Binder at(Part S::*part, T Part::*field) {
+  return [part, field](S& s) -> FieldRef { return &((s.*part).*field); };
+}
+
+const bool may_change = true, fixed = false;  // by --resume
+
+std::vector<TrainOption> task_group() {
+  return {
+      {"Task", "task", at(&S::task, &TaskConfig::name),
+       "copy | reverse | sort | add | duplicate | induction | recall (attnlab tasks lists them) | pairs | text (from --file)"},
+      {"Task", "vocab", at(&S::task, &TaskConfig::vocab), "number of task symbols (the model's V adds 4 specials)",
+       fixed, 2},
+      {"Task", "min-len", at(&S::task, &TaskConfig::min_len), "shortest input sequence", fixed, 1},
+      {"Task", "max-len", at(&S::task, &TaskConfig::max_len), "longest input sequence"},
+      {"Task", "digits", at(&S::task, &TaskConfig::digits), "add: digits per operand", fixed, 1},
+      {"Task", "span", at(&S::task, &TaskConfig::span), "induction: symbols to continue after the cue"},
+      {"Task", "file", at(&S::task, &TaskConfig::file),
+       "pairs: input<TAB>output lines; text: any text (character-level LM)"},
+      {"Task", "heldout-file", at(&S::task, &TaskConfig::heldout_file),
+       "pairs: held-out input<TAB>output lines (default: --heldout-fraction of --file)"},
+      {"Task", "heldout-fraction", at(&S::task, &TaskConfig::heldout_fraction),
+       "pairs: share of the distinct inputs held out (by --seed); text: share of the file held out at its end"},
+      {"Task", "tokenize", at(&S::task, &TaskConfig::tokenize),
+       "pairs: words (separated by spaces) | chars (every character a token)"},
+      {"Task", "seq-len", at(&S::task, &TaskConfig::seq_len), "text: characters per training window (the model's context)"},
+  };
+}
+
+// The model's options with a flag (models/model_options.h), and the
+// positional table's size, which the run derives max_len from, after --positional.
+std::vector<TrainOption> model_group() {
+  std::vector<TrainOption> out;
+  for (const ModelOption& o : model_options()) {
+    if (o.flag[0] == '\0') continue;
+    const auto field = o.field;
+    out.push_back({"Model", o.flag,
+                   [field](S& s) { return std::visit([&](auto m) -> FieldRef { return &(s.model.*m); }, field); },
+                   o.help});
+    if (std::string(o.flag) == "positional")
+      out.push_back({"Model", "positions", at(&S::positions),
+                     "positional table size (longest sequence); 0 = max(64, 2 x the longest training sequence)", fixed, 0});
+  }
+  return out;
+}
+
+std::vector<TrainOption> optimization_group() {
+  const char* g = "Optimization";
+  return {
+      {g, "optimizer", at(&S::optim, &OptimizerConfig::name), "sgd | adam | adamw"},
+      {g, "lr", at(&S::optim, &OptimizerConfig::lr), "learning rate (noam: a multiplier of d^-0.5 min(k^-0.5, k w^-1.5))"},
+      {g, "momentum", at(&S::optim, &OptimizerConfig::momentum), "sgd momentum"},
+      {g, "nesterov", at(&S::optim, &OptimizerConfig::nesterov), "sgd: Nesterov momentum"},
+      {g, "beta1", at(&S::optim, &OptimizerConfig::beta1), "adam/adamw first-moment decay"},
+      {g, "beta2", at(&S::optim, &OptimizerConfig::beta2), "adam/adamw second-moment decay"},
+      {g, "eps", at(&S::optim, &OptimizerConfig::eps), "adam/adamw epsilon"},
+      {g, "weight-decay", at(&S::optim, &OptimizerConfig::weight_decay),
+       "adamw: decoupled decay; sgd/adam: L2 (not on biases, LayerNorm, embeddings)"},
+      {g, "decay-all", at(&S::optim, &OptimizerConfig::decay_all), "apply weight decay to every parameter"},
+      {g, "schedule", at(&S::schedule, &ScheduleConfig::name), "constant | linear | cosine | noam"},
+      {g, "warmup", at(&S::schedule, &ScheduleConfig::warmup), "linear warmup steps", fixed, 0},
+      {g, "min-lr", at(&S::schedule, &ScheduleConfig::min_lr), "linear/cosine: final learning rate"},
+      {g, "clip", at(&S::clip), "clip the global gradient norm to this; 0 = off"},
+      {g, "label-smoothing", at(&S::label_smoothing), "label smoothing of the cross-entropy, in [0, 1)"},
+  };
+}
+
+std::vector<TrainOption> training_group() {
+  const char* g = "Training";
+  return {
+      {g, "steps", at(&S::steps), "optimizer steps (the last step when resuming)", may_change, 1},
+      {g, "batch-size", at(&S::batch_size), "sequences per step", fixed, 1},
+      {g, "grad-accum", at(&S::grad_accum),
+       "micro-batches per step (and process): --batch-size is split into this many, their gradients summed", may_change,
+       1},
+      {g, "eval-every", at(&S::eval_every), "held-out evaluation and checkpoint every this many steps", may_change,
+       1},
+      {g, "heldout", at(&S::heldout), "held-out examples (disjoint from training)", fixed, 1},
+      {g, "target", at(&S::target), "stop once held-out exact match reaches this fraction; 0 = run every step", may_change},
+      {g, "target-patience", at(&S::target_patience),
+       "the target must hold at this many consecutive evaluations (the run is solved at the first of them)", may_change,
+       1},
+      {g, "log-every", at(&S::log_every), "metrics row (and plain progress line) every this many steps", may_change, 1},
+      {g, "keep", at(&S::keep), "checkpoints kept in the run directory", may_change, 1},
+      {g, "on-nan", at(&S::on_nan),
+       "a non-finite loss or gradient: stop (keep the last checkpoint) | skip (the step); a non-finite weight always stops",
+       may_change},
+      {g, "seed", at(&S::seed), "seed of initialisation, data and dropout"},
+      {g, "threads", at(&S::threads),
+       "OpenMP threads (results are bitwise reproducible for a fixed seed and thread count)", may_change},
+      {g, "probe-every", at(&S::probe_every),
+       "log gradient-flow and attention instruments (probe_*.csv in the run) at step 1 and every this many steps; 0 = off",
+       may_change},
+      {g, "tensorboard", at(&S::tensorboard),
+       "also write metrics.csv's values (and with --probe-every the instruments) as TensorBoard event files in the run",
+       may_change},
+  };
+}
+
+}  // namespace
+
+const std::vector<TrainOption>& train_options() {
+  static const std::vector<TrainOption> options = [] {
+    std::vector<TrainOption> all;
+    for (auto group : {task_group(), model_group(), optimization_group(), training_group()})
+      all.insert(all.end(), group.begin(), group.end());
+    return all;
+  }();
+  return options;
+}
+
+bool resume_may_change(const std::string& flag) {
+  for (const TrainOption& o : train_options())
+    if (flag == o.flag) return o.resume_may_change;
+  return false;
+}
+
+}  // namespace attnlab
