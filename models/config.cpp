@@ -107,11 +107,7 @@ void TransformerConfig::validate() const {
   }
   check_bounds(*this, Naming::json, true);
   check_random_positions(*this);
-  // Parameter-free attention is one head over the whole width (see MultiHeadAttentionOptions).
-  const int64_t rotated = parameter_free_attention ? d_model : head_dim_k();
-  if (positional == Positional::rope && rotated % 2 != 0)
-    throw ValueError("positional 'rope' rotates pairs of channels and needs an even d_k, got d_k = " +
-                     std::to_string(rotated));
+  check_rope_width(*this, Naming::json);
 }
 
 nlohmann::json TransformerConfig::to_json() const {

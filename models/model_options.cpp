@@ -89,4 +89,15 @@ void check_bounds(const TransformerConfig& c, Naming naming, bool reals) {
   }
 }
 
+void check_rope_width(const TransformerConfig& c, Naming naming) {
+  // Parameter-free attention is one head over the whole width (see MultiHeadAttentionOptions).
+  const int64_t rotated = c.parameter_free_attention ? c.d_model : c.head_dim_k();
+  if (c.positional != Positional::rope || rotated % 2 == 0) return;
+  if (naming == Naming::flag)
+    throw ValueError("--positional rope rotates pairs of channels and needs an even query/key width per head "
+                     "(--d-k, or --d-model / --heads), got " + std::to_string(rotated));
+  throw ValueError("positional 'rope' rotates pairs of channels and needs an even d_k, got d_k = " +
+                   std::to_string(rotated));
+}
+
 }  // namespace attnlab

@@ -50,4 +50,9 @@ enum class Naming { json, flag };
 // under Naming::flag.
 void check_bounds(const TransformerConfig& c, Naming naming, bool reals);
 
+// ValueError when rope is asked for with an odd query/key width per head
+// (rotary embedding turns pairs of channels): the one statement of the rule
+// for a model's options, named either way.
+void check_rope_width(const TransformerConfig& c, Naming naming);
+
 }  // namespace attnlab

@@ -60,3 +60,22 @@ TEST_CASE("every choice's name reads back as the choice, and an unknown name is 
   CHECK(name_of(InitScheme::automatic) == "auto");
   CHECK_THROWS_WITH(parse_choice<Norm>("norm", "mid"), "norm must be one of 'post', 'pre', got 'mid'");
 }
+
+TEST_CASE("the rope rule is one check, named by JSON key or by flag: an odd query/key width per head is refused",
+          "[options]") {
+  TransformerConfig c;
+  c.positional = Positional::rope;
+  c.d_model = 30;
+  c.n_heads = 2;  // d_k = 15
+  CHECK_THROWS_WITH(check_rope_width(c, Naming::json), Catch::Contains("positional 'rope'") && Catch::Contains("d_k = 15"));
+  CHECK_THROWS_WITH(check_rope_width(c, Naming::flag), Catch::Contains("--positional rope") && Catch::Contains("got 15"));
+  CHECK_THROWS_WITH(c.validate(), Catch::Contains("d_k = 15"));
+  c.parameter_free_attention = true;  // one head over the whole width: 30 rotates
+  CHECK_NOTHROW(check_rope_width(c, Naming::json));
+  c.parameter_free_attention = false;
+  c.positional = Positional::sinusoidal;  // nothing rotates
+  CHECK_NOTHROW(check_rope_width(c, Naming::json));
+  c.positional = Positional::rope;
+  c.d_k = 4;  // an explicit even width
+  CHECK_NOTHROW(check_rope_width(c, Naming::flag));
+}

@@ -101,10 +101,7 @@ void check_model_flags(const TransformerConfig& m) {
     throw ValueError("--attn-scale must be sqrt, none, linear or a positive number, got '" + m.attn_scale + "'");
   }
   check_bounds(m, Naming::flag, true);  // --dropout, --attn-dropout
-  const int64_t rotated = m.parameter_free_attention ? m.d_model : m.head_dim_k();
-  if (m.positional == Positional::rope && rotated % 2 != 0)
-    throw ValueError("--positional rope rotates pairs of channels and needs an even query/key width per head "
-                     "(--d-k, or --d-model / --heads), got " + str(rotated));
+  check_rope_width(m, Naming::flag);
 }
 
 // Options that would be silently ignored are refused when set away from their default.

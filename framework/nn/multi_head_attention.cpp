@@ -90,8 +90,7 @@ MultiHeadAttentionOptions resolve(MultiHeadAttentionOptions o) {
     if (o.d_k == 0) o.d_k = o.d_model / o.n_heads;
     if (o.d_v == 0) o.d_v = o.d_model / o.n_heads;
   }
-  if (o.rope && o.d_k % 2 != 0)
-    throw ValueError(who + "rope rotates pairs of channels, so d_k must be even, got d_k = " + num(o.d_k));
+  if (o.rope) check_rotary_width(o.d_k);
   return o;
 }
 

@@ -66,7 +66,7 @@ void rotate_rows(const Real* src, Real* dst, const RowGeometry& g, const RotaryT
 }
 
 void check_rotary(int64_t d_k, Real base) {
-  if (d_k % 2 != 0) throw ValueError("rotary: d_k must be even to rotate pairs, got d_k = " + std::to_string(d_k));
+  check_rotary_width(d_k);
   if (!(base > 0) || !std::isfinite(static_cast<double>(base)))
     throw ValueError("rotary: base must be a positive finite number, got " + std::to_string(base));
 }
@@ -86,6 +86,10 @@ Var rotate(const Var& x, const RowGeometry& g, int64_t offset, Real base) {
 }
 
 }  // namespace
+
+void check_rotary_width(int64_t d_k) {
+  if (d_k % 2 != 0) throw ValueError("rotary: d_k must be even to rotate pairs, got d_k = " + std::to_string(d_k));
+}
 
 Var rotary(const Var& x, int64_t offset, Real base) {
   if (x.dim() < 2)

@@ -14,6 +14,10 @@ namespace attnlab {
 // positive finite number, ShapeError for fewer than 2 dims.
 Var rotary(const Var& x, int64_t offset = 0, Real base = 10000);
 
+// ValueError unless d_k is even: rotary's precondition, also checked by a
+// module that will rotate (MultiHeadAttention, at construction).
+void check_rotary_width(int64_t d_k);
+
 // rotary on the heads where the projections write them: x (B, T, h·d_k), the
 // row of head j at time t being x[b, t, j·d_k : (j+1)·d_k]. The same
 // arithmetic as rotary on the (B, h, T, d_k) split, without the split.
