@@ -6,6 +6,8 @@
 // one-process stand-in alone and runs the test of its refusal instead.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #ifndef ATTNLAB_MPIEXEC
 #include "tests/cli_harness.h"
 
@@ -108,6 +110,40 @@ TEST_CASE("mpirun -np 2 and -np 3 give byte-identical checkpoints and metrics to
   const std::string whole = dir / "whole";
   REQUIRE(run_attnlab("train" + kFlags + " --steps 30 --run " + whole).code == 0);
   CHECK(checkpoint_difference(model_file(whole, 30) + ".safetensors", model_file(dir / "np2", 30) + ".safetensors") != "");
+}
+
+TEST_CASE("both reductions, gather and reduce-scatter, give the bits of one process with --grad-accum N*K at N = 2 to 5 "
+          "(oversubscribed), with a parameter count no N divides, and reduce-scatter receives about 2(N-1)/N of the "
+          "gradient", "[mpi][reduction]") {
+  TempDir dir("mpi-reductions");
+  // d = 18: 3,011 parameters, a prime to 2, 3, 4 and 5, so the slices differ in size.
+  const std::string flags = " --task reverse --vocab 5 --min-len 4 --max-len 6 --d-model 18 --heads 2 --layers 1"
+                            " --d-ff 32 --heldout 30 --target 0 --dropout 0.1 --quiet --batch-size 60 --steps 4"
+                            " --eval-every 4 --log-every 1";
+  const std::vector<std::pair<int, int>> splits = {{2, 1}, {2, 2}, {3, 2}, {4, 1}, {5, 1}};
+  for (const auto& [n, k] : splits) {
+    const std::string one = dir / ("one-" + std::to_string(n * k));
+    if (!fs::exists(one))
+      REQUIRE(run_attnlab("train" + flags + " --grad-accum " + std::to_string(n * k) + " --run " + one).code == 0);
+    for (const std::string way : {"gather", "reduce-scatter"}) {
+      const std::string ranks = dir / (way + "-" + std::to_string(n) + "x" + std::to_string(k));
+      const CliResult r = mpirun(n, "train" + flags + " --grad-accum " + std::to_string(k) + " --reduction " + way +
+                                        " --run " + ranks);
+      INFO(way << " at N = " << n << ", K = " << k << ": " << r.out);
+      REQUIRE(r.code == 0);
+      require_same_run(ranks, one, 4);
+      const nlohmann::json summary = attnlab::testing::read_summary(ranks);
+      REQUIRE(summary["parameters"] == 3011);
+      const double p_bytes = 4.0 * 3011, stats = 5 * 8.0 * (n - 1) * k;  // 5 doubles per micro-batch of the others
+      const double expected = way == "gather" ? (n - 1) * k * p_bytes + stats
+                                              : (n - 1) * k * p_bytes / n + (n - 1) * p_bytes / n + stats;
+      CHECK(summary["processes"] == n);
+      // Rank 0's slice is the smallest (slices differ by one element): within a few elements of the model.
+      CHECK(std::abs(summary["comm_bytes_received_per_step"].get<double>() - expected) <= 4.0 * n * k);
+      if (way == "reduce-scatter" && k == 1)
+        CHECK(summary["comm_bytes_received_per_step"].get<double>() <= 1.1 * 2 * (n - 1) / n * p_bytes);
+    }
+  }
 }
 
 TEST_CASE("a checkpoint does not depend on the process count: -np 2 resumes on one process with --grad-accum 2, "

@@ -89,6 +89,10 @@ std::vector<TrainOption> training_group() {
       {g, "grad-accum", at(&S::grad_accum),
        "micro-batches per step (and process): --batch-size is split into this many, their gradients summed", may_change,
        1},
+      {g, "reduction", at(&S::reduction),
+       "under mpirun, how the processes sum their gradients, in micro-batch order either way (the same bits): "
+       "auto | gather | reduce-scatter (docs/distributed.md)",
+       may_change},
       {g, "eval-every", at(&S::eval_every), "held-out evaluation and checkpoint every this many steps", may_change,
        1},
       {g, "heldout", at(&S::heldout), "held-out examples (disjoint from training)", fixed, 1},

@@ -105,7 +105,7 @@ void micro_batch_gradients(TrainState& state, const std::vector<Example>& exampl
                                static_cast<double>(n), acc.exact * static_cast<double>(B), trained});
   }
   model.dropout_rng() = stream;
-  set_gradients(state.parameters(), ordered_sum(comm, local, K, Reduction::automatic));
+  set_gradients(state.parameters(), ordered_sum(comm, local, K, parse_reduction(s.reduction)));
   const std::vector<double> all = comm.allgather(stats);
   double loss = 0, right = 0, exact = 0, trained = 0;
   for (int64_t k = 0; k < M; ++k) {
