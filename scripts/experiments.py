@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The experiments of issue 4's acceptance, rerunnable: trains every task/model
+"""The experiments of docs/experiments.md, rerunnable: trains every task/model
 pair to its held-out target with attnlab, and compares attnlab with a PyTorch
 implementation on docs/benchmark.md's S configuration (steps to 99% on reverse).
 
