@@ -30,23 +30,6 @@ std::vector<std::string> split_fields(const std::string& line) {
   return fields;
 }
 
-// "name = value" lines of an INI file (comments and sections skipped).
-std::map<std::string, std::string> ini_values(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const size_t eq = line.find('=');
-    if (line.empty() || line[0] == '#' || line[0] == '[' || eq == std::string::npos) continue;
-    const auto trim = [](std::string s) {
-      s.erase(0, s.find_first_not_of(" \t\r"));
-      s.erase(s.find_last_not_of(" \t\r") + 1);
-      return s;
-    };
-    out[trim(line.substr(0, eq))] = trim(line.substr(eq + 1));
-  }
-  return out;
-}
-
 // Every setting of config.ini, and those whose value is not train's default.
 nlohmann::json settings_data(const RunDir& run) {
   const auto values = ini_values(read_file(run.config_path(), 1 << 20, "config file"));

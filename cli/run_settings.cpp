@@ -1,6 +1,7 @@
 #include "cli/run_settings.h"
 
 #include <filesystem>
+#include <sstream>
 
 #include "cli/command_line.h"
 #include "framework/error.h"
@@ -35,6 +36,22 @@ TrainSettings load_run_settings(const RunDir& run) {
   if (fs::exists(vocab, ec)) s.task.vocab_path = vocab;
   finalize(s);
   return s;
+}
+
+std::map<std::string, std::string> ini_values(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t eq = line.find('=');
+    if (line.empty() || line[0] == '#' || line[0] == '[' || eq == std::string::npos) continue;
+    const auto trim = [](std::string s) {
+      s.erase(0, s.find_first_not_of(" \t\r"));
+      s.erase(s.find_last_not_of(" \t\r") + 1);
+      return s;
+    };
+    out[trim(line.substr(0, eq))] = trim(line.substr(eq + 1));
+  }
+  return out;
 }
 
 }  // namespace attnlab::cli

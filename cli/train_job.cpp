@@ -35,18 +35,6 @@ StepHooks& test_hooks() {
   return hooks;
 }
 
-// An INI text's settings, name -> value (comments and blank lines skipped).
-std::map<std::string, std::string> ini_settings(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const size_t eq = line.find(" = ");
-    if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
-    out[line.substr(0, eq)] = line.substr(eq + 3);
-  }
-  return out;
-}
-
 // A resumed run's options (config.ini and the command line) against those its
 // latest checkpoint was trained with, which it records: config.ini edited
 // since (the task, --lr, --seed, ...) is refused, not trained on.
@@ -55,7 +43,7 @@ void check_options_since_checkpoint(const TrainJob& job) {
   const Metadata meta = read_checkpoint_metadata(stem);
   const auto recorded = meta.find(kCheckpointOptionsKey);
   if (recorded == meta.end()) return;  // written before checkpoints recorded their options
-  const auto trained = ini_settings(recorded->second), now = ini_settings(job.config_ini);
+  const auto trained = ini_values(recorded->second), now = ini_values(job.config_ini);
   auto value = [](const std::map<std::string, std::string>& settings, const std::string& name) {
     const auto it = settings.find(name);
     return it == settings.end() ? std::string("nothing") : name + " = " + it->second;
