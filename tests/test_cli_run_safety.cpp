@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -206,6 +207,30 @@ TEST_CASE("a live run's lock refuses a second train --resume, --overwrite or new
   CHECK(replacing.kill9() == 128 + SIGKILL);
 }
 
+TEST_CASE("a run's .lock that is a symlink or a FIFO is refused by --resume and --overwrite, and what it points to is "
+          "left as it was", "[cli][run-safety][lock]") {
+  TempDir dir("safety-lock-kind");
+  const std::string run = dir / "run", target = dir / "precious.txt";
+  REQUIRE(run_attnlab("train" + kTiny + " --steps 2 --eval-every 2 --run " + run).code == 0);
+  { std::ofstream(target) << "the user's own words\n"; }
+  fs::remove(run + "/.lock");
+  fs::create_symlink(target, run + "/.lock");
+  for (const std::string& command : {"train --resume " + run + " --steps 4 --threads 1 --quiet",
+                                     "train" + kTiny + " --steps 2 --overwrite --run " + run}) {
+    const CliResult r = run_attnlab(command);
+    INFO(command << " -> " << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Contains(run + "/.lock is a symlink, not attnlab's lock file"));
+    CHECK(slurp(target) == "the user's own words\n");
+  }
+  fs::remove(run + "/.lock");
+  REQUIRE(::mkfifo((run + "/.lock").c_str(), 0644) == 0);
+  const CliResult r = run_attnlab("train --resume " + run + " --steps 4 --threads 1 --quiet");  // O_NONBLOCK: no hang
+  INFO(r.out);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Contains(run + "/.lock is not a regular file"));
+}
+
 TEST_CASE("two new runs started at once on one directory: exactly one trains, the other exits 2", "[cli][run-safety][lock]") {
   TempDir dir("safety-race");
   for (int trial = 0; trial < 4; ++trial) {
@@ -318,7 +343,7 @@ TEST_CASE("run paths: a control character is refused at creation, an empty --run
 
   std::ofstream(dir / "afile") << "mine\n";
   fs::create_symlink(dir / "loop", dir / "loop");
-  for (const std::string& command : {"eval --run ", "train --steps 5 --resume "}) {
+  for (const std::string command : {"eval --run ", "train --steps 5 --resume "}) {
     CliResult file = run_attnlab(command + (dir / "afile"));
     INFO(file.out);
     CHECK(file.code == 2);

@@ -57,8 +57,16 @@ void write_pid(int fd) {
 RunLock RunLock::acquire(const std::string& dir) {
   const std::string path = dir + "/.lock";
   for (int attempt = 0; attempt < 3; ++attempt) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // Never through a symlink, never a FIFO or device: the pid is written into what is opened.
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd < 0 && errno == ELOOP)
+      throw IoError("cannot lock run directory '" + dir + "': " + path + " is a symlink, not attnlab's lock file");
     if (fd < 0) throw IoError("cannot lock run directory '" + dir + "': " + path + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw IoError("cannot lock run directory '" + dir + "': " + path + " is not a regular file");
+    }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
       const std::string holder = error == EWOULDBLOCK ? holder_of(fd) : "";
@@ -78,8 +86,8 @@ RunLock RunLock::acquire(const std::string& dir) {
 
 void RunLock::refuse_if_held(const std::string& dir) {
   const std::string path = dir + "/.lock";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return;  // none (or a symlink: acquire refuses it)
   const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   const std::string holder = held ? holder_of(fd) : "";
   ::close(fd);  // drops the shared lock, if it was taken
