@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/report.h"
+
 #include "cli/command_line.h"
 #include "attnlab_report_assets.h"  // generated from the page in cli/report/ (CMakeLists.txt)
 #include "cli/report_data.h"
@@ -119,6 +121,12 @@ int run_report(const Args& args) {
                           "\nexample:\n  attnlab report runs/rev --input \"3 1 4 1 5\"\n", &positional))
     return kExitOk;
   if (runs.empty()) throw ValueError("no run directory given (see attnlab report --help)");
+  std::cout << write_report(runs, inputs, out, overwrite) << "\n";
+  return kExitOk;
+}
+
+std::string write_report(const std::vector<std::string>& runs, const std::vector<std::string>& inputs, std::string out,
+                         bool overwrite) {
   if (out.empty()) out = runs.front() + "/report.html";
   check_out_file(out, overwrite);
   nlohmann::json data = {{"runs", nlohmann::json::array()}, {"sweep", nullptr}};
@@ -128,8 +136,7 @@ int run_report(const Args& args) {
   }
   if (data["runs"].empty()) throw IoError("no readable run in '" + runs.front() + "'");
   write_file_atomic(out, render_page(data));
-  std::cout << out << "\n";
-  return kExitOk;
+  return out;
 }
 
 }  // namespace attnlab::cli

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/load_run.h"
 #include "cli/progress.h"
+#include "cli/report.h"
 #include "framework/io/shell_quote.h"
 #include "cli/signals.h"
 #include "cli/test_seams.h"
@@ -101,6 +102,18 @@ int report_interrupted(const TrainOutcome& out, const TrainJob& job) {
               << "; checkpoint written. Resume with: " << resume_command(job) << "\n";
   }
   return interrupt_exit_code(signal);
+}
+
+// train --report: the run's page, from its files as they are now. The run
+// itself is done and kept whatever happens here, so a page that cannot be
+// written is a note, not a failure of the run.
+void write_run_report(const RunDir& run, bool quiet) {
+  try {
+    const std::string page = write_report({run.path()}, {}, "", false);
+    if (!quiet) std::cout << "report: " << page << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "note: the report was not written: " << e.what() << "\n";
+  }
 }
 
 void write_summary(const TrainOutcome& out, const TrainState& state, const RunDir& run) {
@@ -215,8 +228,12 @@ int TrainSession::run() {
   if (!root) return out.end == TrainEnd::finished ? kExitOk : out.end == TrainEnd::nonfinite ? kExitFailure
                                                                                          : interrupt_exit_code(SIGTERM);
   if (out.end == TrainEnd::nonfinite) return report_nonfinite(out, job.run);
-  if (out.end != TrainEnd::finished) return report_interrupted(out, job);
+  if (out.end != TrainEnd::finished) {
+    if (s.report) write_run_report(job.run, quiet);
+    return report_interrupted(out, job);
+  }
   write_summary(out, state, job.run);
+  if (s.report) write_run_report(job.run, quiet);
   if (!quiet) print_result(out, state, job.run);
   return kExitOk;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command: installs what is missing, builds, trains the
-# default task (reverse) on one thread and shows held-out examples with the
-# model's answers.
+# default task (reverse) on one thread, shows held-out examples with the
+# model's answers and names the run's HTML report.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/install-deps.sh"
@@ -12,7 +12,10 @@ echo
 echo "== attnlab train --run $run --threads 1   (the default task: reverse)"
 # --overwrite replaces an earlier demo run, and only an attnlab run: any other
 # directory given as "$1" is refused, never deleted.
-"$attnlab" train --run "$run" --threads 1 --overwrite
+"$attnlab" train --run "$run" --threads 1 --overwrite --report
 echo
 echo "== attnlab eval --run $run"
 "$attnlab" eval --run "$run" --examples 5
+echo
+echo "The run's report (curves, gradient flow, attention, answers; opens offline in a browser):"
+echo "  $run/report.html"

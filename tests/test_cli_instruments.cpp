@@ -337,3 +337,37 @@ TEST_CASE("attention --out never writes into the working directory or its parent
   CHECK(fs::is_empty(cwd));
   CHECK(tree(dir / "work") == std::map<std::string, std::string>{{"here", "<dir>"}});
 }
+
+TEST_CASE("train --report writes the run's page at the end, attnlab's own: a resume replaces it, --overwrite of the "
+          "run counts it as the run's, a user's report.html is kept with a note", "[cli][report]") {
+  TempDir dir("train-report");
+  const std::string run = dir / "run";
+  Result r = run_attnlab(std::string("train") + kSmall + " --steps 4 --eval-every 2 --probe-every 2 --report --run " + run);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const std::string page = slurp_file(run + "/report.html");
+  CHECK(page.find("<meta name=\"generator\" content=\"attnlab report\">") != std::string::npos);
+  CHECK(page.find("src=\"http") == std::string::npos);  // the browser test checks the network itself
+  CHECK(page.find("href=\"http") == std::string::npos);
+  const auto size_before = std::filesystem::file_size(run + "/report.html");
+
+  r = run_attnlab("train --resume " + run + " --steps 6 --quiet");  // --report is in config.ini: kept on resume
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(slurp_file(run + "/report.html").find("attnlab report") != std::string::npos);
+  CHECK(std::filesystem::file_size(run + "/report.html") != size_before);  // two more steps drawn
+
+  r = run_attnlab(std::string("train") + kSmall + " --steps 2 --eval-every 2 --overwrite --run " + run);
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_FALSE(std::filesystem::exists(run + "/report.html"));  // removed with the run's files, not written again
+
+  const std::string mine = dir / "mine";
+  REQUIRE(run_attnlab(std::string("train") + kSmall + " --steps 2 --eval-every 2 --run " + mine).code == 0);
+  { std::ofstream(mine + "/report.html") << "my notes\n"; }
+  r = run_attnlab("train --resume " + mine + " --steps 4 --report");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("note: the report was not written: --out refuses to write") != std::string::npos);
+  CHECK(slurp_file(mine + "/report.html") == "my notes\n");
+}

@@ -21,6 +21,7 @@ struct TrainSettings {
   int64_t steps = 2000;
   int64_t batch_size = 64;
   int64_t grad_accum = 1;  // micro-batches per step and process, their gradients summed in a fixed order
+  bool report = false;  // write RUN/report.html when the run ends (the CLI's; the loop ignores it)
   std::string reduction = "auto";  // how processes sum them: auto | gather | reduce-scatter (the same bits)
   double clip = 1.0;  // 0 = no clipping
   double label_smoothing = 0;

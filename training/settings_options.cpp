@@ -114,6 +114,10 @@ std::vector<TrainOption> training_group() {
       {g, "tensorboard", at(&S::tensorboard),
        "also write metrics.csv's values (and with --probe-every the instruments) as TensorBoard event files in the run",
        may_change},
+      {g, "report", at(&S::report),
+       "write RUN/report.html when the run ends or is interrupted: attnlab report's page of it (curves, gradient "
+       "flow, attention, answers)",
+       may_change},
   };
 }
 

@@ -1,0 +1,15 @@
+#pragma once
+// attnlab report's page, for the command and for train --report.
+#include <string>
+#include <vector>
+
+namespace attnlab::cli {
+
+// Writes the page of `runs` (run or sweep directories) with the attention of
+// `inputs` to `out` ("" = the first run's report.html), whole or not at all;
+// an existing file only when attnlab wrote it, or with `overwrite`. Returns
+// the path written. ValueError/IoError (exit 2) for what it cannot read or replace.
+std::string write_report(const std::vector<std::string>& runs, const std::vector<std::string>& inputs, std::string out,
+                         bool overwrite);
+
+}  // namespace attnlab::cli
