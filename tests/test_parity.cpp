@@ -82,16 +82,11 @@ void require_close(const Tensor& got, const json& ref_json, const std::string& w
   CHECK(worst <= 1.0);
 }
 
-void run_parity(const std::string& name) {
-  const json fx = load_fixture(name);
-  const TransformerConfig config = TransformerConfig::from_json(fx.at("config"));
-  auto model = make_model(config, /*seed=*/0);
-
-  // Names and shapes must match one-to-one.
-  const json& weights = fx.at("weights");
+// Loads the fixture's weights into `model`: names and shapes must match one-to-one.
+void load_weights(SequenceModel& model, const json& weights) {
   std::set<std::string> fixture_names, model_names;
   for (auto it = weights.begin(); it != weights.end(); ++it) fixture_names.insert(it.key());
-  for (auto& [param_name, var] : model->named_parameters()) {
+  for (auto& [param_name, var] : model.named_parameters()) {
     model_names.insert(param_name);
     INFO("parameter " << param_name);
     REQUIRE(weights.contains(param_name));
@@ -100,6 +95,27 @@ void run_parity(const std::string& name) {
     var.value() = std::move(w);
   }
   REQUIRE(fixture_names == model_names);
+}
+
+// One token stream of the fixture (src or tgt_in, with its padding mask) into
+// `ids`/`pad`, checked against what format_batch laid out for it.
+void read_stream(const json& inputs, const std::string& key, const IntTensor& formatted_ids,
+                 const Tensor& formatted_pad, IntTensor& ids, Tensor& pad) {
+  if (!inputs.contains(key)) return;
+  INFO("input " << key);
+  ids = int_tensor(inputs.at(key));
+  pad = pad_tensor(inputs.at(key == "src" ? "src_pad" : "tgt_pad"));
+  CHECK(formatted_ids.data == ids.data);
+  CHECK(formatted_ids.shape == ids.shape);
+  CHECK(formatted_pad.shape() == pad.shape());
+  for (int64_t i = 0; i < pad.numel(); ++i) CHECK(formatted_pad[i] == pad[i]);
+}
+
+void run_parity(const std::string& name) {
+  const json fx = load_fixture(name);
+  const TransformerConfig config = TransformerConfig::from_json(fx.at("config"));
+  auto model = make_model(config, /*seed=*/0);
+  load_weights(*model, fx.at("weights"));
 
   // format_batch lays out the fixture's pairs exactly as the reference did.
   TokenPairs pairs;
@@ -108,22 +124,8 @@ void run_parity(const std::string& name) {
   const FormattedBatch batch = format_batch(batch_format(config.arch, false), pairs);
   const json& inputs = fx.at("inputs");
   ModelInput input;
-  if (inputs.contains("src")) {
-    input.src = int_tensor(inputs.at("src"));
-    input.src_pad = pad_tensor(inputs.at("src_pad"));
-    CHECK(batch.input.src.data == input.src.data);
-    CHECK(batch.input.src.shape == input.src.shape);
-    CHECK(batch.input.src_pad.shape() == input.src_pad.shape());
-    for (int64_t i = 0; i < input.src_pad.numel(); ++i) CHECK(batch.input.src_pad[i] == input.src_pad[i]);
-  }
-  if (inputs.contains("tgt_in")) {
-    input.tgt_in = int_tensor(inputs.at("tgt_in"));
-    input.tgt_pad = pad_tensor(inputs.at("tgt_pad"));
-    CHECK(batch.input.tgt_in.data == input.tgt_in.data);
-    CHECK(batch.input.tgt_in.shape == input.tgt_in.shape);
-    CHECK(batch.input.tgt_pad.shape() == input.tgt_pad.shape());
-    for (int64_t i = 0; i < input.tgt_pad.numel(); ++i) CHECK(batch.input.tgt_pad[i] == input.tgt_pad[i]);
-  }
+  read_stream(inputs, "src", batch.input.src, batch.input.src_pad, input.src, input.src_pad);
+  read_stream(inputs, "tgt_in", batch.input.tgt_in, batch.input.tgt_pad, input.tgt_in, input.tgt_pad);
   const IntTensor targets = int_tensor(inputs.at("targets"));
   CHECK(batch.targets.data == targets.data);
   CHECK(batch.targets.shape == targets.shape);
