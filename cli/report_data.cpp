@@ -54,17 +54,34 @@ nlohmann::json summary_data(const RunDir& run) {
   }
 }
 
-// The probe CSVs, when the run recorded them (train --probe-every N).
+// A table with only `keep` of its columns, in that order (each must be there).
+nlohmann::json select_columns(const nlohmann::json& table, const std::vector<std::string>& keep) {
+  std::vector<size_t> at;
+  for (const std::string& name : keep) {
+    const auto& columns = table["columns"];
+    at.push_back(static_cast<size_t>(std::find(columns.begin(), columns.end(), name) - columns.begin()));
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : table["rows"]) {
+    nlohmann::json kept = nlohmann::json::array();
+    for (size_t i : at) kept.push_back(row[i]);
+    rows.push_back(std::move(kept));
+  }
+  return {{"columns", keep}, {"rows", std::move(rows)}};
+}
+
+// The probe CSVs, when the run recorded them (train --probe-every N): the
+// columns the page draws, which keeps a long probed run's page small.
 nlohmann::json probes_data(const RunDir& run) {
   const std::map<std::string, std::vector<std::string>> files = {
-      {"params", {"step", "param", "grad_norm", "weight_norm", "update_ratio"}},
+      {"params", {"step", "param", "grad_norm", "update_ratio"}},
       {"stream", {"step", "index", "point", "act_rms", "grad_rms"}},
       {"heads", {"step", "layer", "head", "entropy"}}};
   nlohmann::json out = nlohmann::json::object();
   std::error_code ec;
   for (const auto& [name, columns] : files) {
     const std::string path = run.path() + "/probe_" + name + ".csv";
-    if (fs::exists(path, ec)) out[name] = read_csv_table(path, columns);
+    if (fs::exists(path, ec)) out[name] = select_columns(read_csv_table(path, columns), columns);
   }
   return out;
 }

@@ -1,8 +1,10 @@
 // The report's views of what a trained model does: attention maps for a few
 // inputs and held-out examples with its answers (cli/report_data.h).
 #include <algorithm>
-#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cli/attention_reading.h"
 #include "cli/report_data.h"
@@ -17,16 +19,6 @@ constexpr size_t kHeldoutMaps = 3;      // held-out examples whose attention is 
 constexpr size_t kScoredExamples = 200;  // held-out examples decoded to find right and wrong answers
 constexpr size_t kShownPerKind = 6;      // right ones shown, and wrong ones
 
-// The float's shortest decimal form as a double, so the JSON holds "0.1", not
-// "0.10000000149011612", and still reads back as the same float.
-double short_float(float value) {
-  char buf[32];
-  const auto end = std::to_chars(buf, buf + sizeof buf, value).ptr;
-  double out = 0;
-  std::from_chars(buf, end, out);
-  return out;
-}
-
 std::vector<Example> heldout_examples(const LoadedRun& loaded, size_t n) {
   std::vector<Example> all;
   if (const std::vector<Example>* own = loaded.task->own_heldout()) all = *own;
@@ -35,20 +27,43 @@ std::vector<Example> heldout_examples(const LoadedRun& loaded, size_t n) {
   return all;
 }
 
-// Weights (1, h, T_q, T_k) as [head][query][key].
+// A weight in [0, 1] as 16 bits: round(w * 65535), at most 7.7e-6 from w.
+constexpr double kWeightScale = 65535.0;
+
+// Bytes as base64 (RFC 4648, with padding), which the page decodes with atob().
+std::string base64(const std::vector<uint8_t>& bytes) {
+  static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const uint32_t n = uint32_t(bytes[i]) << 16 | (i + 1 < bytes.size() ? uint32_t(bytes[i + 1]) << 8 : 0) |
+                       (i + 2 < bytes.size() ? uint32_t(bytes[i + 2]) : 0);
+    out += digits[n >> 18 & 63];
+    out += digits[n >> 12 & 63];
+    out += i + 1 < bytes.size() ? digits[n >> 6 & 63] : '=';
+    out += i + 2 < bytes.size() ? digits[n & 63] : '=';
+  }
+  return out;
+}
+
+// Weights (1, h, T_q, T_k) as {"rows": T_q, "cols": T_k, "heads": [base64 per head]}, each
+// head its T_q x T_k weights row by row as little-endian uint16 of round(w * 65535): a
+// sixth of the size of decimal text, which an L-sized model's maps (4 x 48 heads x 64 x 64)
+// would otherwise make the bulk of the page.
 nlohmann::json head_weights(const Tensor& w) {
   const int64_t h = w.size(1), t_q = w.size(2), t_k = w.size(3);
   nlohmann::json heads = nlohmann::json::array();
+  std::vector<uint8_t> bytes(static_cast<size_t>(2 * t_q * t_k));
   for (int64_t head = 0; head < h; ++head) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (int64_t i = 0; i < t_q; ++i) {
-      nlohmann::json row = nlohmann::json::array();
-      for (int64_t j = 0; j < t_k; ++j) row.push_back(short_float(w[((head * t_q) + i) * t_k + j]));
-      rows.push_back(std::move(row));
+    for (int64_t k = 0; k < t_q * t_k; ++k) {
+      const double v = std::clamp(static_cast<double>(w[head * t_q * t_k + k]), 0.0, 1.0);
+      const auto q = static_cast<uint16_t>(std::lround(v * kWeightScale));
+      bytes[2 * k] = static_cast<uint8_t>(q & 0xff);
+      bytes[2 * k + 1] = static_cast<uint8_t>(q >> 8);
     }
-    heads.push_back(std::move(rows));
+    heads.push_back(base64(bytes));
   }
-  return heads;
+  return {{"rows", t_q}, {"cols", t_k}, {"scale", kWeightScale}, {"heads", heads}};
 }
 
 // Every layer's maps for one input, as `attnlab attention` computes them.

@@ -17,6 +17,7 @@
 #include "framework/io/shell_quote.h"
 #include "cli/signals.h"
 #include "cli/test_seams.h"
+#include "bench/fma_peak.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/csv.h"
@@ -133,6 +134,7 @@ void write_summary(const TrainOutcome& out, const TrainState& state, const RunDi
       {"target_first_reached_at_step", state.target_first_reached_at},
       {"seconds", out.seconds},
       {"threads", s.threads},
+      {"cpu", bench::cpu_model()},  // learning figures differ in their last bits between CPU kinds
   };
   const Communicator& comm = state.communicator();
   if (comm.size() > 1 && state.steps_run > 0) {  // rank 0's figures; every rank moves about as much

@@ -4,8 +4,10 @@
 # model's answers and names the run's HTML report.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-"$root/scripts/install-deps.sh"
-"$root/scripts/build.sh" -DATTNLAB_BUILD_TESTS=OFF
+# Only what the demo needs: the packages that build the executable, and the
+# executable alone (scripts/test.sh installs and builds the rest).
+"$root/scripts/install-deps.sh" --demo
+"$root/scripts/build.sh" --target attnlab -DATTNLAB_BUILD_TESTS=OFF
 attnlab="${ATTNLAB_BUILD_DIR:-$root/build}/attnlab"
 run="${1:-$root/runs/demo}"
 echo

@@ -13,7 +13,7 @@ own run directory and its own value.
 Every combination of the --grid values is one run (directory DIR/<name>, with
 the flag values in its name), run in parallel up to --jobs at a time, each
 single-threaded. At the end one table, printed and written to DIR/summary.csv:
-the grid values, final held-out exact match and token accuracy, the step at
+the point's run name, the grid values, final held-out exact match and token accuracy, the step at
 which --target was reached (-1: never), steps run, seconds, exit code.
 Runs already finished (summary.json present) are not run again, so an
 interrupted sweep can be continued with the same command.
@@ -227,11 +227,11 @@ def main():
         return  # rank 0 reports the whole sweep
     results = wait_for_results(args.out, [name for name, _, _ in points])
 
-    columns = [k for k, _ in grid] + ["heldout_exact", "heldout_token_acc", "solved_at_step", "steps", "seconds",
+    columns = ["run"] + [k for k, _ in grid] + ["heldout_exact", "heldout_token_acc", "solved_at_step", "steps", "seconds",
                                       "exit"]
     table = []
     for (name, values, _), r in zip(points, results):
-        row = dict(values)
+        row = dict(values, run=name)
         row.update(heldout_exact=r.get("exact", ""), heldout_token_acc=r.get("token", ""),
                    solved_at_step=r.get("solved_at", ""), steps=r.get("steps", ""),
                    seconds=round(r["seconds"], 1) if "seconds" in r else "", exit=r["exit"])

@@ -241,7 +241,7 @@ TEST_CASE("mpirun -np 2 scripts/sweep.py deals the grid points to both ranks, ea
   std::vector<std::string> rows;
   while (std::getline(csv, row)) rows.push_back(row.substr(0, row.find('\r')));  // Python's csv ends lines with \r\n
   REQUIRE(rows.size() == 3);
-  CHECK(rows[1].substr(0, 2) == "3,");
+  CHECK(rows[1].substr(0, 8) == "heads3,3");  // the point's run name, then its grid value
   CHECK(rows[1].substr(rows[1].rfind(',') + 1) == "2");
   for (const char* point : {"heads2", "heads4"}) {
     CHECK(attnlab::testing::read_summary(out + "/" + point)["steps"] == 10);

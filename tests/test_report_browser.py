@@ -13,7 +13,9 @@ loads each in headless Chromium and checks, in the DOM the page's script built:
   - one loss curve point per metrics.csv row, each point's value the CSV's text,
     and the held-out exact-match points the CSV's non-empty held-out values;
   - the summary figures shown equal summary.json's;
-  - the --input's maps equal `attnlab attention`'s CSV maps for that input.
+  - the --input's maps equal `attnlab attention`'s CSV maps for that input;
+  - weight matrices whose gradient norm is made far from the rest's are marked;
+  - a sweep directory's scatter holds one point per sweep point, linked to its run.
 Keeps screenshots under --artifacts. Prints load times; asserts none.
 
 Exit 0: passed; 1: failed; 77: no chromium on PATH (ctest: skipped).
@@ -114,12 +116,16 @@ def check_run_in_dom(dom, ri, run, exe, run_input):
     held = [e[1]["data-value"] for e in dom.find("circle", data_run=str(ri), data_col="heldout_exact")]
     check(held == [r["heldout_exact"] for r in rows if r["heldout_exact"] != ""], f"{name}: held-out points")
     summary = json.load(open(os.path.join(run, "summary.json")))
-    shown = {e[1]["data-summary"]: e[2] for e in dom.find("td", data_run=str(ri)) if "data-summary" in e[1]}
+    marked = [e for e in dom.find("span", data_run=str(ri)) if "data-summary" in e[1]]
+    shown = {e[1]["data-summary"]: e[2] for e in marked}
+    check(len(shown) == len(marked), f"{name}: a summary figure is shown twice at a glance")
     for key, value in summary.items():
         ok = key in shown and (float(shown[key]) == value if isinstance(value, (int, float)) else shown[key] == str(value))
         check(ok, f"{name}: summary {key} shown as {shown.get(key)!r}, summary.json has {value!r}")
-    maps = dom.find("svg", class_="attn-map", data_run=str(ri))
-    check(len(maps) == 4 * layer_heads(run), f"{name}: {len(maps)} attention maps, expected 4 x {layer_heads(run)}")
+    maps = dom.find("canvas", class_="attn-map", data_run=str(ri))
+    examples = 3 + (run_input is not None)  # three held-out examples and the --input
+    check(len(maps) == examples * layer_heads(run),
+          f"{name}: {len(maps)} attention maps, expected {examples} x {layer_heads(run)}")
     if run_input is not None:
         check_input_maps(dom, ri, run, exe, run_input)
 
@@ -134,23 +140,17 @@ def check_input_maps(dom, ri, run, exe, run_input):
             want = [float(v) for line in open(os.path.join(out, file)) for v in line.strip().split(",")]
             cells = maps_cells(dom, ri, "3", layer["name"], head)
             got = [float(c) for c in cells]
-            ok = len(got) == len(want) and all(abs(a - b) <= 1e-6 for a, b in zip(got, want))
+            # The page holds 16-bit weights: round(w * 65535) / 65535, at most 7.7e-6 from w.
+            ok = len(got) == len(want) and all(abs(a - b) <= 1e-5 for a, b in zip(got, want))
             check(ok, f"{os.path.basename(run)}: map {layer['name']} head {head} of the --input equals attention's CSV")
 
 
 def maps_cells(dom, ri, example, layer, head):
-    els = dom.elements
-    for i, e in enumerate(els):
-        a = e[1]
-        if e[0] == "svg" and a.get("data-run") == str(ri) and a.get("data-example") == example \
-                and a.get("data-layer") == layer and a.get("data-head") == str(head):
-            cells = []
-            for f in els[i + 1:]:
-                if f[0] == "svg":
-                    break
-                if f[0] == "rect" and "data-w" in f[1]:
-                    cells.append(f[1]["data-w"])
-            return cells
+    """The weights the page drew for one head's map (its canvas's data-w), row by row."""
+    for e in dom.find("canvas", class_="attn-map", data_run=str(ri), data_example=example, data_layer=layer,
+                      data_head=str(head)):
+        scale = float(e[1]["data-scale"])
+        return [int(v) / scale for row in e[1]["data-w"].split(";") for v in row.split(",")]
     return []
 
 
@@ -179,6 +179,65 @@ def check_page(exe_browser, page, runs, exe, inputs, artifacts):
     shot = os.path.join(artifacts, os.path.basename(page).replace(".html", ".png"))
     chromium(exe_browser, page, "--screenshot=" + shot, "--window-size=1280,2400", "--hide-scrollbars")
     check(os.path.exists(shot), f"{page}: no screenshot {shot}")
+    return dom, self_check
+
+
+def check_flags(exe_browser, exe, run, self_check, tmp, artifacts):
+    """Layers whose gradient norm is far from the rest's are marked: a copy of a probed run
+    with one weight's norm made 1e6 times larger, one's zero and one's nan at the last probe
+    shows exactly those marked beside the run's own."""
+    rows = read_csv(os.path.join(run, "probe_params.csv"))
+    last = rows[-1]["step"]
+    weights = [r for r in rows if r["step"] == last and r["param"].endswith("weight") and ".ln" not in r["param"]
+               and not r["param"].startswith("ln")]
+    own = self_check["runs"][0].get("flagged", {})
+    chosen = [w for w in weights if w["param"] not in own][:3]
+    check(len(chosen) == 3, f"{run}: three unflagged weight matrices to doctor")
+    changes = dict(zip((w["param"] for w in chosen), (lambda g: str(float(g) * 1e6), lambda g: "0", lambda g: "nan")))
+    doctored = os.path.join(tmp, "doctored")
+    shutil.copytree(run, doctored)
+    with open(os.path.join(doctored, "probe_params.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            if r["step"] == last and r["param"] in changes:
+                r = dict(r, grad_norm=changes[r["param"]](r["grad_norm"]))
+            w.writerow(r)
+    page = os.path.join(tmp, "doctored.html")
+    attnlab(exe, "report", doctored, "--out", page)
+    _, check2 = check_page(exe_browser, page, [doctored], exe, {}, artifacts)
+    flagged = {p: f["kind"] for p, f in check2["runs"][0]["flagged"].items()}
+    want = dict({p: f["kind"] for p, f in own.items()},
+                **dict(zip(changes, ("exploding", "vanishing", "not finite"))))
+    check(flagged == want, f"flagged layers {flagged}, expected {want}")
+
+
+def check_sweep(exe_browser, exe, tmp, artifacts):
+    """A scripts/sweep.py directory: its table, and each setting against held-out exact match,
+    one point per sweep point holding summary.csv's value and linking to that point's run."""
+    out = os.path.join(tmp, "sweep")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "sweep.py")
+    r = subprocess.run([sys.executable, script, "--out", out, "--attnlab", exe, "--grid", "lr=1e-3,3e-3",
+                        "--grid", "layers=1,2", "--", "--task", "copy", *TINY[:4], *TINY[6:]],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"sweep.py failed: {r.stdout[-500:]}{r.stderr[-500:]}")
+    table = read_csv(os.path.join(out, "summary.csv"))
+    page = os.path.join(tmp, "sweep.html")
+    attnlab(exe, "report", out, "--out", page)
+    runs = [os.path.join(out, row["run"]) for row in sorted(table, key=lambda row: row["run"])]
+    dom, _ = check_page(exe_browser, page, runs, exe, {}, artifacts)
+    check(len(dom.find("tr")) - 1 >= len(table), "a sweep table row per point")
+    els = dom.elements
+    names = {e[1]["id"]: els[i + 1][2].replace("Run ", "", 1) for i, e in enumerate(els)
+             if e[0] == "section" and e[1].get("id", "").startswith("run-")}
+    want = {row["run"]: row["heldout_exact"] for row in table}
+    for param in ("lr", "layers"):
+        got = {}
+        for i, e in enumerate(els):
+            if e[0] == "circle" and e[1].get("data-param") == param:
+                link = els[i - 1][1].get("href", "") if els[i - 1][0] == "a" else ""
+                got[names.get(link[1:], "")] = e[1]["data-value"]
+        check(got == want, f"sweep scatter of {param}: {got}, summary.csv: {want}")
 
 
 def check_refusals(exe, run, tmp):
@@ -214,10 +273,29 @@ def train_runs(exe, tmp):
     return runs
 
 
+# The benchmark's L shape (docs/benchmark.md: d 256, 8 heads, 6 layers, d_ff 1024, V 64, T 64).
+L_SHAPE = ["--d-model", "256", "--heads", "8", "--layers", "6", "--d-ff", "1024", "--vocab", "64",
+           "--min-len", "64", "--max-len", "64"]
+
+
+def check_scale(exe_browser, exe, tmp, artifacts):
+    """The page of an L-sized run probed every 10 steps over 2,000 steps (one sequence per
+    step keeps the training short; the page's size does not depend on the batch): its size
+    and the time the browser takes to load and render it, printed, not asserted."""
+    run = os.path.join(tmp, "L")
+    attnlab(exe, "train", "--task", "reverse", *L_SHAPE, "--batch", "1", "--steps", "2000", "--probe-every", "10",
+            "--target", "0", "--heldout", "20", "--threads", "1", "--quiet", "--run", run)
+    page = os.path.join(tmp, "L.html")
+    attnlab(exe, "report", run, "--out", page)
+    print(f"L-sized run, probes every 10 steps over 2,000 steps: report {os.path.getsize(page) / 1e6:.2f} MB")
+    check_page(exe_browser, page, [run], exe, {}, artifacts)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--attnlab", required=True)
     ap.add_argument("--artifacts", required=True)
+    ap.add_argument("--scale", action="store_true", help="only the L-sized run's page (check_scale)")
     args = ap.parse_args()
     exe_browser = browser()
     if not exe_browser:
@@ -226,20 +304,30 @@ def main():
     os.makedirs(args.artifacts, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="attnlab-report-")
     try:
+        if args.scale:
+            check_scale(exe_browser, args.attnlab, tmp, args.artifacts)
+            return finish()
         runs = train_runs(args.attnlab, tmp)
         inputs = {runs["encoder"]: "1 2 3 4", runs["decoder"]: "3 1 4 1", runs["seq2seq"]: "2 7 1 8",
                   runs["textlm"]: "the lazy "}
+        checks = {}
         for name, run in runs.items():
             page = os.path.join(tmp, name + ".html")
             attnlab(args.attnlab, "report", run, "--input", inputs[run], "--out", page)
-            check_page(exe_browser, page, [run], args.attnlab, inputs, args.artifacts)
+            _, checks[name] = check_page(exe_browser, page, [run], args.attnlab, inputs, args.artifacts)
         page = os.path.join(tmp, "comparison.html")
         pair = [runs["decoder"], runs["seq2seq"]]
         attnlab(args.attnlab, "report", *pair, "--input", "3 1 4 1", "--out", page)
-        check_page(exe_browser, page, pair, args.attnlab, {}, args.artifacts)
+        check_page(exe_browser, page, pair, args.attnlab, {run: "3 1 4 1" for run in pair}, args.artifacts)
+        check_flags(exe_browser, args.attnlab, runs["encoder"], checks["encoder"], tmp, args.artifacts)
+        check_sweep(exe_browser, args.attnlab, tmp, args.artifacts)
         check_refusals(args.attnlab, runs["decoder"], tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return finish()
+
+
+def finish():
     print(f"test_report_browser: {'FAILED' if FAILURES else 'passed'} ({len(FAILURES)} failures)")
     return 1 if FAILURES else 0
 

@@ -60,7 +60,7 @@ function lineChart(title, series, opts) {
     const t = svg("text", { x: L - 4, y: y + 3, "text-anchor": "end" }); t.textContent = fmt(log ? 10 ** yv : yv);
     box.append(t);
     const xv = x0 + ((x1 - x0) * k) / 4, xt = svg("text", { x: sx(xv), y: H - B + 14, "text-anchor": "middle" });
-    xt.textContent = Math.round(xv); box.append(xt);
+    xt.textContent = Number.isInteger(xv) || x1 - x0 >= 8 ? Math.round(xv) : ""; box.append(xt);
   }
   const xl = svg("text", { x: W - R, y: H - 4, "text-anchor": "end" }); xl.textContent = opts.xLabel || "step";
   box.append(xl, svg("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }),
@@ -131,19 +131,25 @@ function verdict(run) {
   return el("span", { class: "verdict-no" }, "target " + (s.target ?? "") + " not reached");
 }
 
+// The run at a glance. Every summary.json figure is shown once, marked with
+// data-summary (the browser test compares them with the file).
 function glance(run, ri) {
-  const cfg = run.model.config, rows = [
+  const cfg = run.model.config, sum = run.summary || {};
+  const mark = (key, text) => el("span", key in sum ? { "data-summary": key, "data-run": ri } : {}, text ?? String(sum[key] ?? ""));
+  const rows = [
     ["verdict", verdict(run)],
-    ["task", run.model.task],
-    ["model", cfg.arch + ", " + cfg.n_layers + " layers, " + cfg.n_heads + " heads, d_model " + cfg.d_model + ", d_ff " + cfg.d_ff],
-    ["parameters", String(run.model.parameters)],
-    ["checkpoint shown", "step " + run.model.checkpoint_step],
-    ["trained by", "attnlab " + run.model.attnlab_version],
+    ["task", "task" in sum ? el("span", {}, mark("task"), " \u2014 " + run.model.task) : run.model.task],
+    ["model", el("span", {}, mark("model", cfg.arch), ", " + cfg.n_layers + " layers, " + cfg.n_heads + " heads, d_model " +
+                 cfg.d_model + ", d_ff " + cfg.d_ff)],
+    ["parameters", mark("parameters", String(run.model.parameters))],
   ];
   const sec = el("section", { id: "run-" + ri }, el("h2", {}, "Run " + run.name), el("p", { class: "note mono" }, run.path));
-  if (run.summary)
-    for (const [k, v] of Object.entries(run.summary))
-      rows.push([k, String(v), { class: "num", "data-summary": k, "data-run": ri }]);
+  const own = new Set(["task", "model", "parameters", "seconds", "cpu"]);
+  for (const k of Object.keys(sum).filter((k) => !own.has(k))) rows.push([k, mark(k), { class: "num" }]);
+  if ("seconds" in sum) rows.push(["time (s)", mark("seconds"), { class: "num" }]);
+  rows.push(["CPU", "cpu" in sum ? mark("cpu") : "not recorded"]);
+  rows.push(["trained by", "attnlab " + run.model.attnlab_version]);
+  rows.push(["checkpoint shown", "step " + run.model.checkpoint_step]);
   const diff = Object.entries(run.settings.differing).map(([k, v]) => k + " = " + v).join("\n");
   rows.push(["settings differing from the defaults", el("span", { class: "mono" }, diff || "(none)")]);
   sec.append(kvTable(rows));
@@ -166,13 +172,46 @@ function colorbar(lo, hi, label) {
   return box;
 }
 
-// probe_params.csv as a heat map: weight matrices (rows) x probed steps (columns), log colour.
-function paramHeatmap(table, key, title) {
+// The weight matrices among probe_params.csv's parameters (not biases, not LayerNorm gains).
+function isWeightMatrix(name) { return /weight$/.test(name) && !/(^|\.)ln/.test(name); }
+
+// Weight matrices whose gradient norm is far from the rest's: at some probe more than
+// FLAG_FACTOR times above the median of that probe's weight gradient norms (exploding),
+// as far below it (vanishing), or not finite. Returns {param: {kind, step, value, median}},
+// the first probe at which each was flagged.
+const FLAG_FACTOR = 100;
+function gradientFlags(table) {
+  const S = column(table, "step"), P = column(table, "param"), G = column(table, "grad_norm"), byStep = new Map();
+  P.forEach((p, i) => {
+    if (!isWeightMatrix(p)) return;
+    if (!byStep.has(S[i])) byStep.set(S[i], []);
+    byStep.get(S[i]).push(i);
+  });
+  const flags = {};
+  for (const [step, rows] of byStep) {
+    const norms = rows.map((i) => Number(G[i])).filter(Number.isFinite).sort((a, b) => a - b);
+    const median = norms.length ? norms[Math.floor((norms.length - 1) / 2)] : NaN;
+    for (const i of rows) {
+      const g = Number(G[i]);
+      const kind = !Number.isFinite(g) ? "not finite" : g > FLAG_FACTOR * median ? "exploding"
+                   : g < median / FLAG_FACTOR ? "vanishing" : "";
+      if (kind && !flags[P[i]]) flags[P[i]] = { kind, step, value: G[i], median };
+    }
+  }
+  return flags;
+}
+function flagText(p, f) {
+  return p + " " + f.kind + " at step " + f.step + " (" + f.value + " against a median of " + fmt(f.median) + ")";
+}
+
+// probe_params.csv as a heat map: weight matrices (rows) x probed steps (columns), log colour;
+// a flagged matrix's name carries its mark.
+function paramHeatmap(table, key, title, flags) {
   const steps = [...new Set(column(table, "step"))], names = [];
   const cells = new Map();
   const P = column(table, "param"), S = column(table, "step"), V = column(table, key);
   P.forEach((p, i) => {
-    if (!/weight$/.test(p) || /(^|\.)ln/.test(p)) return;
+    if (!isWeightMatrix(p)) return;
     if (!cells.has(p)) { cells.set(p, new Map()); names.push(p); }
     cells.get(p).set(S[i], V[i]);
   });
@@ -181,7 +220,10 @@ function paramHeatmap(table, key, title) {
   const cw = Math.max(2, Math.min(14, 600 / steps.length)), ch = 12, L = 230;
   const box = svg("svg", { width: L + cw * steps.length + 10, height: ch * names.length + 30, class: "chart heat" });
   names.forEach((p, r) => {
-    const t = svg("text", { x: L - 4, y: r * ch + ch - 2, "text-anchor": "end" }); t.textContent = p; box.append(t);
+    const f = flags[p], t = svg("text", { x: L - 4, y: r * ch + ch - 2, "text-anchor": "end" });
+    t.textContent = (f ? (f.kind === "vanishing" ? "\u25bc " : "\u25b2 ") : "") + p;
+    if (f) { t.setAttribute("class", "flag"); t.setAttribute("data-flag", f.kind); t.setAttribute("data-tip", flagText(p, f)); }
+    box.append(t);
     steps.forEach((s, c) => {
       const v = cells.get(p).get(s);
       if (v === undefined) return;
@@ -237,33 +279,75 @@ function gradientSection(run, ri) {
   const sec = el("section", { id: "gradients-" + ri }, el("h2", {}, "Gradient flow: " + run.name));
   const p = run.probes;
   if (!p.params) { sec.append(el("p", { class: "note" }, "No probes recorded: train with --probe-every N to see gradient flow.")); return sec; }
+  const flags = gradientFlags(p.params), flagged = Object.keys(flags);
+  CHECK.runs[ri] = Object.assign(CHECK.runs[ri] || {}, { flagged: flags });
   sec.append(el("p", {}, largestGradient(p.params)));
-  const maps = el("div", { class: "charts" }, paramHeatmap(p.params, "grad_norm", "gradient L2 norm"),
-                  paramHeatmap(p.params, "update_ratio", "update / weight ratio \u2016\u0394w\u2016/\u2016w\u2016"));
+  sec.append(el("p", { class: flagged.length ? "verdict-no" : "", "data-flags": flagged.length },
+                flagged.length ? "Marked \u25b2 exploding / \u25bc vanishing: " + flagged.map((q) => flagText(q, flags[q])).join("; ") + "."
+                               : "No weight matrix's gradient norm was more than " + FLAG_FACTOR +
+                                 "\u00d7 above or below the median of its probe, or not finite: no layer vanishing or exploding."));
+  const maps = el("div", { class: "charts" }, paramHeatmap(p.params, "grad_norm", "gradient L2 norm", flags),
+                  paramHeatmap(p.params, "update_ratio", "update / weight ratio \u2016\u0394w\u2016/\u2016w\u2016", flags));
   sec.append(maps);
   if (p.stream && p.stream.rows.length) sec.append(streamChart(p.stream));
   if (p.heads && p.heads.rows.length) sec.append(entropyCharts(p.heads));
   return sec;
 }
 
-// One head's weights (queries x keys) with token labels on both axes.
-function attentionMap(layer, head, ex, ri, ei) {
-  const w = layer.weights[head], tq = w.length, tk = w[0].length;
+// A layer's weights, decoded from 16-bit base64 (head_weights in cli/report_model.cpp): per head
+// {q: Uint16Array of round(w * scale), rows x cols, row by row; rows; cols; scale}.
+function decodeHeads(w) {
+  return w.heads.map((b64) => {
+    const bin = atob(b64), q = new Uint16Array(w.rows * w.cols);
+    for (let k = 0; k < q.length; ++k) q[k] = bin.charCodeAt(2 * k) | (bin.charCodeAt(2 * k + 1) << 8);
+    return { q, rows: w.rows, cols: w.cols, scale: w.scale };
+  });
+}
+
+// viridis as bytes, 256 steps: the maps' cells are written as pixels, not one fill each.
+const VIRIDIS_BYTES = Array.from({ length: 256 }, (_, k) => viridis(k / 255).slice(4, -1).split(",").map(Number));
+
+// One head's weights (queries x keys) with token labels on both axes, on a canvas (an L-sized
+// model has 48 heads of 64 x 64 per example: too many cells for SVG elements). Hover shows the
+// cell's weight; data-w holds the 16-bit weights drawn (rows ";", keys ","; w = value / data-scale)
+// for the browser test.
+function attentionMap(layer, w, head, ri, ei) {
+  const tq = w.rows, tk = w.cols, at = (i, j) => w.q[i * tk + j] / w.scale;
   const c = Math.max(7, Math.min(16, Math.floor(200 / Math.max(tq, tk)))), M = 44;
-  const box = svg("svg", { width: M + c * tk + 4, height: M + c * tq + 16, class: "attn-map", "data-run": ri,
-                           "data-example": ei, "data-layer": layer.name, "data-head": head });
-  const title = svg("text", { x: M, y: M + c * tq + 12 }); title.textContent = "head " + head; box.append(title);
+  const rows = [];
+  for (let i = 0; i < tq; ++i) rows.push(w.q.subarray(i * tk, (i + 1) * tk).join(","));
+  const canvas = el("canvas", { width: M + c * tk + 4, height: M + c * tq + 16, class: "attn-map", "data-run": ri,
+                                "data-example": ei, "data-layer": layer.name, "data-head": head,
+                                "data-scale": w.scale, "data-w": rows.join(";") });
+  const g = canvas.getContext("2d");
+  // One pixel per cell, then scaled up c times without smoothing.
+  const cells = document.createElement("canvas");
+  cells.width = tk; cells.height = tq;
+  const cg = cells.getContext("2d"), img = cg.createImageData(tk, tq);
+  for (let k = 0; k < tq * tk; ++k) {
+    const rgb = VIRIDIS_BYTES[Math.round((w.q[k] / w.scale) * 255)];
+    img.data.set(rgb, 4 * k);
+    img.data[4 * k + 3] = 255;
+  }
+  cg.putImageData(img, 0, 0);
+  g.imageSmoothingEnabled = false;
+  g.drawImage(cells, M, M, c * tk, c * tq);
+  g.font = "10px system-ui, sans-serif";
+  g.fillStyle = "#333";
+  g.fillText("head " + head, M, M + c * tq + 12);
   layer.keys.slice(0, tk).forEach((k, j) => {
-    const t = svg("text", { transform: "translate(" + (M + j * c + c * 0.7) + "," + (M - 3) + ") rotate(-90)" });
-    t.textContent = k; box.append(t);
+    g.save(); g.translate(M + j * c + c * 0.7, M - 3); g.rotate(-Math.PI / 2); g.fillText(k, 0, 0); g.restore();
   });
-  layer.queries.slice(0, tq).forEach((q, i) => {
-    const t = svg("text", { x: M - 3, y: M + i * c + c * 0.8, "text-anchor": "end" }); t.textContent = q; box.append(t);
-    for (let j = 0; j < tk; ++j)
-      box.append(svg("rect", { x: M + j * c, y: M + i * c, width: c, height: c, fill: viridis(w[i][j]),
-                               "data-w": w[i][j], "data-tip": "query " + q + " \u2192 key " + layer.keys[j] + ": " + w[i][j] }));
+  g.textAlign = "right";
+  layer.queries.slice(0, tq).forEach((q, i) => g.fillText(q, M - 3, M + i * c + c * 0.8));
+  canvas.addEventListener("mousemove", (e) => {
+    const box = canvas.getBoundingClientRect();
+    const j = Math.floor((e.clientX - box.left - M) / c), i = Math.floor((e.clientY - box.top - M) / c);
+    if (i >= 0 && i < tq && j >= 0 && j < tk)
+      canvas.setAttribute("data-tip", "query " + layer.queries[i] + " \u2192 key " + layer.keys[j] + ": " + at(i, j).toFixed(4));
+    else canvas.removeAttribute("data-tip");
   });
-  return box;
+  return canvas;
 }
 
 function attentionSection(run, ri) {
@@ -276,7 +360,8 @@ function attentionSection(run, ri) {
                   el("span", { class: "mono" }, ex.output)));
     for (const layer of ex.layers) {
       const row = el("div", { class: "maps layer-row" }, el("div", { class: "layer-name" }, layer.name));
-      for (let h = 0; h < layer.weights.length; ++h) { row.append(attentionMap(layer, h, ex, ri, ei)); ++maps; }
+      const heads = decodeHeads(layer.weights);
+      for (let h = 0; h < heads.length; ++h) { row.append(attentionMap(layer, heads[h], h, ri, ei)); ++maps; }
       sec.append(row);
     }
   });
@@ -294,7 +379,52 @@ function examplesSection(run, ri) {
             el("p", { class: "note" }, "Up to 6 right and 6 wrong among the first " + ex.scored + " held-out examples."), t);
 }
 
-// scripts/sweep.py's summary.csv, sortable by any column; names link to their runs.
+// A sweep's summary.csv: the columns that are outcomes of a point, not its settings.
+const OUTCOMES = new Set(["run", "heldout_exact", "heldout_token_acc", "heldout_loss", "solved_at_step", "steps",
+                          "seconds", "cpu_seconds", "exit", "objective", "state", "trial", "seeds", "spread"]);
+
+// One hyperparameter against one outcome: numbers on a (log, when they span 20x) axis,
+// other values as evenly spaced categories. Each point links to its run's section.
+function sweepScatter(table, param, outcome, runs) {
+  const P = column(table, param), Y = column(table, outcome), R = column(table, "run") || [];
+  const numeric = P.every(finite), log = numeric && P.every((v) => Number(v) > 0) &&
+                  Math.max(...P.map(Number)) >= 20 * Math.min(...P.map(Number));
+  const cats = numeric ? [] : [...new Set(P)].sort();
+  const xOf = (v) => (numeric ? (log ? Math.log10(Number(v)) : Number(v)) : cats.indexOf(v));
+  const points = [];
+  P.forEach((v, i) => { if (finite(Y[i])) points.push({ x: xOf(v), y: Number(Y[i]), value: Y[i], label: v, run: R[i] }); });
+  const W = 300, H = 200, L = 54, Rm = 14, T = 22, B = 34;
+  const box = svg("svg", { width: W, height: H, class: "chart", "data-scatter": param });
+  const head = svg("text", { x: L, y: 14 }); head.textContent = outcome + " against " + param + (log ? " (log axis)" : "");
+  box.append(head);
+  if (!points.length) return box;
+  let [x0, x1] = [Math.min(...points.map((p) => p.x)), Math.max(...points.map((p) => p.x))];
+  let [y0, y1] = [Math.min(...points.map((p) => p.y)), Math.max(...points.map((p) => p.y))];
+  if (x1 === x0) { x0 -= 0.5; x1 += 0.5; } else { const m = (x1 - x0) * 0.06; x0 -= m; x1 += m; }
+  if (y1 === y0) { y0 -= 0.5; y1 += 0.5; }
+  const sx = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - Rm), sy = (y) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
+  box.append(svg("line", { x1: L, x2: L, y1: T, y2: H - B, class: "axis" }),
+             svg("line", { x1: L, x2: W - Rm, y1: H - B, y2: H - B, class: "axis" }));
+  for (const [v, y] of [[y0, H - B], [y1, T]]) {
+    const t = svg("text", { x: L - 4, y: y + 3, "text-anchor": "end" }); t.textContent = fmt(v); box.append(t);
+  }
+  const ticks = numeric ? [...new Set(P)] : cats;
+  for (const v of ticks) {
+    const t = svg("text", { x: sx(xOf(v)), y: H - B + 14, "text-anchor": "middle" }); t.textContent = v; box.append(t);
+  }
+  const xl = svg("text", { x: W - Rm, y: H - 4, "text-anchor": "end" }); xl.textContent = param; box.append(xl);
+  for (const p of points) {
+    const ri = runs.findIndex((run) => run.name === p.run);
+    const dot = svg("circle", { cx: sx(p.x), cy: sy(p.y), r: 4, fill: COLORS[0], "fill-opacity": 0.6, class: "pt",
+                                "data-param": param, "data-x": p.label, "data-value": p.value,
+                                "data-tip": (p.run ? p.run + "\n" : "") + param + " " + p.label + ": " + outcome + " " + p.value });
+    if (ri >= 0) { const a = svg("a", { href: "#run-" + ri }); a.append(dot); box.append(a); } else box.append(dot);
+  }
+  return box;
+}
+
+// scripts/sweep.py's summary.csv, sortable by any column; names link to their runs; each
+// hyperparameter against a chosen outcome.
 function sweepSection(sweep, runs) {
   const table = sweep.table, t = el("table", { id: "sweep-table" }), order = { col: -1, dir: 1 };
   const head = el("tr"), body = el("tbody");
@@ -317,7 +447,21 @@ function sweepSection(sweep, runs) {
   });
   t.append(el("thead", {}, head), body);
   draw();
-  return el("section", { id: "sweep" }, el("h2", {}, "Sweep " + sweep.path), el("p", { class: "note" }, "Click a column to sort."), t);
+  const sec = el("section", { id: "sweep" }, el("h2", {}, "Sweep " + sweep.path),
+                 el("p", { class: "note" }, "Click a column to sort."), t);
+  const params = table.columns.filter((c) => !OUTCOMES.has(c));
+  const outcomes = table.columns.filter((c) => OUTCOMES.has(c) && c !== "run" && column(table, c).some(finite));
+  if (params.length && outcomes.length) {
+    const pick = el("select", { id: "sweep-outcome" }, ...outcomes.map((o) => el("option", { value: o }, o)));
+    pick.value = outcomes.includes("objective") ? "objective" : outcomes.includes("heldout_exact") ? "heldout_exact" : outcomes[0];
+    const charts = el("div", { class: "charts" });
+    const plot = () => { charts.textContent = ""; for (const p of params) charts.append(sweepScatter(table, p, pick.value, runs)); };
+    pick.addEventListener("change", plot);
+    plot();
+    sec.append(el("h3", {}, "Each setting against ", pick),
+               el("p", { class: "note" }, "One point per sweep point; click a point for its run."), charts);
+  }
+  return sec;
 }
 
 function render() {
@@ -331,8 +475,8 @@ function render() {
     main.append(gradientSection(run, ri));
     const [sec, maps] = attentionSection(run, ri);
     main.append(sec, examplesSection(run, ri));
-    CHECK.runs.push({ name: run.name, metrics_rows: run.metrics.rows.length, attention_maps: maps,
-                      expected_maps: run.attention.reduce((n, ex) => n + ex.layers.reduce((m, l) => m + l.heads, 0), 0) });
+    CHECK.runs[ri] = Object.assign(CHECK.runs[ri] || {}, { name: run.name, metrics_rows: run.metrics.rows.length, attention_maps: maps,
+      expected_maps: run.attention.reduce((n, ex) => n + ex.layers.reduce((m, l) => m + l.heads, 0), 0) });
   });
   for (const [id, label] of [["curves", "curves"], ["run-0", "runs"], ["gradients-0", "gradients"],
                              ["attention-0", "attention"], ["examples-0", "examples"]])
