@@ -2,6 +2,8 @@
 """Writes the example data files under data/ (deterministic: rerun to get the same bytes).
 
   data/pairs/numbers.tsv   English number words -> their three digits, e.g. "forty two<TAB>0 4 2"
+  data/pairs/adder2.tsv    every sum of two 2-digit numbers, minGPT's adder: "4705<TAB>250" is 47 + 05 = 052,
+                           the sum's three digits written lowest first (--tokenize chars)
   data/text/logbook.txt    a ship's logbook generated from a small grammar, for the character-level LM
 
 Both are original text written by this script, so the repository may ship them.
@@ -39,6 +41,12 @@ def numbers_tsv(count, seed):
     chosen = sorted(rng.sample(range(1000), count))
     rng.shuffle(chosen)
     return "".join(f"{number_words(n)}\t{' '.join(f'{n:03d}')}\n" for n in chosen)
+
+
+def adder_tsv():
+    """All 10,000 sums a + b of 0 <= a, b <= 99 as minGPT's adder writes them: the four input digits,
+    then the sum's three digits reversed, so that the model writes the lowest digit (and its carry) first."""
+    return "".join(f"{a:02d}{b:02d}\t{f'{a + b:03d}'[::-1]}\n" for a in range(100) for b in range(100))
 
 
 # ---- the logbook ----
@@ -102,6 +110,7 @@ def main():
     args = parser.parse_args()
     files = {
         os.path.join("pairs", "numbers.tsv"): numbers_tsv(600, seed=1),
+        os.path.join("pairs", "adder2.tsv"): adder_tsv(),
         os.path.join("text", "logbook.txt"): logbook(150, seed=2),
     }
     for name, text in files.items():

@@ -14,7 +14,8 @@ Every combination of the --grid values is one run (directory DIR/<name>, with
 the flag values in its name), run in parallel up to --jobs at a time, each
 single-threaded. At the end one table, printed and written to DIR/summary.csv:
 the point's run name, the grid values, final held-out exact match and token accuracy, the step at
-which --target was reached (-1: never), steps run, seconds, exit code.
+which --target was reached (-1: never), steps run, seconds, CPU-seconds (of the runs this
+sweep started), exit code.
 Runs already finished (summary.json present) are not run again, so an
 interrupted sweep can be continued with the same command.
 
@@ -28,26 +29,16 @@ need no MPI library (they only read the launcher's rank variables), and the
 runs they start are single processes.
 """
 import argparse
-import csv
 import itertools
 import json
 import os
 import shlex
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def default_exe():
-    for cand in ["build/attnlab", "build-lead/attnlab"]:
-        path = os.path.join(HERE, "..", cand)
-        if os.path.exists(path):
-            return os.path.normpath(path)
-    return "attnlab"
-
+from attnlab_runs import (Run, default_exe, default_flags, flag_names, job_id, last_line,
+                          launcher_rank_size, print_table, read_summary, write_table)
 
 def parse_grid(items):
     grid = []
@@ -57,15 +48,6 @@ def parse_grid(items):
             sys.exit(f"sweep: --grid expects name=v1,v2,... (a train flag without --), got '{item}'")
         grid.append((name.lstrip("-"), values.split(",")))
     return grid
-
-
-# What the sweep passes to every run unless the user's flags set it (flag, value or None).
-DEFAULTS = [("quiet", None), ("threads", "1")]
-
-
-def flag_names(args):
-    """The option names in a train command line: --name or --name=value."""
-    return {a[2:].partition("=")[0] for a in args if a.startswith("--") and len(a) > 2}
 
 
 def check_shared(shared, grid):
@@ -81,64 +63,26 @@ def check_shared(shared, grid):
     return [a for a in shared if a != "--overwrite"]
 
 
-def default_flags(shared, grid):
-    given = flag_names(shared) | {name for name, _ in grid}
-    out = []
-    for name, value in DEFAULTS:
-        if name not in given:
-            out += [f"--{name}"] + ([value] if value is not None else [])
-    return out
-
-
-def last_line(path):
-    try:
-        with open(path) as f:
-            lines = [line.strip() for line in f if line.strip()]
-    except OSError:
-        return ""
-    return lines[-1] if lines else ""
-
-
-def launcher_rank_size():
-    """This process's rank and the process count under mpirun (Open MPI or PMI variables); 0, 1 otherwise."""
-    env = os.environ
-    size = int(env.get("OMPI_COMM_WORLD_SIZE") or env.get("PMI_SIZE") or 1)
-    rank = int(env.get("OMPI_COMM_WORLD_RANK") or env.get("PMI_RANK") or 0)
-    return rank, size
-
-
-def job_id():
-    """The same on every rank of one mpirun job and different for the next one (a stale result is not this job's)."""
-    env = os.environ
-    return env.get("PMIX_NAMESPACE") or env.get("OMPI_MCA_ess_base_jobid") or f"pid{os.getpid()}"
-
-
-def single_process_env():
-    """The environment without the launcher's variables: each run is one process, not a rank of this job."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
-
-
 def result_path(out, name):
     return os.path.join(out, name + ".result.json")
 
 
 def run_one(exe, out, name, flags, shared):
     run = os.path.join(out, name)
-    summary = os.path.join(run, "summary.json")
-    if os.path.exists(summary):
-        code, seconds = 0, None
+    seconds = cpu = None
+    if read_summary(run) is not None:
+        code = 0
     else:
-        cmd = [exe, "train", "--run", run, "--overwrite"] + flags + shared
-        start = time.time()
-        with open(os.path.join(out, name + ".log"), "w") as log:
-            code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=single_process_env())
-        seconds = time.time() - start
+        proc = Run(exe, run, ["--overwrite"] + flags + shared, os.path.join(out, name + ".log"))
+        code = proc.wait()
+        seconds, cpu = proc.seconds, proc.cpu_seconds
     result = {"exit": code, "job": job_id(), "rank": launcher_rank_size()[0]}
-    if os.path.exists(summary):
-        with open(summary) as f:
-            s = json.load(f)
+    s = read_summary(run)
+    if s is not None:
         result.update(exact=s["heldout_exact"], token=s["heldout_token_acc"], solved_at=s["solved_at_step"],
                       steps=s["steps"], seconds=s["seconds"] if seconds is None else seconds)
+        if cpu is not None:
+            result["cpu_seconds"] = cpu
     tmp = result_path(out, name) + ".tmp"  # written whole, then renamed: rank 0 never reads half a file
     with open(tmp, "w") as f:
         json.dump(result, f)
@@ -205,7 +149,7 @@ def main():
         sys.exit(f"sweep: --jobs must be >= 1, got {args.jobs}")
     grid = parse_grid(args.grid)
     shared = check_shared(shared, grid)
-    shared = default_flags(shared, grid) + shared
+    shared = default_flags(shared, [k for k, _ in grid]) + shared
     os.makedirs(args.out, exist_ok=True)
 
     points = []
@@ -228,22 +172,17 @@ def main():
     results = wait_for_results(args.out, [name for name, _, _ in points])
 
     columns = ["run"] + [k for k, _ in grid] + ["heldout_exact", "heldout_token_acc", "solved_at_step", "steps", "seconds",
-                                      "exit"]
+                                                "cpu_seconds", "exit"]
     table = []
     for (name, values, _), r in zip(points, results):
         row = dict(values, run=name)
         row.update(heldout_exact=r.get("exact", ""), heldout_token_acc=r.get("token", ""),
                    solved_at_step=r.get("solved_at", ""), steps=r.get("steps", ""),
-                   seconds=round(r["seconds"], 1) if "seconds" in r else "", exit=r["exit"])
+                   seconds=round(r["seconds"], 1) if "seconds" in r else "",
+                   cpu_seconds=round(r["cpu_seconds"], 1) if "cpu_seconds" in r else "", exit=r["exit"])
         table.append(row)
-    with open(os.path.join(args.out, "summary.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns)
-        w.writeheader()
-        w.writerows(table)
-    widths = [max(len(c), *(len(str(r[c])) for r in table)) for c in columns]
-    print("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
-    for r in table:
-        print("  ".join(str(r[c]).rjust(w) for c, w in zip(columns, widths)))
+    write_table(os.path.join(args.out, "summary.csv"), columns, table)
+    print_table(columns, table)
     print(os.path.join(args.out, "summary.csv"))
     png = plot(args.out, table, grid)
     if png:

@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""Hyperparameter search over `attnlab train` flags with Optuna: adaptive sampling, pruning of losing
+trials from their held-out rows, seeds, resumable and shared by many workers (docs/tuning.md).
+
+usage: scripts/tune.py --out DIR --param NAME=KIND:... [--param ...] [options] [-- fixed train flags]
+
+  --param lr=log:1e-4:1e-2 --param layers=int:1:4 --param positional=cat:sinusoidal,learned,rope
+  --objective exact|loss|steps   held-out exact match at the end (maximised), held-out loss (minimised),
+                                 or the step reaching --target (minimised); scripts/tune_trial.py says how
+  --target F                     passed to every run as --target F (required by --objective steps)
+  --sampler tpe|random|grid      (grid: every --param a cat: list or an int: range)
+  --pruner median|halving|hyperband|none
+  --trials N, --cpu-budget S     no new trial once N trials have ended, or their runs have used S CPU-seconds
+  --seeds N                      every configuration trained with seeds 0..N-1 (or --seed's value and up);
+                                 the objective is their median, the spread (max - min) is reported
+  --jobs J                       trials at a time in this worker (each run single-threaded unless the
+                                 flags after -- say --threads)
+  --study-seed S                 the sampler's seed
+  --storage URL                  default sqlite:///DIR/study.db; journal:PATH for Optuna's journal file
+                                 (workers on a shared filesystem), or any database URL SQLAlchemy accepts
+  --report                       print the results of DIR's study and exit (also while workers run)
+
+Each trial's runs are ordinary run directories DIR/trial0007 (DIR/trial0007-seed1, ... with --seeds).
+At the end: the trials table, DIR/summary.csv (read by `attnlab report DIR`), the best configuration as
+a command line, and the parameters' importances. Ctrl-C (or SIGTERM) stops the running trials' runs
+(each checkpoints), records them as interrupted, and queues their configurations again: the same
+command resumes the study. `mpirun -np N scripts/tune.py ...` makes each rank a worker on the same
+study; so does the same command started on several machines with a shared --storage.
+Exit codes: 0 done, 2 bad arguments, 130 interrupted.
+"""
+import argparse
+import sys
+
+from attnlab_runs import default_exe, flag_names
+from tune_space import ParamError, parse_space
+
+
+def fail(message):
+    print(f"tune: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_args(argv):
+    fixed = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, fixed = argv[:i], argv[i + 1:]
+    ap = argparse.ArgumentParser(prog="tune.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--param", action="append", default=[])
+    ap.add_argument("--objective", choices=["exact", "loss", "steps"], default="exact")
+    ap.add_argument("--target", type=float)
+    ap.add_argument("--sampler", choices=["tpe", "random", "grid"], default="tpe")
+    ap.add_argument("--pruner", choices=["median", "halving", "hyperband", "none"], default="median")
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--cpu-budget", type=float)
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--study-seed", type=int)
+    ap.add_argument("--storage")
+    ap.add_argument("--report", action="store_true")
+    ap.add_argument("--attnlab", default=default_exe())
+    args = ap.parse_args(argv)
+    args.fixed = [a for a in fixed if a != "--overwrite"]  # every run gets --overwrite already
+    return args
+
+
+def check_args(args):
+    """Everything a worker can refuse before any run starts: one line, exit 2."""
+    try:
+        args.space = parse_space(args.param)
+    except ParamError as e:
+        fail(str(e))
+    if not args.space:
+        fail("give at least one --param NAME=KIND:...")
+    for name, value in (("--trials", args.trials), ("--seeds", args.seeds), ("--jobs", args.jobs)):
+        if value < 1:
+            fail(f"{name} must be at least 1, got {value}")
+    if args.cpu_budget is not None and args.cpu_budget <= 0:
+        fail(f"--cpu-budget must be positive, got {args.cpu_budget}")
+    names = flag_names(args.fixed)
+    for own in ("run", "resume"):
+        if own in names:
+            fail(f"--{own} cannot be given after --: each trial trains in its own DIR/trialNNNN")
+    for p in args.space:
+        if p.name in names or p.name in ("run", "resume", "target"):
+            fail(f"--param {p.name} is also given after -- (or is the tuner's own); give it once")
+        if p.name == "seed" and args.seeds > 1:
+            fail("--param seed and --seeds N both choose seeds; give one")
+    if args.target is not None:
+        if "target" in names:
+            fail("--target is given both to the tuner and after --; give it once")
+        args.fixed += ["--target", f"{args.target:g}"]
+    elif args.objective == "steps":
+        fail("--objective steps needs --target (the held-out exact match a run must reach)")
+    if args.sampler == "grid":
+        try:
+            args.grid = {p.name: p.grid_values() for p in args.space}
+        except ParamError as e:
+            fail(str(e))
+    args.base_seed = 0
+    if "seed" in names:
+        args.base_seed = int(args.fixed[args.fixed.index("--seed") + 1]) if "--seed" in args.fixed else 0
+        if args.seeds > 1:
+            args.fixed = [a for i, a in enumerate(args.fixed) if not (a == "--seed" or (i and args.fixed[i - 1] == "--seed"))]
+
+
+
+def main():
+    args = parse_args(sys.argv[1:])
+    check_args(args)  # before Optuna loads (seconds): a refusal is immediate
+    import tune_study
+    try:
+        tune_study.main(args)
+    except tune_study.Refused as e:
+        fail(str(e))
+
+
+if __name__ == "__main__":
+    main()
