@@ -39,12 +39,20 @@ def storage_of(args):
     return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
 
 
-def sampler_of(args):
+def sampler_of(args, seed):
     if args.sampler == "grid":
-        return QuietGrid(args.grid, seed=args.study_seed)
+        return QuietGrid(args.grid, seed=seed)
     if args.sampler == "random":
-        return optuna.samplers.RandomSampler(seed=args.study_seed)
-    return optuna.samplers.TPESampler(seed=args.study_seed)
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed)
+
+
+def worker_seed(args, trials_before):
+    """--study-seed as given for the one worker of a fresh study; a resumed study (trials already there)
+    and each mpirun rank get it offset, or they would propose the first run's (rank 0's) values again."""
+    if args.study_seed is None:
+        return None
+    return args.study_seed + trials_before + 100003 * launcher_rank_size()[0]
 
 
 def pruner_of(args):
@@ -67,17 +75,19 @@ def open_study(args):
     direction = Objective(args.objective).direction
     for attempt in range(5):
         try:
-            study = optuna.create_study(study_name="tune", storage=storage_of(args), sampler=sampler_of(args),
+            study = optuna.create_study(study_name="tune", storage=storage_of(args), sampler=sampler_of(args, None),
                                         pruner=pruner_of(args), direction=direction, load_if_exists=True)
             break
         except Exception as e:  # noqa: BLE001 (a bad URL, an unreadable file: one line)
-            # Workers that start together race to create a new database's tables; the loser tries again.
-            if "IntegrityError" in type(e).__name__ + str(e) and attempt < 4:
+            # Workers that start together race to create a new database's tables ("already exists",
+            # a unique constraint, "database is locked"); the loser tries again.
+            if type(e).__name__ in ("IntegrityError", "OperationalError") and attempt < 4:
                 time.sleep(0.5 + random.random())
                 continue
             if created and not os.listdir(args.out):
                 os.rmdir(args.out)  # a refusal leaves nothing behind
             raise Refused(f"cannot open the study's storage {args.storage or 'DIR/study.db'}: {str(e).splitlines()[0]}")
+    study.sampler = sampler_of(args, worker_seed(args, len(study.get_trials(deepcopy=False))))
     record = settings_record(args)
     stored = study.user_attrs.get("settings")
     if stored is None:

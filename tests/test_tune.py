@@ -171,6 +171,8 @@ def check_resume(tmp):
         retry = [row for row in rows if int(row["trial"]) > int(interrupted[0]["trial"]) and row["state"] == "complete"]
         check(retry and retry[0]["lr"] == interrupted[0]["lr"], "the interrupted configuration is run again first",
               str(rows))
+    lrs = [row["lr"] for row in rows if row["state"] == "complete"]
+    check(len(set(lrs)) == len(lrs), "the resumed sampler does not propose the first run's values again", str(lrs))
     r = tune(out, args[:-2] + ["--steps", "50"], env=env)
     check(r.returncode == 2 and "holds a study with other settings (fixed)" in r.stderr,
           "a resume with other fixed flags is refused", r.stderr)
@@ -210,11 +212,13 @@ def check_two_workers(tmp, mpirun):
         return
     out = os.path.join(tmp, "mpi")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    r = subprocess.run([mpirun, "--oversubscribe", "-np", "2", sys.executable, TUNE, "--out", out, "--attnlab", FAKE]
-                       + args, capture_output=True, text=True, timeout=300, env=env)
+    r = subprocess.run([mpirun, "--oversubscribe", "-np", "2", sys.executable, TUNE, "--out", out, "--attnlab", FAKE,
+                        "--study-seed", "5"] + args, capture_output=True, text=True, timeout=300, env=env)
     check(r.returncode == 0, "mpirun -np 2 scripts/tune.py ends with exit 0", r.stdout + r.stderr)
     check_shared(out, [r.stdout], "mpirun -np 2")
     check(r.stdout.count("trials: 8 complete") == 1, "mpirun: rank 0 alone prints the results", r.stdout)
+    lrs = [row["lr"] for row in table(out)]
+    check(len(set(lrs)) == len(lrs), "mpirun: the ranks' samplers, one --study-seed, propose different values", str(lrs))
 
 
 def check_shared(out, outputs, how):
