@@ -21,7 +21,9 @@ namespace {
 // Run files the report reads whole; far beyond what a long run writes.
 constexpr uint64_t kMaxCsvBytes = uint64_t(1) << 30;
 
-std::vector<std::string> split_fields(const std::string& line) {
+// One CSV line's fields; a line ending CR LF (Python's csv module writes them) loses its CR.
+std::vector<std::string> split_fields(std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
   std::vector<std::string> fields;
   std::string field;
   std::istringstream in(line);

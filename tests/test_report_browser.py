@@ -15,7 +15,8 @@ loads each in headless Chromium and checks, in the DOM the page's script built:
   - the summary figures shown equal summary.json's;
   - the --input's maps equal `attnlab attention`'s CSV maps for that input;
   - weight matrices whose gradient norm is made far from the rest's are marked;
-  - a sweep directory's scatter holds one point per sweep point, linked to its run.
+  - a sweep directory's scatter holds one point per sweep point, linked to its run; so does a
+    scripts/tune.py study's, against its objective.
 Keeps screenshots under --artifacts. Prints load times; asserts none.
 
 Exit 0: passed; 1: failed; 77: no chromium on PATH (ctest: skipped).
@@ -226,18 +227,46 @@ def check_sweep(exe_browser, exe, tmp, artifacts):
     attnlab(exe, "report", out, "--out", page)
     runs = [os.path.join(out, row["run"]) for row in sorted(table, key=lambda row: row["run"])]
     dom, _ = check_page(exe_browser, page, runs, exe, {}, artifacts)
+    check_scatter(dom, table, ("lr", "layers"), "heldout_exact")
+
+
+def check_tune_study(exe_browser, exe, tmp, artifacts):
+    """A scripts/tune.py study directory is a sweep to the report: each parameter against the
+    objective (the outcome shown first), one point per complete trial, linking to its run."""
+    out = os.path.join(tmp, "tune")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "tune.py")
+    r = subprocess.run([sys.executable, script, "--out", out, "--attnlab", exe, "--param", "lr=cat:0.001,0.003",
+                        "--param", "layers=cat:1,2", "--sampler", "grid", "--pruner", "none", "--trials", "4", "--",
+                        "--task", "copy", *TINY[:4], *TINY[6:]], capture_output=True, text=True)
+    if r.returncode == 77 or "No module named 'optuna'" in r.stderr:
+        print("skip  tune study page: optuna cannot be imported")
+        return
+    check(r.returncode == 0, f"tune.py failed: {r.stdout[-500:]}{r.stderr[-500:]}")
+    table = read_csv(os.path.join(out, "summary.csv"))
+    page = os.path.join(tmp, "tune.html")
+    attnlab(exe, "report", out, "--out", page)
+    runs = [os.path.join(out, row["run"]) for row in sorted(table, key=lambda row: row["run"])]
+    dom, _ = check_page(exe_browser, page, runs, exe, {}, artifacts)
+    check_scatter(dom, table, ("lr", "layers"), "objective")
+
+
+def check_scatter(dom, table, params, outcome):
+    """The sweep table has a row per point, and each parameter's scatter holds one point per
+    point with summary.csv's value of `outcome`, linking to that point's run section."""
     check(len(dom.find("tr")) - 1 >= len(table), "a sweep table row per point")
     els = dom.elements
     names = {e[1]["id"]: els[i + 1][2].replace("Run ", "", 1) for i, e in enumerate(els)
              if e[0] == "section" and e[1].get("id", "").startswith("run-")}
-    want = {row["run"]: row["heldout_exact"] for row in table}
-    for param in ("lr", "layers"):
+    want = {row["run"]: row[outcome] for row in table if row[outcome] != ""}
+    drawn = {e[1]["data-param"] for e in els if e[0] == "circle" and "data-param" in e[1]}
+    check(drawn == set(params), f"scatters of exactly the settings {sorted(params)}, not of outcomes: {sorted(drawn)}")
+    for param in params:
         got = {}
         for i, e in enumerate(els):
             if e[0] == "circle" and e[1].get("data-param") == param:
                 link = els[i - 1][1].get("href", "") if els[i - 1][0] == "a" else ""
                 got[names.get(link[1:], "")] = e[1]["data-value"]
-        check(got == want, f"sweep scatter of {param}: {got}, summary.csv: {want}")
+        check(got == want, f"sweep scatter of {param} against {outcome}: {got}, summary.csv: {want}")
 
 
 def check_refusals(exe, run, tmp):
@@ -321,6 +350,7 @@ def main():
         check_page(exe_browser, page, pair, args.attnlab, {run: "3 1 4 1" for run in pair}, args.artifacts)
         check_flags(exe_browser, args.attnlab, runs["encoder"], checks["encoder"], tmp, args.artifacts)
         check_sweep(exe_browser, args.attnlab, tmp, args.artifacts)
+        check_tune_study(exe_browser, args.attnlab, tmp, args.artifacts)
         check_refusals(args.attnlab, runs["decoder"], tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
