@@ -216,7 +216,8 @@ def check_two_workers(tmp, mpirun):
                         "--study-seed", "5"] + args, capture_output=True, text=True, timeout=300, env=env)
     check(r.returncode == 0, "mpirun -np 2 scripts/tune.py ends with exit 0", r.stdout + r.stderr)
     check_shared(out, [r.stdout], "mpirun -np 2")
-    check(r.stdout.count("trials: 8 complete") == 1, "mpirun: rank 0 alone prints the results", r.stdout)
+    check(r.stdout.count("trials: 8 complete") == 1 and r.stdout.count("best: trial") == 1,
+          "mpirun: rank 0 alone prints the results and the best configuration", r.stdout)
     lrs = [row["lr"] for row in table(out)]
     check(len(set(lrs)) == len(lrs), "mpirun: the ranks' samplers, one --study-seed, propose different values", str(lrs))
 
@@ -242,7 +243,7 @@ def check_real(tmp, exe):
     out = os.path.join(tmp, "real")
     flags = ["--task", "reverse", "--vocab", "5", "--min-len", "3", "--max-len", "4", "--d-model", "16", "--heads", "2",
              "--layers", "1", "--d-ff", "32", "--steps", "3000", "--eval-every", "20", "--heldout", "20",
-             "--batch-size", "16"]
+             "--batch-size", "16", "--seed", "3"]
     # With --target 0.2 the three learners stop within a few hundred steps; lr 1e-5 stays at held-out
     # exact match 0 and would run all 3000. The grid's order (study seed 1) runs the learners first, so
     # the median rule has 3 complete trials to compare it with.
@@ -250,6 +251,8 @@ def check_real(tmp, exe):
                    "--trials", "4", "--objective", "steps", "--target", "0.2", "--"] + flags, exe=exe)
     check(r.returncode == 0, "real attnlab: the study ends with exit 0", r.stdout + r.stderr)
     rows = table(out)
+    with open(os.path.join(out, "trial0000", "config.ini")) as f:
+        check("seed = 3\n" in f.read(), "real attnlab: with one seed a run trains with the --seed given after --")
     bad = [row for row in rows if row["lr"] == "1e-05"]
     check(len(bad) == 1 and bad[0]["state"] == "pruned" and bad[0]["exit"] == "143" and int(bad[0]["steps"]) < 3000,
           "real attnlab: the hopeless trial is pruned and its run exited 143", r.stdout)
