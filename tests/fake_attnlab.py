@@ -4,7 +4,8 @@ does (metrics.csv rows flushed one by one, summary.json at the end, a checkpoint
 SIGTERM) with held-out figures that follow from its flags alone, so a tuning test knows which
 trials must win, lose and be pruned, in a fraction of a second per run.
 
-  held-out exact match at step s = min(1, s * lr * 100 / (1 + seed / 10)); --target F stops at F
+  held-out exact match at step s = min(1, s * lr / (1 + seed / 10)); --target F stops at F
+  with --task text its rows also hold heldout_loss = 2 - that exact match
   --layers 3 is refused (exit 2, one line), as attnlab refuses a bad flag
   --crash-at S exits 1 with a message after step S (a crashed run)
 """
@@ -35,18 +36,20 @@ def main():
     steps, every = int(flags.get("steps", "100")), int(flags.get("eval-every", "10"))
     target, crash = float(flags.get("target", "0")), int(flags.get("crash-at", "-1"))
     os.makedirs(os.path.join(run, "checkpoints"), exist_ok=True)
+    open(os.path.join(run, "started"), "w").close()  # its time says when the run began
     with open(os.path.join(run, "config.ini"), "w") as f:
         f.write("".join(f"{k} = {v}\n" for k, v in flags.items() if k != "run"))
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     metrics = open(os.path.join(run, "metrics.csv"), "w")
-    metrics.write("step,loss,heldout_exact,heldout_token_acc\n")
+    lm = flags.get("task") == "text"  # a language model's rows carry heldout_loss too
+    metrics.write("step,loss,heldout_exact,heldout_token_acc" + (",heldout_loss" if lm else "") + "\n")
     metrics.flush()
     solved, exact, step = -1, 0.0, 0
     for step in range(every, steps + 1, every):
         time.sleep(float(os.environ.get("FAKE_ATTNLAB_EVAL_SECONDS", "0.05")))
         exact = min(1.0, step * lr / (1 + seed / 10))
-        metrics.write(f"{step},{1 - exact:.4f},{exact:.4f},{exact:.4f}\n")
+        metrics.write(f"{step},{1 - exact:.4f},{exact:.4f},{exact:.4f}" + (f",{2 - exact:.4f}" if lm else "") + "\n")
         metrics.flush()
         if step == crash:
             print(f"attnlab train: simulated crash at step {step}", file=sys.stderr)

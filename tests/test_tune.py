@@ -12,6 +12,8 @@ so which trials win, lose, fail and get pruned is known; one check trains real a
    study, reruns the interrupted configuration first and ends with the same trial count; a resume
    with other settings is refused.
 5. --seeds 3: the objective is the seeds' median and the spread their max - min (fake: known values).
+   --jobs 2 runs two trials at once; --cpu-budget stops new trials; --objective loss minimises the
+   last held-out loss, and a run without one fails its trial with the reason.
 6. Two workers (two processes on one SQLite study; mpirun -np 2): every trial run once, by one worker.
 7. Real attnlab: a pruned trial's run holds a checkpoint and exited 143; `attnlab report DIR` writes
    the study's page; the best command reruns.
@@ -198,6 +200,31 @@ def check_seeds(tmp):
             check(f"seed = {s}\n" in f.read(), f"seed {s}'s run trained with --seed {s}")
 
 
+def check_budget_jobs_loss(tmp):
+    out = os.path.join(tmp, "budget")
+    r = tune(out, ["--param", "lr=log:0.005:0.05", "--trials", "30", "--jobs", "2", "--cpu-budget", "0.2",
+                   "--pruner", "none", "--", "--steps", "30"])
+    check(r.returncode == 0, "--jobs 2 --cpu-budget 0.2 ends with exit 0", r.stdout + r.stderr)
+    rows = table(out)
+    cpu = sum(float(row["cpu_seconds"]) for row in rows)
+    check(0 < len(rows) < 30 and cpu >= 0.2, f"--cpu-budget 0.2 stops new trials ({len(rows)} trials, {cpu:.2f} CPU-s)")
+    began = {int(row["trial"]): os.path.getmtime(os.path.join(out, row["run"], "started")) for row in rows}
+    ended = {int(row["trial"]): os.path.getmtime(os.path.join(out, row["run"], "summary.json")) for row in rows}
+    check(0 in began and 1 in began and began[1] < ended[0], "--jobs 2: trial 1 starts before trial 0 ends")
+    out = os.path.join(tmp, "loss")
+    r = tune(out, ["--param", "lr=cat:0.01,0.03", "--sampler", "grid", "--trials", "2", "--objective", "loss",
+                   "--pruner", "none", "--", "--steps", "40", "--task", "text"])
+    rows = {row["lr"]: row for row in table(out)}
+    check(r.returncode == 0 and rows["0.01"]["objective"] == "1.6" and rows["0.03"]["objective"] == "1.0" and
+          "best: trial" in r.stdout and "--lr 0.03" in r.stdout.split("best: trial")[1],
+          "--objective loss: the last held-out loss, minimised", r.stdout + r.stderr)
+    out = os.path.join(tmp, "noloss")
+    r = tune(out, ["--param", "lr=cat:0.01", "--sampler", "grid", "--trials", "1", "--objective", "loss", "--",
+                   "--steps", "20"])
+    check("failed (exit 0): metrics.csv has no heldout_loss" in r.stdout,
+          "--objective loss on a run without held-out loss: the trial fails and says why", r.stdout)
+
+
 def check_two_workers(tmp, mpirun):
     args = ["--param", "lr=log:0.005:0.05", "--trials", "6", "--sampler", "random", "--pruner", "none", "--",
             "--steps", "40"]
@@ -285,9 +312,10 @@ def main():
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="test_tune-")
     steps = [lambda: check_refusals(tmp), lambda: check_failures(tmp), lambda: check_seeds(tmp),
-             lambda: check_pruning(tmp), lambda: check_resume(tmp), lambda: check_two_workers(tmp, args.mpirun),
+             lambda: check_pruning(tmp), lambda: check_resume(tmp), lambda: check_budget_jobs_loss(tmp),
+             lambda: check_two_workers(tmp, args.mpirun),
              lambda: check_real(tmp, os.path.abspath(args.attnlab))]
-    names = ["refusals", "failures", "seeds", "pruning", "resume", "workers", "real attnlab"]
+    names = ["refusals", "failures", "seeds", "pruning", "resume", "budget, jobs, loss", "workers", "real attnlab"]
     try:
         for name, step in zip(names, steps):
             start = time.time()
