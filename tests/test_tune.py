@@ -152,7 +152,8 @@ def check_resume(tmp):
     seen = ""
     while proc.poll() is None and "trial 1: " not in seen:
         seen += proc.stdout.readline()
-    time.sleep(0.4)  # trial 2 under way
+    while proc.poll() is None and not os.path.exists(os.path.join(out, "trial0002", "started")):
+        time.sleep(0.05)  # until trial 2's run is under way (it lasts about a second)
     proc.send_signal(signal.SIGINT)
     rest, err = proc.communicate(timeout=60)
     check(proc.returncode == 130 and "the same command resumes the study" in err,
@@ -203,7 +204,7 @@ def check_seeds(tmp):
 def check_budget_jobs_loss(tmp):
     out = os.path.join(tmp, "budget")
     r = tune(out, ["--param", "lr=log:0.005:0.05", "--trials", "30", "--jobs", "2", "--cpu-budget", "0.2",
-                   "--pruner", "none", "--", "--steps", "30"])
+                   "--pruner", "none", "--", "--steps", "30"], env=dict(os.environ, FAKE_ATTNLAB_EVAL_SECONDS="0.2"))
     check(r.returncode == 0, "--jobs 2 --cpu-budget 0.2 ends with exit 0", r.stdout + r.stderr)
     rows = table(out)
     cpu = sum(float(row["cpu_seconds"]) for row in rows)
@@ -229,8 +230,11 @@ def check_two_workers(tmp, mpirun):
     args = ["--param", "lr=log:0.005:0.05", "--trials", "6", "--sampler", "random", "--pruner", "none", "--",
             "--steps", "40"]
     out = os.path.join(tmp, "workers")
+    # Trials of about a second: the second worker has started (Optuna loads in seconds on a busy
+    # machine) before the first could run them all.
+    slow = dict(os.environ, FAKE_ATTNLAB_EVAL_SECONDS="0.25")
     procs = [subprocess.Popen([sys.executable, TUNE, "--out", out, "--attnlab", FAKE] + args + ["--seed", "0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=slow) for _ in range(2)]
     outputs = [p.communicate(timeout=300)[0] for p in procs]
     check(all(p.returncode == 0 for p in procs), "two workers on one SQLite study end with exit 0", "\n".join(outputs))
     check_shared(out, outputs, "two processes")
