@@ -51,6 +51,18 @@ def pin_blas_threads(argv):
     os.environ["OMP_NUM_THREADS"] = value("--threads") or "1"
 
 
+def openblas_kernels():
+    """The kernel family OpenBLAS runs (e.g. "SkylakeX"), or "unknown" where torch uses another BLAS."""
+    import ctypes
+    import glob
+    libs = glob.glob("/usr/lib/x86_64-linux-gnu/openblas*/libopenblas.so.0")
+    if not libs:
+        return "unknown"
+    lib = ctypes.CDLL(libs[0])
+    lib.openblas_get_corename.restype = ctypes.c_char_p
+    return lib.openblas_get_corename().decode()
+
+
 pin_blas_threads(sys.argv[1:])
 import torch  # noqa: E402  (after pin_blas_threads, on purpose)
 import torch.nn as nn  # noqa: E402
@@ -440,7 +452,7 @@ def bench(name, threads, blas_threads, steps, warmup, seed=0):
     flops_fwd = L * (8 * d * d + 4 * d * d_ff + 4 * T * d) + 2 * d * V
     print(json.dumps({
         "impl": "pytorch", "torch": torch.__version__, "config": name, "threads": max(threads, blas_threads),
-        "torch_threads": threads, "blas_threads": blas_threads, "steps": steps,
+        "torch_threads": threads, "blas_threads": blas_threads, "blas_kernels": openblas_kernels(), "steps": steps,
         "step_ms": median * 1e3, "tokens_per_s": tokens_per_s,
         "params": sum(p.numel() for p in model.parameters()),
         "gflops": 3 * flops_fwd * tokens_per_s / 1e9, "final_loss": loss.item(),
@@ -540,7 +552,7 @@ def bench_decode(name, threads, blas_threads, reps, seed=0):
     median = times[len(times) // 2]
     print(json.dumps({
         "impl": "pytorch", "torch": torch.__version__, "mode": "decode", "config": name, "arch": "decoder",
-        "threads": max(threads, blas_threads), "torch_threads": threads, "blas_threads": blas_threads,
+        "threads": max(threads, blas_threads), "torch_threads": threads, "blas_threads": blas_threads, "blas_kernels": openblas_kernels(),
         "batch": B, "src_len": src_len, "new_tokens": new_tokens, "generated": B * new_tokens, "ms": median * 1e3, "tokens_per_s": B * new_tokens / median,
         "answers_equal": equal,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
