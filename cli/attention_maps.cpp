@@ -49,7 +49,7 @@ Reading read_sequence_task(const LoadedRun& loaded, const std::string& text) {
   SequenceModel& model = *loaded.model;
   Reading r;
   r.input = parse_input(loaded, text);
-  const int64_t budget = decoding_budget(*loaded.task, r.input);  // as predict and eval decode it
+  const int64_t budget = decoding_budget(*loaded.task, r.input, model.config());  // as predict and eval decode it
   r.output = model.greedy({r.input}, budget)[0];
   if (answer_filled_table(model.config(), r.input, r.output)) note_answer_filled_table(model.config());
   else if (answer_spent_budget(model.config(), r.output, budget)) note_answer_spent_budget(budget);
@@ -302,7 +302,7 @@ int run_attention(const Args& args) {
   LoadedRun loaded = load_run(RunDir(in.run_path), in.step);
   SequenceModel& model = *loaded.model;
   const Task& task = *loaded.task;
-  const BatchFormat format = batch_format(model.config().arch, task.language_model());
+  const BatchFormat format = batch_format(model.config(), task.language_model());
   const Reading reading = task.language_model() ? read_text(loaded, in.input_text)
                                                 : read_sequence_task(loaded, in.input_text);
   const FormattedBatch& batch = reading.batch;

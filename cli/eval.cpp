@@ -84,7 +84,7 @@ void print_json(const EvalReport& r) {
 // Held-out inputs of exactly `length` tokens (digits for add), drawn as training draws its held-out set.
 HeldOut heldout_at_length(const TrainSettings& s, int64_t length, int64_t n) {
   auto task = make_task(with_length(s.task, length));
-  const int64_t positions = needed_positions(*task, s.model.arch);
+  const int64_t positions = needed_positions(*task, s.model);
   if (positions > s.model.max_len)
     throw ValueError("--len " + std::to_string(length) + " needs sequences of " + std::to_string(positions) +
                      " positions; this model's positional table has " + std::to_string(s.model.max_len) +

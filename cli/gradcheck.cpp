@@ -113,7 +113,7 @@ int run_gradcheck(const Args& args) {
   Rng rng(derive_seed(seed, 7));
   std::vector<Example> examples;
   for (int64_t i = 0; i < g.batch_size; ++i) examples.push_back(task->sample(rng));
-  FormattedBatch batch = format_batch(batch_format(s.model.arch, false), to_pairs(examples));
+  FormattedBatch batch = format_batch(batch_format(s.model, false), to_pairs(examples));
   ModelGradcheckOptions options;
   options.samples = g.samples;
   options.eps = g.eps;

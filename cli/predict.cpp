@@ -115,7 +115,7 @@ Prediction predict(LoadedRun& loaded, const std::string& text) {
   } catch (const ValueError&) {
     // An input the task itself cannot answer: nothing to compare with.
   }
-  p.budget = decoding_budget(*loaded.task, p.input);
+  p.budget = decoding_budget(*loaded.task, p.input, config);
   p.output = loaded.model->greedy({p.input}, p.budget)[0];
   p.filled_table = answer_filled_table(config, p.input, p.output);
   p.spent_budget = !p.filled_table && answer_spent_budget(config, p.output, p.budget);

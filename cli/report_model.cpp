@@ -70,7 +70,7 @@ nlohmann::json head_weights(const Tensor& w) {
 nlohmann::json attention_for(LoadedRun& loaded, const std::string& text, const std::string& source) {
   const Task& task = *loaded.task;
   SequenceModel& model = *loaded.model;
-  const BatchFormat format = batch_format(model.config().arch, task.language_model());
+  const BatchFormat format = batch_format(model.config(), task.language_model());
   const Reading reading = task.language_model() ? read_text(loaded, text) : read_sequence_task(loaded, text);
   const auto src = token_texts(task, reading.batch.input.src), tgt = token_texts(task, reading.batch.input.tgt_in);
   nlohmann::json entry = {{"source", source}, {"input", task.to_text(reading.input)},

@@ -41,7 +41,7 @@ double min_training_bytes(const TrainSettings& s, int64_t T) {
 // Refuses a run that cannot fit in this machine's memory, before anything is written.
 void check_memory(const TrainSettings& s) {
   const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
-  const double needed = min_training_bytes(s, needed_positions(*make_task(s.task), s.model.arch));
+  const double needed = min_training_bytes(s, needed_positions(*make_task(s.task), s.model));
   auto gib = [](double bytes) { return std::to_string(static_cast<long long>(std::ceil(bytes / (1 << 30)))); };
   if (memory > 0 && needed > memory)
     throw ValueError("this run needs more than " + gib(needed) + " GiB of memory, this machine has " + gib(memory) +

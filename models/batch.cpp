@@ -48,15 +48,31 @@ void pad_sequences(const std::vector<std::vector<int32_t>>& seqs, IntTensor& ids
 
 const ChoiceNames<BatchFormat>& choice_names(BatchFormat) {
   static const ChoiceNames<BatchFormat> names = {{BatchFormat::encoder, "encoder"}, {BatchFormat::decoder, "decoder"},
-                                                 {BatchFormat::seq2seq, "seq2seq"}, {BatchFormat::lm, "lm"}};
+                                                 {BatchFormat::seq2seq, "seq2seq"}, {BatchFormat::lm, "lm"},
+                                                 {BatchFormat::bare, "bare"}};
   return names;
 }
 
-BatchFormat batch_format(Arch arch, bool language_model) {
+BatchFormat batch_format(const TransformerConfig& config, bool language_model) {
   if (language_model) return BatchFormat::lm;
-  if (arch == Arch::encoder) return BatchFormat::encoder;
-  return arch == Arch::decoder ? BatchFormat::decoder : BatchFormat::seq2seq;
+  if (config.arch == Arch::encoder) return BatchFormat::encoder;
+  if (config.arch == Arch::seq2seq) return BatchFormat::seq2seq;
+  return config.layout == Layout::bare ? BatchFormat::bare : BatchFormat::decoder;
 }
+
+int64_t prompt_length(BatchFormat format, size_t input_tokens) {
+  const auto n = static_cast<int64_t>(input_tokens);
+  switch (format) {
+    case BatchFormat::decoder: return n + 2;
+    case BatchFormat::bare: return n;
+    case BatchFormat::seq2seq: return 1;
+    case BatchFormat::encoder:
+    case BatchFormat::lm: return 0;
+  }
+  return 0;
+}
+
+bool answers_end_with_eos(BatchFormat format) { return format == BatchFormat::decoder || format == BatchFormat::seq2seq; }
 
 namespace {
 
@@ -84,9 +100,29 @@ Rows aligned_rows(BatchFormat format, const TokenPairs& pairs) {
   return rows;
 }
 
+// bare: tokens = src tgt; input = tokens[:-1], target = tokens[1:] with the
+// positions before the last src token not predicted.
+Rows bare_rows(const TokenPairs& pairs) {
+  Rows rows;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto& [src, tgt] = pairs[i];
+    if (src.empty() || tgt.empty())
+      throw ValueError("format_batch (bare): pair " + std::to_string(i) + " has an empty " +
+                       (src.empty() ? "input" : "output") +
+                       "; the bare layout predicts the answer from the input's last token, without special tokens");
+    std::vector<int32_t> in = src, target(src.size() - 1, kIgnoreTarget);
+    in.insert(in.end(), tgt.begin(), tgt.end() - 1);
+    target.insert(target.end(), tgt.begin(), tgt.end());
+    rows.inputs.push_back(std::move(in));
+    rows.targets.push_back(std::move(target));
+  }
+  return rows;
+}
+
 // decoder: tokens = [bos] src [sep] tgt [eos]; input = tokens[:-1], target =
 // tokens[1:] (src and sep not predicted). seq2seq: src; [bos] tgt; tgt [eos].
 Rows prompted_rows(BatchFormat format, const TokenPairs& pairs) {
+  if (format == BatchFormat::bare) return bare_rows(pairs);
   Rows rows;
   for (const auto& [src, tgt] : pairs) {
     std::vector<int32_t> in{SpecialTokens::bos}, target;

@@ -18,13 +18,23 @@ struct FormattedBatch {
 
 constexpr int32_t kIgnoreTarget = -100;
 
-// How a batch is laid out: as each architecture reads it, or (lm) as a
-// decoder reads windows of text.
-enum class BatchFormat { encoder, decoder, seq2seq, lm };
+// How a batch is laid out: as each architecture reads it, (bare) as a decoder
+// with --layout bare reads it, or (lm) as a decoder reads windows of text.
+enum class BatchFormat { encoder, decoder, seq2seq, lm, bare };
 const ChoiceNames<BatchFormat>& choice_names(BatchFormat);
 
-// The layout of `arch`'s batches; lm for a language model's (a decoder on text).
-BatchFormat batch_format(Arch arch, bool language_model);
+// The layout of the batches of a model with `config`; lm for a language
+// model's (a decoder on text).
+BatchFormat batch_format(const TransformerConfig& config, bool language_model);
+
+// How many tokens a decoder reads before the first answer token's prediction:
+// [bos] input [sep] (decoder), input (bare), [bos] (seq2seq); 0 for the
+// aligned formats (encoder, lm).
+int64_t prompt_length(BatchFormat format, size_t input_tokens);
+
+// Whether an answer is trained and decoded with a closing [eos] (decoder,
+// seq2seq); bare answers have none and are decoded to their known length.
+bool answers_end_with_eos(BatchFormat format);
 
 // encoder: src = input padded with pad; targets = output aligned with the
 //          input (ignored where the output is shorter, and on padding); an
@@ -32,6 +42,9 @@ BatchFormat batch_format(Arch arch, bool language_model);
 // decoder: tokens = [bos] src [sep] tgt [eos]; tgt_in = tokens[:-1],
 //          targets = tokens[1:] with the prompt positions ignored (the loss
 //          covers tgt and eos only).
+// bare:    tokens = src tgt (no specials); tgt_in = tokens[:-1], targets =
+//          tokens[1:] with the first |src| - 1 ignored (the loss covers tgt
+//          only); an empty src or tgt throws ValueError.
 // seq2seq: src = input; tgt_in = [bos] tgt; targets = tgt [eos].
 // lm:      (decoder-only language model) tgt_in = input, targets = output,
 //          no specials: input is a window of text, output the same window

@@ -31,6 +31,11 @@ const ChoiceNames<InitScheme>& choice_names(InitScheme) {
   return names;
 }
 
+const ChoiceNames<Layout>& choice_names(Layout) {
+  static const ChoiceNames<Layout> names = {{Layout::special, "special"}, {Layout::bare, "bare"}};
+  return names;
+}
+
 namespace {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
@@ -107,6 +112,9 @@ void TransformerConfig::validate() const {
   }
   check_bounds(*this, Naming::json, true);
   check_random_positions(*this);
+  if (layout == Layout::bare && arch != Arch::decoder)
+    throw ValueError("layout 'bare' applies to arch 'decoder' (a prompt then its answer in one sequence), got arch " +
+                     quoted(name_of(arch)));
   check_rope_width(*this, Naming::json);
 }
 

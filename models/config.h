@@ -21,6 +21,9 @@ enum class Arch { encoder, decoder, seq2seq };  // tagger | LM | encoder-decoder
 enum class Positional { sinusoidal, learned, rope, none };
 enum class Norm { pre, post };
 enum class InitScheme { automatic, torch, gpt2 };  // automatic is written "auto"
+// How a decoder lays out a (prompt, answer) pair: special = [bos] prompt [sep]
+// answer [eos]; bare = prompt answer, no special tokens (minGPT's adder and sort).
+enum class Layout { special, bare };
 
 // Each enum's values and their text, in declaration order.
 template <class E>
@@ -29,6 +32,7 @@ const ChoiceNames<Arch>& choice_names(Arch);
 const ChoiceNames<Positional>& choice_names(Positional);
 const ChoiceNames<Norm>& choice_names(Norm);
 const ChoiceNames<InitScheme>& choice_names(InitScheme);
+const ChoiceNames<Layout>& choice_names(Layout);
 
 // The text of a choice ("seq2seq"), and the choice a text names (none when unknown).
 template <class E>
@@ -93,6 +97,10 @@ struct TransformerConfig {
   // [0, P), in evaluation an even spread over [0, P). P must equal max_len
   // (the table the subsets are drawn from); sinusoidal or learned positions only.
   int64_t random_positions = 0;
+  // The decoder's sequence layout (models/batch.h); bare: the loss covers the
+  // answer only and greedy decoding emits exactly the answer's length, which
+  // the task gives (there is no [eos] to stop at). Decoder only.
+  Layout layout = Layout::special;
 
   // Head widths after applying the defaults.
   int64_t head_dim_k() const { return d_k > 0 ? d_k : d_model / n_heads; }

@@ -41,19 +41,24 @@ std::vector<size_t> prompt_lengths(const std::vector<std::vector<int32_t>>& seqs
 }  // namespace
 
 std::vector<std::vector<int32_t>> DecoderLM::prompts(const std::vector<std::vector<int32_t>>& sources) const {
+  const bool bare = config_.layout == Layout::bare;
   std::vector<std::vector<int32_t>> seqs(sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
-    seqs[i].push_back(SpecialTokens::bos);
+    if (bare && sources[i].empty())
+      throw ValueError("source " + std::to_string(i) +
+                       " is empty: a decoder with layout 'bare' predicts the answer from the input's last token");
+    if (!bare) seqs[i].push_back(SpecialTokens::bos);
     seqs[i].insert(seqs[i].end(), sources[i].begin(), sources[i].end());
-    seqs[i].push_back(SpecialTokens::sep);
-    check_length(seqs[i].size(), ("prompt [bos] src [sep] of source " + std::to_string(i)).c_str());
+    if (!bare) seqs[i].push_back(SpecialTokens::sep);
+    check_length(seqs[i].size(), ((bare ? "prompt src of source " : "prompt [bos] src [sep] of source ") +
+                                  std::to_string(i)).c_str());
   }
   return seqs;
 }
 
 bool DecoderLM::accept(int32_t token, std::vector<int32_t>& out, std::vector<int32_t>& seq,
                        int64_t max_new_tokens) const {
-  if (token == SpecialTokens::eos) return false;
+  if (token == SpecialTokens::eos && config_.layout != Layout::bare) return false;  // bare answers have no eos
   out.push_back(token);
   seq.push_back(token);
   // The next step would read more positions than the model has.

@@ -41,9 +41,11 @@ class DecoderLM : public SequenceModel {
   }
 
  private:
-  // [bos] src [sep] of each source; ValueError when one exceeds max_len.
+  // [bos] src [sep] of each source (layout bare: src, which must not be
+  // empty); ValueError when one exceeds max_len.
   std::vector<std::vector<int32_t>> prompts(const std::vector<std::vector<int32_t>>& sources) const;
-  // Whether a sequence that just got `token` goes on: not eos, under
+  // Whether a sequence that just got `token` goes on: not eos (any token with
+  // layout bare), under
   // max_new_tokens, and its next position within max_len.
   bool accept(int32_t token, std::vector<int32_t>& out, std::vector<int32_t>& seq, int64_t max_new_tokens) const;
 

@@ -68,6 +68,10 @@ const std::vector<ModelOption>& model_options() {
       {"parameter_free_attention", "parameter-free-attention", &C::parameter_free_attention, Bound::none,
        "attention without Q/K/V/O projections (softmax(x_i . x_j) weights over the inputs); its scores are "
        "symmetric and peak on the diagonal, so it cannot solve reverse with the encoder or copy with the decoder"},
+      {"layout", "layout", &C::layout, Bound::none,
+       "decoder sequence layout: special ([bos] input [sep] answer [eos]) | bare (input then answer, no special "
+       "tokens, loss on the answer only, as minGPT's adder; decoding emits exactly the answer's length, which the "
+       "task gives)"},
   };
   return options;
 }

@@ -17,7 +17,7 @@ namespace attnlab {
 // A pointer to one field of C, whatever its type.
 template <class C>
 using FieldOf = std::variant<int64_t C::*, double C::*, bool C::*, std::string C::*, Arch C::*, Positional C::*,
-                             Norm C::*, InitScheme C::*>;
+                             Norm C::*, InitScheme C::*, Layout C::*>;
 
 // The range a number must be in; each has one message per naming (below).
 enum class Bound {

@@ -61,6 +61,7 @@ CONFIG_FIELDS = {  # models/config.h, with the values this loader can build
     "attn_dropout": float, "tie_embeddings": bool, "parameter_free_attention": bool,
     "init": ("torch", "gpt2"),  # how the weights were drawn; loading does not depend on it
     "random_positions": int,  # P: evaluation positions spread over [0, P) (models/positions.h)
+    "layout": ("special",),  # [bos] input [sep] answer [eos]; a --layout bare decoder is not mirrored here
 }
 
 
@@ -114,6 +115,7 @@ def config_from_metadata(meta, path):
             raise LoadError(f"{path}: model_config {key} = {value!r} is not of type {kind.__name__}")
     cfg.setdefault("init", "torch")  # checkpoints written before --init existed
     cfg.setdefault("random_positions", 0)  # and before --random-positions
+    cfg.setdefault("layout", "special")  # and before --layout
     rp = cfg["random_positions"]
     if isinstance(rp, int) and not isinstance(rp, bool) and rp != 0 and (rp < 0 or rp != cfg.get("max_len")):
         raise LoadError(f"{path}: model_config random_positions = {rp} is not 0 or max_len ({cfg.get('max_len')})")

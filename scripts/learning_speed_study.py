@@ -3,10 +3,13 @@
 
 GPT-nano setting: decoder, 3 layers, 3 heads, d = 48, d_ff = 4d, gelu, learned positions,
 AdamW lr 5e-4, betas (0.9, 0.95), weight decay 0.1, clip 1, batch 64, constant lr, no dropout, on
-  sort  length 6, 3 symbols (729 inputs; 182 of them, a quarter, held out)
-  add   2 + 2 digits (10,000 inputs; 500 held out)
+  sort   length 6, 3 symbols (729 inputs; 182 of them, a quarter, held out)
+  add    2 + 2 digits (10,000 inputs; 500 held out)
+  adder  minGPT's 2-digit adder (data/pairs/adder2.tsv: a b -> the sum's digits lowest first; 500 held out)
 for attnlab --init torch, attnlab --init gpt2, and the reference with --init gpt2 (the GPT-2 scheme
-well-known small GPTs use) and --init torch (to separate the initialisation from everything else).
+well-known small GPTs use) and --init torch (to separate the initialisation from everything else),
+each with the special-token layout ([bos] input [sep] answer [eos]); and attnlab and the reference
+with --init gpt2 --layout bare (minGPT's layout: input then answer, loss on the answer only).
 Every run gets the same flags, evaluates held-out exact match every 50 steps (sort) or 100 (add) and stops when
 100% held for --patience consecutive evaluations (or at the step cap). From each run's evaluation
 history this script takes steps to 100% and to 99%: the first step of `patience` consecutive
@@ -15,6 +18,7 @@ evaluations at or above the level (the rule of attnlab's --target-patience).
     /usr/bin/python3 scripts/learning_speed_study.py                     # 2 tasks x 4 variants x seeds 0-2
     /usr/bin/python3 scripts/learning_speed_study.py --jobs 2            # two runs at a time
     /usr/bin/python3 scripts/learning_speed_study.py --only sort --variants attnlab-gpt2 --seeds 3
+    /usr/bin/python3 scripts/learning_speed_study.py --only adder --variants attnlab-gpt2 attnlab-gpt2-bare
     /usr/bin/python3 scripts/learning_speed_study.py --tables-only       # the table from the CSV
 
 Rows go to docs/learning_speed.csv (rows of experiments not rerun are kept), the table to
@@ -40,21 +44,25 @@ from torch_gpt_reference import held_step  # noqa: E402  (no torch needed to imp
 NANO = ["--model", "decoder", "--d-model", "48", "--heads", "3", "--layers", "3", "--d-ff", "192",
         "--activation", "gelu", "--positional", "learned", "--lr", "5e-4", "--beta1", "0.9", "--beta2", "0.95",
         "--weight-decay", "0.1", "--clip", "1", "--batch-size", "64", "--schedule", "constant"]
-SETTINGS = [  # name, task flags, step cap, evaluation every (steps)
-    ("sort", ["--task", "sort", "--vocab", "3", "--min-len", "6", "--max-len", "6", "--heldout", "182"], 3000, 50),
-    ("add", ["--task", "add", "--digits", "2", "--heldout", "500"], 10000, 100),
+ADDER = os.path.join("data", "pairs", "adder2.tsv")
+SETTINGS = [  # name, task flags, step cap, evaluation every (steps), {implementation: its own task flags}
+    ("sort", ["--task", "sort", "--vocab", "3", "--min-len", "6", "--max-len", "6", "--heldout", "182"], 3000, 50, {}),
+    ("add", ["--task", "add", "--digits", "2", "--heldout", "500"], 10000, 100, {}),
+    ("adder", ["--task", "pairs", "--file", ADDER], 10000, 100,
+     {"attnlab": ["--tokenize", "chars", "--heldout-fraction", "0.05"], "pytorch": ["--heldout", "500"]}),
 ]
-VARIANTS = [  # name, implementation, init
-    ("attnlab-torch", "attnlab", "torch"), ("attnlab-gpt2", "attnlab", "gpt2"),
-    ("pytorch-gpt2", "pytorch", "gpt2"), ("pytorch-torch", "pytorch", "torch"),
+VARIANTS = [  # name, implementation, init, layout
+    ("attnlab-torch", "attnlab", "torch", "special"), ("attnlab-gpt2", "attnlab", "gpt2", "special"),
+    ("pytorch-gpt2", "pytorch", "gpt2", "special"), ("pytorch-torch", "pytorch", "torch", "special"),
+    ("attnlab-gpt2-bare", "attnlab", "gpt2", "bare"), ("pytorch-gpt2-bare", "pytorch", "gpt2", "bare"),
 ]
-CSV_FIELDS = ["setting", "variant", "implementation", "init", "seed", "parameters", "eval_every", "patience",
+CSV_FIELDS = ["setting", "variant", "implementation", "init", "layout", "seed", "parameters", "eval_every", "patience",
               "steps_to_100", "steps_to_99", "steps", "heldout_exact", "seconds", "cpu_seconds", "evals", "command"]
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def run_flags(task_flags, cap, init, seed, every, patience):
-    return task_flags + NANO + ["--init", init, "--eval-every", str(every), "--steps", str(cap), "--target", "1",
+def run_flags(task_flags, cap, init, layout, seed, every, patience):
+    return task_flags + NANO + ["--init", init, "--layout", layout, "--eval-every", str(every), "--steps", str(cap), "--target", "1",
                                 "--target-patience", str(patience), "--seed", str(seed), "--threads", "1"]
 
 
@@ -89,10 +97,10 @@ def run_pytorch(flags):
 
 
 def one_run(args, setting, variant, seed):
-    name, task_flags, cap, every = setting
-    vname, impl, init = variant
+    name, task_flags, cap, every, own_flags = setting
+    vname, impl, init, layout = variant
     every = args.eval_every or every
-    flags = run_flags(task_flags, cap, init, seed, every, args.patience)
+    flags = run_flags(task_flags + own_flags.get(impl, []), cap, init, layout, seed, every, args.patience)
     if impl == "attnlab":
         r = run_attnlab(args.attnlab, flags, os.path.join(args.runs, f"{name}-{vname}-s{seed}"))
     else:
@@ -101,7 +109,7 @@ def one_run(args, setting, variant, seed):
     if to100 != r["solved_at_step"]:  # the run's own stop and this script's reading must agree
         raise RuntimeError(f"{name} {vname} seed {seed}: solved at {r['solved_at_step']} by the run, "
                            f"{to100} from its evaluations")
-    return {"setting": name, "variant": vname, "implementation": impl, "init": init, "seed": seed,
+    return {"setting": name, "variant": vname, "implementation": impl, "init": init, "layout": layout, "seed": seed,
             "parameters": r["parameters"], "eval_every": every, "patience": args.patience,
             "steps_to_100": to100, "steps_to_99": held_step(r["evals"], 0.99, args.patience), "steps": r["steps"],
             "heldout_exact": r["heldout_exact"], "seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"],
@@ -119,15 +127,15 @@ def median_of(rows, key, cap):
 
 
 def table(rows):
-    out = ["| setting | implementation | init | parameters | steps to 100% (seeds) | median | steps to 99% (seeds) "
-           "| median | CPU s (median) |", "|---|---|---|---|---|---|---|---|---|"]
-    for name, _, cap, _ in SETTINGS:
-        for vname, impl, init in VARIANTS:
+    out = ["| setting | implementation | init | layout | parameters | steps to 100% (seeds) | median | "
+           "steps to 99% (seeds) | median | CPU s (median) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, _, cap, _, _ in SETTINGS:
+        for vname, impl, init, layout in VARIANTS:
             rs = sorted((r for r in rows if r["setting"] == name and r["variant"] == vname), key=lambda r: r["seed"])
             if not rs:
                 continue
             seeds = ", ".join(str(r["seed"]) for r in rs)
-            out.append(f"| {name} | {impl} | {init} | {rs[0]['parameters']:,} "
+            out.append(f"| {name} | {impl} | {init} | {layout} | {rs[0]['parameters']:,} "
                        f"| {', '.join(fmt(r['steps_to_100'], cap) for r in rs)} ({seeds}) | {median_of(rs, 'steps_to_100', cap)} "
                        f"| {', '.join(fmt(r['steps_to_99'], cap) for r in rs)} | {median_of(rs, 'steps_to_99', cap)} "
                        f"| {median([r['cpu_seconds'] for r in rs]):.1f} |")
@@ -140,6 +148,7 @@ def read_rows(path):
     with open(path) as f:
         rows = list(csv.DictReader(f))
     for r in rows:
+        r["layout"] = r.get("layout") or "special"  # rows written before --layout existed
         for k in ("seed", "parameters", "eval_every", "patience", "steps"):
             r[k] = int(r[k])
         for k in ("heldout_exact", "seconds", "cpu_seconds"):

@@ -4,7 +4,7 @@
 Written from the math, independently of attnlab's code (and of scripts/attnlab_torch.py),
 to be the same model, data and training as `attnlab train --model decoder`:
 
-  model     tokens [bos] src [sep] tgt, embedded (tok_emb) plus positions (pos_emb learned, or the
+  model     tokens [bos] src [sep] tgt (--layout bare: src tgt, no special tokens), embedded (tok_emb) plus positions (pos_emb learned, or the
             sinusoidal table, or none); L blocks, pre-LN  x + attn(ln1 x), x + ff(ln2 x)  then ln_f,
             or post-LN  ln1(x + attn x), ln2(x + ff x); causal multi-head attention with q, k, v and
             out projections (all with biases), scores scaled by 1/sqrt(d_k); feed-forward fc1, relu or
@@ -12,6 +12,7 @@ to be the same model, data and training as `attnlab train --model decoder`:
             layer norms with eps 1e-5. Parameter names are attnlab's (blocks.0.attn.q_proj.weight ...).
   loss      cross-entropy averaged over the answer tokens and <eos> of the whole batch: the input
             [bos] src [sep] tgt predicts src's and sep's successors too, but those are not targets.
+            --layout bare (minGPT's adder): the input src tgt[:-1], the targets the answer's tokens only.
   init      torch: the PyTorch module defaults (Linear U(+-1/sqrt(fan_in)) weights and biases,
             Embedding N(0, 1)), learned positions N(0, 0.02), LayerNorm 1 / 0.
             gpt2: every Linear weight N(0, 0.02) except the residual outputs (attn.out_proj, ff.fc2)
@@ -20,10 +21,13 @@ to be the same model, data and training as `attnlab train --model decoder`:
             and embeddings, attnlab's default groups), global gradient-norm clipping, the lr schedule
             constant | linear | cosine (decay over --steps to --min-lr) after a linear warmup.
   data      the task's inputs uniform (symbol ids 4 .. 4 + vocab - 1; add: digits 4-13, '+' 14);
+            pairs: the lines input<TAB>output of --file, one token per character (ids 4 .. in sorted
+            order of the characters), --heldout distinct inputs held out, the rest drawn uniformly;
             --heldout distinct inputs drawn from their own generator, and a training stream that
             rejects every held-out input, so the two never share an input.
   score     held-out exact match by greedy decoding after [bos] src [sep]: at most len(answer) + 1
             tokens, stopping at <eos>; exact when the decoded tokens before <eos> are the answer.
+            --layout bare: after src, exactly len(answer) tokens (no <eos>), as minGPT's adder decodes.
   target    training stops when held-out exact match >= --target at --target-patience consecutive
             evaluations (every --eval-every steps and at the last); solved_at_step is the first of them.
 
@@ -40,24 +44,36 @@ Exit 2 with one line on stderr for a bad option.
 import argparse
 import json
 import math
+import os
 import random
 import sys
 import time
 
 PAD, BOS, EOS, SEP, FIRST_SYMBOL = 0, 1, 2, 3, 4
 IGNORE = -100
-TASKS = ("copy", "reverse", "sort", "add")
+TASKS = ("copy", "reverse", "sort", "add", "pairs")
 
 
 class Task:
-    """copy, reverse, sort: `vocab` symbols, lengths min_len..max_len; add: two `digits`-digit operands."""
+    """copy, reverse, sort: `vocab` symbols, lengths min_len..max_len; add: two `digits`-digit operands;
+    pairs: the (input, output) lines of a file, a token per character."""
 
-    def __init__(self, name, vocab, min_len, max_len, digits):
+    def __init__(self, name, vocab, min_len, max_len, digits, file=None):
         self.name = name
         self.vocab, self.min_len, self.max_len, self.digits = vocab, min_len, max_len, digits
         self.vocab_size = FIRST_SYMBOL + (11 if name == "add" else vocab)
+        if name == "pairs":
+            with open(file, encoding="utf-8") as f:
+                lines = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+            chars = sorted({c for line in lines for c in "".join(line)})
+            ids = {c: FIRST_SYMBOL + i for i, c in enumerate(chars)}
+            self.table = {tuple(ids[c] for c in a): [ids[c] for c in b] for a, b in lines}
+            self.inputs = sorted(self.table)
+            self.vocab_size = FIRST_SYMBOL + len(chars)
 
     def sample_input(self, rng):
+        if self.name == "pairs":
+            return list(rng.choice(self.inputs))
         if self.name == "add":
             d = self.digits
             return [FIRST_SYMBOL + 10 if i == d else FIRST_SYMBOL + rng.randint(0, 9) for i in range(2 * d + 1)]
@@ -65,6 +81,8 @@ class Task:
         return [FIRST_SYMBOL + rng.randint(0, self.vocab - 1) for _ in range(n)]
 
     def solve(self, src):
+        if self.name == "pairs":
+            return list(self.table[tuple(src)])
         if self.name == "copy":
             return list(src)
         if self.name == "reverse":
@@ -77,12 +95,18 @@ class Task:
         return [FIRST_SYMBOL + int(c) for c in str(a + b).zfill(d + 1)]
 
     def max_input_len(self):
+        if self.name == "pairs":
+            return max(len(s) for s in self.inputs)
         return 2 * self.digits + 1 if self.name == "add" else self.max_len
 
     def max_output_len(self):
+        if self.name == "pairs":
+            return max(len(t) for t in self.table.values())
         return self.digits + 1 if self.name == "add" else self.max_len
 
     def input_space_size(self):
+        if self.name == "pairs":
+            return len(self.inputs)
         if self.name == "add":
             return 10 ** (2 * self.digits)
         return sum(self.vocab ** n for n in range(self.min_len, self.max_len + 1))
@@ -124,13 +148,18 @@ def pad_rows(torch, rows, fill):
     return out
 
 
-def lm_batch(torch, pairs):
+def lm_batch(torch, pairs, layout="special"):
     """[bos] src [sep] tgt as input; targets: ignored for src and sep, then tgt and <eos>. (B, T) each.
+    layout bare: src tgt[:-1] as input; targets: ignored but for the last src position, then tgt.
 
     Right padding needs no mask: a causal position never sees the padding after it, and padded
     positions are not targets."""
-    inputs = [[BOS] + s + [SEP] + t for s, t in pairs]
-    targets = [[IGNORE] * (len(s) + 1) + t + [EOS] for s, t in pairs]
+    if layout == "bare":
+        inputs = [s + t[:-1] for s, t in pairs]
+        targets = [[IGNORE] * (len(s) - 1) + t for s, t in pairs]
+    else:
+        inputs = [[BOS] + s + [SEP] + t for s, t in pairs]
+        targets = [[IGNORE] * (len(s) + 1) + t + [EOS] for s, t in pairs]
     return pad_rows(torch, inputs, PAD), pad_rows(torch, targets, IGNORE)
 
 
@@ -269,16 +298,18 @@ def scheduled_lr(cfg, step):
     return cfg.min_lr + (cfg.lr - cfg.min_lr) * shape
 
 
-def greedy_exact(torch, model, heldout):
-    """Fraction of held-out pairs whose greedy answer (before <eos>, at most len + 1 tokens) is right."""
+def greedy_exact(torch, model, heldout, layout="special"):
+    """Fraction of held-out pairs whose greedy answer (before <eos>, at most len + 1 tokens; bare:
+    exactly len tokens, after the bare input) is right."""
+    bare = layout == "bare"
     model.eval()
     right = 0
     with torch.no_grad():
         for begin in range(0, len(heldout), 256):
             part = heldout[begin:begin + 256]
-            seqs = [[BOS] + s + [SEP] for s, _ in part]
+            seqs = [list(s) if bare else [BOS] + s + [SEP] for s, _ in part]
             outs, done = [[] for _ in part], [False] * len(part)
-            for _ in range(max(len(t) for _, t in part) + 1):
+            for _ in range(max(len(t) for _, t in part) + (0 if bare else 1)):
                 active = [i for i in range(len(part)) if not done[i]]
                 if not active:
                     break
@@ -286,19 +317,24 @@ def greedy_exact(torch, model, heldout):
                 logits = model(pad_rows(torch, [seqs[i] for i in active], PAD))  # (B', T, V)
                 for row, i in enumerate(active):
                     tok = int(logits[row, lengths[row] - 1].argmax())
-                    if tok == EOS:
+                    if tok == EOS and not bare:
                         done[i] = True
                         continue
                     outs[i].append(tok)
                     seqs[i].append(tok)
-                    done[i] = len(outs[i]) > len(part[i][1])
+                    done[i] = len(outs[i]) >= len(part[i][1]) + (0 if bare else 1)
             right += sum(outs[i] == part[i][1] for i in range(len(part)))
     model.train()
     return right / len(heldout) if heldout else 0.0
 
 
+def needed_positions(task, cfg):
+    """[bos] src [sep] tgt; bare: src tgt[:-1]."""
+    return task.max_input_len() + task.max_output_len() + (-1 if cfg.layout == "bare" else 2)
+
+
 def positions_for(task, cfg):
-    needed = task.max_input_len() + task.max_output_len() + 2  # [bos] src [sep] tgt
+    needed = needed_positions(task, cfg)
     return cfg.positions if cfg.positions > 0 else max(64, 2 * needed)
 
 
@@ -312,44 +348,54 @@ def held_step(evals, target, patience):
     return None
 
 
+def make_optimizer(torch, model, cfg):
+    """(AdamW over attnlab's decay groups, every parameter in named_parameters() order)."""
+    named = list(model.named_parameters())
+    groups = [{"params": [p for n, p in named if not no_decay(n)], "weight_decay": cfg.weight_decay},
+              {"params": [p for n, p in named if no_decay(n)], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, foreach=True)
+    return opt, [p for _, p in named]
+
+
+def train_step(torch, model, opt, params, cfg, pairs, step):
+    """One optimizer step (1-based `step`) on the (input, answer) pairs; returns the loss tensor."""
+    x, y = lm_batch(torch, pairs, cfg.layout)
+    logits = model(x)  # (B, T, V)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=IGNORE)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if cfg.clip > 0:
+        torch.nn.utils.clip_grad_norm_(params, cfg.clip)
+    for g in opt.param_groups:
+        g["lr"] = scheduled_lr(cfg, step)
+    opt.step()
+    return loss
+
+
 def train(cfg, log=None):
     """Trains one run; returns the JSON-able result."""
     import torch
     torch.set_num_threads(cfg.threads)
-    task = Task(cfg.task, cfg.vocab, cfg.min_len, cfg.max_len, cfg.digits)
+    task = Task(cfg.task, cfg.vocab, cfg.min_len, cfg.max_len, cfg.digits, cfg.file)
     heldout = make_heldout(task, cfg.heldout, cfg.seed)
     stream = TrainStream(task, heldout, cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     model = build_model(torch, cfg)(task.vocab_size, positions_for(task, cfg))
     initialise(torch, model, cfg.init, cfg.layers, gen)
-    named = list(model.named_parameters())
-    groups = [{"params": [p for n, p in named if not no_decay(n)], "weight_decay": cfg.weight_decay},
-              {"params": [p for n, p in named if no_decay(n)], "weight_decay": 0.0}]
-    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, foreach=True)
-    params = [p for _, p in named]
+    opt, params = make_optimizer(torch, model, cfg)
     evals, solved = [], None
     wall0, cpu0 = time.perf_counter(), time.process_time()
     step = 0
     for step in range(1, cfg.steps + 1):
-        x, y = lm_batch(torch, stream.next_batch(cfg.batch_size))
-        logits = model(x)  # (B, T, V)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1),
-                                                 ignore_index=IGNORE)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.clip > 0:
-            torch.nn.utils.clip_grad_norm_(params, cfg.clip)
-        for g in opt.param_groups:
-            g["lr"] = scheduled_lr(cfg, step)
-        opt.step()
+        loss = train_step(torch, model, opt, params, cfg, stream.next_batch(cfg.batch_size), step)
         if step % cfg.eval_every == 0 or step == cfg.steps:
-            evals.append([step, greedy_exact(torch, model, heldout)])
+            evals.append([step, greedy_exact(torch, model, heldout, cfg.layout)])
             if log:
                 log(f"step {step} loss {loss.item():.4f} held-out exact {evals[-1][1]:.4f}")
             solved = held_step(evals, cfg.target, cfg.target_patience) if cfg.target > 0 else None
             if solved is not None:
                 break
-    return {"implementation": "pytorch", "task": cfg.task, "init": cfg.init, "seed": cfg.seed,
+    return {"implementation": "pytorch", "task": cfg.task, "layout": cfg.layout, "init": cfg.init, "seed": cfg.seed,
             "parameters": sum(p.numel() for p in params), "target": cfg.target,
             "target_patience": cfg.target_patience, "solved_at_step": solved, "steps": step,
             "heldout_exact": evals[-1][1] if evals else 0.0, "heldout_size": len(heldout), "evals": evals,
@@ -364,6 +410,9 @@ def parser():
     a("--min-len", type=int, default=8)
     a("--max-len", type=int, default=8)
     a("--digits", type=int, default=3, help="add: digits per operand")
+    a("--file", default=None, help="pairs: a file of input<TAB>output lines (a token per character)")
+    a("--layout", choices=["special", "bare"], default="special",
+      help="special: [bos] input [sep] answer [eos]; bare: input answer, loss on the answer only")
     a("--model", choices=["decoder"], default="decoder", help="only the decoder-only LM")
     a("--d-model", type=int, default=64)
     a("--heads", type=int, default=4)
@@ -413,10 +462,16 @@ def check(cfg):
         return f"--schedule {cfg.schedule} needs --steps > --warmup, got {cfg.steps} and {cfg.warmup}"
     if cfg.heldout < 0 or cfg.warmup < 0 or cfg.clip < 0 or cfg.positions < 0:
         return "--heldout, --warmup, --clip and --positions must be >= 0"
-    task = Task(cfg.task, cfg.vocab, cfg.min_len, cfg.max_len, cfg.digits)
+    if cfg.task == "pairs" and not cfg.file:
+        return "--task pairs needs --file"
+    if cfg.file and not os.path.isfile(cfg.file):
+        return f"--file {cfg.file}: no such file"
+    if cfg.task != "pairs" and cfg.file:
+        return f"--file applies to --task pairs, not {cfg.task}"
+    task = Task(cfg.task, cfg.vocab, cfg.min_len, cfg.max_len, cfg.digits, cfg.file)
     if min(cfg.heldout, task.input_space_size()) >= task.input_space_size():
         return f"--heldout {cfg.heldout} takes all {task.input_space_size()} {cfg.task} inputs, leaving none to train on"
-    needed = task.max_input_len() + task.max_output_len() + 2
+    needed = needed_positions(task, cfg)
     if positions_for(task, cfg) < needed:
         return f"--positions {cfg.positions} is shorter than the {needed} positions the task needs"
     return None

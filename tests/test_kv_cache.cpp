@@ -107,7 +107,7 @@ void train_briefly(SequenceModel& model, const Task& task, int64_t steps) {
   for (int64_t s = 0; s < steps; ++s) {
     std::vector<Example> batch;
     for (int i = 0; i < 16; ++i) batch.push_back(task.sample(rng));
-    FormattedBatch fb = format_batch(batch_format(model.config().arch, false), to_pairs(batch));
+    FormattedBatch fb = format_batch(batch_format(model.config(), false), to_pairs(batch));
     opt.zero_grad();
     backward(cross_entropy(model.forward(fb.input), fb.targets));
     opt.step();

@@ -187,14 +187,14 @@ namespace {
 // padding (a pad key attended to) changes logits by ~0.1.
 void check_padding_invariance(const TransformerConfig& c, const TokenPairs& pairs) {
   auto model = make_model(c, 9);
-  const FormattedBatch batch = format_batch(batch_format(c.arch, false), pairs);
+  const FormattedBatch batch = format_batch(batch_format(c, false), pairs);
   Var together = model->forward(batch.input);
   const bool decoder_side = c.arch != Arch::encoder;
   const Tensor& pad = decoder_side ? batch.input.tgt_pad : batch.input.src_pad;
   const int64_t T = together.size(1);
   double worst = 0;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    const FormattedBatch one = format_batch(batch_format(c.arch, false), {pairs[i]});
+    const FormattedBatch one = format_batch(batch_format(c, false), {pairs[i]});
     Var alone = model->forward(one.input);
     for (int64_t t = 0; t < alone.size(1); ++t) {
       REQUIRE(pad[static_cast<int64_t>(i) * T + t] == 0);  // a real position in the batch too
@@ -270,7 +270,7 @@ TEST_CASE("format_batch rejects bad batches with a message naming the problem", 
   CHECK_THROWS_WITH(format_batch(BatchFormat::encoder, {{{4, 5}, {4, 5, 6}}}), Catch::Contains("length 3") &&
                                                                         Catch::Contains("length 2"));
   CHECK_THROWS_AS(format_batch(BatchFormat::encoder, {}), ValueError);
-  CHECK_FALSE(choice_named<BatchFormat>("tagger"));  // a layout is one of four, named at the boundary
+  CHECK_FALSE(choice_named<BatchFormat>("tagger"));  // a layout is one of five, named at the boundary
   CHECK_THROWS_WITH(format_batch(BatchFormat::seq2seq, {{{4, -1}, {4}}}), Catch::Contains("-1"));
 }
 

@@ -121,7 +121,7 @@ void run_parity(const std::string& name) {
   TokenPairs pairs;
   for (const auto& p : fx.at("pairs"))
     pairs.emplace_back(p.at(0).get<std::vector<int32_t>>(), p.at(1).get<std::vector<int32_t>>());
-  const FormattedBatch batch = format_batch(batch_format(config.arch, false), pairs);
+  const FormattedBatch batch = format_batch(batch_format(config, false), pairs);
   const json& inputs = fx.at("inputs");
   ModelInput input;
   read_stream(inputs, "src", batch.input.src, batch.input.src_pad, input.src, input.src_pad);

@@ -6,13 +6,18 @@ Without torch (pure logic):
   - the held-out rule: distinct held-out inputs, capped at the inputs that exist; a training stream
     that draws held-out inputs from its generator and never returns one;
   - the LM batch: [bos] src [sep] tgt as input, src and sep ignored, tgt and <eos> the targets;
+    with --layout bare src tgt[:-1] as input, the answer's tokens the only targets;
+  - the pairs task: a file's lines, a token per character;
   - the lr schedule (warmup, constant, linear, cosine to min_lr), attnlab's weight-decay groups,
     the target-patience rule (the first step of K consecutive evaluations at the level);
   - bad options: one line on stderr naming the value, exit 2.
 With torch and the attnlab binary:
   - an attnlab checkpoint loads into the reference by name with every shape equal (no parameter more
     or less), and the reference's greedy answers and probabilities equal `attnlab predict --json`
-    to 1e-4 at every decoded position, for pre-LN/learned/gelu/add and post-LN/sinusoidal/relu/tied/sort;
+    to 1e-4 at every decoded position, for pre-LN/learned/gelu/add, post-LN/sinusoidal/relu/tied/sort
+    and pre-LN/learned/gelu/adder pairs with --layout bare;
+  - 20 AdamW steps from the same weights on the same batches (one training pair) end at the same
+    weights in attnlab and the reference, with either --layout;
   - each scheme of --init gives every parameter the same distribution in both: zero where one is
     zero, and the standard deviation within sampling error (a factor-of-2 difference fails).
 
@@ -92,6 +97,21 @@ def test_batch_format(torch):
     I, B, S, E, P = R.IGNORE, R.BOS, R.SEP, R.EOS, R.PAD
     expect(x.tolist() == [[B, 6, 4, S, 4, 6, P, P], [B, 5, 5, 5, S, 5, 5, 5]], f"LM inputs (got {x.tolist()})")
     expect(y.tolist() == [[I, I, I, 4, 6, E, I, I], [I, I, I, I, 5, 5, 5, E]], f"LM targets (got {y.tolist()})")
+    x, y = R.lm_batch(torch, [(sym(2, 0), sym(0, 2)), (sym(1, 1, 1), sym(3))], "bare")
+    expect(x.tolist() == [[6, 4, 4], [5, 5, 5]], f"bare inputs: src tgt[:-1] (got {x.tolist()})")
+    expect(y.tolist() == [[I, 4, 6], [I, I, 7]], f"bare targets: the answer only (got {y.tolist()})")
+
+
+def test_pairs_task():
+    with tempfile.TemporaryDirectory() as work:
+        path = os.path.join(work, "p.tsv")
+        with open(path, "w") as f:
+            f.write("ab\tba\n\nca\tc\n")
+        task = R.Task("pairs", 0, 0, 0, 0, path)
+        a, b, c = sym(0, 1, 2)  # the characters a, b, c in sorted order
+        expect(task.inputs == [(a, b), (c, a)] and task.solve([c, a]) == [c], "pairs: each line, a token per character")
+        expect(task.vocab_size == 7 and task.max_input_len() == 2 and task.max_output_len() == 2, "pairs: V and lengths")
+        expect(task.sample_input(random.Random(0)) in ([a, b], [c, a]), "pairs: inputs drawn from the file's")
 
 
 def test_schedule_groups_patience():
@@ -151,7 +171,7 @@ def attnlab_run(exe, work, name, flags):
 
 def reference_for(torch, flags, weights):
     cfg = R.parser().parse_args([f for f in flags if f not in ("--quiet",)])
-    task = R.Task(cfg.task, cfg.vocab, cfg.min_len, cfg.max_len, cfg.digits)
+    task = R.Task(cfg.task, cfg.vocab, cfg.min_len, cfg.max_len, cfg.digits, cfg.file)
     model = R.build_model(torch, cfg)(task.vocab_size, R.positions_for(task, cfg))
     own = {n: tuple(p.shape) for n, p in model.named_parameters()}
     theirs = {n: tuple(t.shape) for n, t in weights.items()}
@@ -169,12 +189,17 @@ def test_forward_parity(torch, exe, work):
         ("sort-post", ["--task", "sort", "--vocab", "5", "--min-len", "4", "--max-len", "6", "--norm", "post",
                        "--positional", "sinusoidal", "--activation", "relu", "--tie-embeddings"],
          lambda rng: " ".join(str(rng.randint(0, 4)) for _ in range(rng.randint(4, 6)))),
+        ("adder-bare", ["--task", "pairs", "--file", os.path.join(ROOT, "data", "pairs", "adder2.tsv"), "--layout",
+                        "bare", "--norm", "pre", "--positional", "learned", "--activation", "gelu"],
+         lambda rng: f"{rng.randint(0, 99):02d}{rng.randint(0, 99):02d}"),
     ]
     rng = random.Random(7)
     for name, flags, draw in cases:
-        run, ckpt = attnlab_run(exe, work, name, small + flags)
+        own = ["--tokenize", "chars", "--heldout-fraction", "0.05"] if "pairs" in flags else []
+        run, ckpt = attnlab_run(exe, work, name, small + flags + own)
         weights = read_safetensors(torch, ckpt)
         cfg, task, model = reference_for(torch, small + flags, weights)
+        bare = cfg.layout == "bare"
         model.load_state_dict(weights, strict=True)
         model.eval()
         worst, answers = 0.0, 0
@@ -182,7 +207,8 @@ def test_forward_parity(torch, exe, work):
             text = draw(rng)
             p = json.loads(subprocess.run([exe, "predict", "--run", run, "--json", text], check=True,
                                           capture_output=True, text=True).stdout)
-            seq, agree = [R.BOS] + p["input"]["ids"] + [R.SEP], True
+            seq = list(p["input"]["ids"]) if bare else [R.BOS] + p["input"]["ids"] + [R.SEP]
+            agree = not bare or len(p["positions"]) == 3  # bare: exactly the sum's 3 digits, no <eos>
             with torch.no_grad():
                 for pos in p["positions"]:  # attnlab's decoded tokens, fed back as attnlab did
                     probs = torch.softmax(model(torch.tensor([seq]))[0, -1].double(), -1)
@@ -192,6 +218,41 @@ def test_forward_parity(torch, exe, work):
             answers += agree
         expect(worst < 1e-4, f"{name}: probabilities equal predict --json's to 1e-4 (worst {worst:.2e})")
         expect(answers == 10, f"{name}: the same greedy answer for 10 of 10 inputs (got {answers})")
+
+
+def test_training_parity(torch, exe, work):
+    """20 AdamW steps on identical weights and batches (one training pair, so every batch is its
+    copies) end at the same weights in both, in each layout: the loss positions, decay groups,
+    clipping and AdamW are the same. A difference of a fifth of one step (lr 1e-2) fails; rounding
+    alone gave at most 4e-4 (AMD EPYC, family 26, 2026-12-04)."""
+    train, held = os.path.join(work, "one.tsv"), os.path.join(work, "held.tsv")
+    with open(train, "w") as f:
+        f.write("0123\t345\n")  # characters first seen in sorted order: the same ids in both
+    with open(held, "w") as f:
+        f.write("0000\t000\n")
+    ref_flags = ["--model", "decoder", "--task", "pairs", "--file", train, "--d-model", "24", "--heads", "3",
+                 "--layers", "2", "--d-ff", "40", "--positional", "learned", "--activation", "gelu", "--init", "gpt2",
+                 "--beta2", "0.95", "--weight-decay", "0.1", "--clip", "1", "--batch-size", "8", "--seed", "3"]
+    own = ["--heldout-file", held, "--tokenize", "chars"]
+    for layout in ("special", "bare"):
+        flags = ref_flags + ["--layout", layout]
+        _, ckpt0 = attnlab_run(exe, work, f"one-{layout}-0", flags + own + ["--lr", "1e-30", "--steps", "1",
+                                                                             "--eval-every", "1"])
+        _, ckpt20 = attnlab_run(exe, work, f"one-{layout}-20", flags + own + ["--lr", "1e-2", "--steps", "20",
+                                                                               "--eval-every", "20"])
+        start, theirs = read_safetensors(torch, ckpt0), read_safetensors(torch, ckpt20)
+        cfg, task, model = reference_for(torch, flags + ["--lr", "1e-2"], start)
+        model.load_state_dict(start, strict=True)
+        opt, params = R.make_optimizer(torch, model, cfg)
+        pair = (list(task.inputs[0]), task.solve(list(task.inputs[0])))
+        for step in range(1, 21):
+            R.train_step(torch, model, opt, params, cfg, [pair] * cfg.batch_size, step)
+        worst = max(float((p.detach() - theirs[n]).abs().max()) for n, p in model.named_parameters())
+        moved = max(float((theirs[n] - start[n]).abs().max()) for n in theirs)
+        print(f"training parity, layout {layout}: weights moved up to {moved:.3g}, differ by at most {worst:.2e}",
+              file=sys.stderr)
+        expect(moved > 0.05, f"layout {layout}: 20 steps at lr 1e-2 moved the weights (by {moved:.3g})")
+        expect(worst < 2e-3, f"layout {layout}: the same weights after 20 AdamW steps (worst difference {worst:.2e})")
 
 
 def test_init_distributions(torch, exe, work):
@@ -227,6 +288,7 @@ def main():
     args = p.parse_args()
     test_tasks()
     test_heldout_rule()
+    test_pairs_task()
     test_schedule_groups_patience()
     test_bad_options()
     try:
@@ -238,6 +300,7 @@ def main():
     test_batch_format(torch)
     with tempfile.TemporaryDirectory() as work:
         test_forward_parity(torch, args.attnlab, work)
+        test_training_parity(torch, args.attnlab, work)
         test_init_distributions(torch, args.attnlab, work)
     print(f"{len(FAILURES)} failure(s)" if FAILURES else "all passed")
     return 1 if FAILURES else 0

@@ -56,6 +56,7 @@ std::string sequence_layout(BatchFormat format) {
     case BatchFormat::encoder: return "input -> answer: one prediction per input position, [pad] past the answer's end";
     case BatchFormat::decoder: return "[bos] input [sep] answer [eos]: the answer decoded greedily after [sep]";
     case BatchFormat::seq2seq: return "encoder: input; decoder: [bos] answer [eos], decoded greedily after [bos]";
+    case BatchFormat::bare: return "input answer, no special tokens: the answer (of the length the task gives) decoded greedily after the input";
     case BatchFormat::lm: return "text: each position predicts the next token (no special tokens)";
   }
   return "";
@@ -66,7 +67,7 @@ Metadata checkpoint_description(const TrainSettings& s, const Task& task) {
   meta["task"] = task_json(s.task).dump();
   meta["vocabulary"] = vocabulary_json(task).dump();
   meta["special_tokens"] = nlohmann::json{{"<pad>", kPad}, {"<bos>", kBos}, {"<eos>", kEos}, {"<sep>", kSep}}.dump();
-  meta["sequence_layout"] = sequence_layout(batch_format(s.model.arch, task.language_model()));
+  meta["sequence_layout"] = sequence_layout(batch_format(s.model, task.language_model()));
   meta["attnlab_version"] = attnlab_version();
   return meta;
 }

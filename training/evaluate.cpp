@@ -47,7 +47,7 @@ BatchFigures greedy_batch(SequenceModel& model, const std::vector<Example>& exam
   std::vector<int64_t> budgets;  // each planned on its own answer, whatever else is in the batch
   for (size_t i = begin; i < end; ++i) {
     sources.push_back(examples[i].input);
-    budgets.push_back(decoding_budget(examples[i].output.size()));
+    budgets.push_back(decoding_budget(examples[i].output.size(), model.config()));
   }
   auto outputs = model.greedy(sources, budgets);
   int64_t tokens = 0, right = 0, exact = 0;
@@ -131,23 +131,27 @@ LmScore lm_totals(const std::vector<BatchFigures>& batches) {
   return score;
 }
 
-int64_t decoding_budget(size_t expected_answer_tokens) { return static_cast<int64_t>(expected_answer_tokens) + 1; }
+int64_t decoding_budget(size_t expected_answer_tokens, const TransformerConfig& config) {
+  const bool bare = batch_format(config, false) == BatchFormat::bare;  // no <eos> to decode
+  return static_cast<int64_t>(expected_answer_tokens) + (bare ? 0 : 1);
+}
 
-int64_t decoding_budget(const Task& task, const std::vector<int32_t>& input) {
+int64_t decoding_budget(const Task& task, const std::vector<int32_t>& input, const TransformerConfig& config) {
   try {
-    return decoding_budget(task.solve(input).size());
+    return decoding_budget(task.solve(input).size(), config);
   } catch (const ValueError&) {  // an input the task cannot answer
-    return decoding_budget(static_cast<size_t>(std::max<int64_t>(0, task.max_output_len())));
+    return decoding_budget(static_cast<size_t>(std::max<int64_t>(0, task.max_output_len())), config);
   }
 }
 
 bool answer_spent_budget(const TransformerConfig& config, const std::vector<int32_t>& output, int64_t budget) {
-  return config.arch != Arch::encoder && static_cast<int64_t>(output.size()) >= budget;
+  return answers_end_with_eos(batch_format(config, false)) && static_cast<int64_t>(output.size()) >= budget;
 }
 
 bool answer_filled_table(const TransformerConfig& config, const std::vector<int32_t>& input,
                          const std::vector<int32_t>& output) {
   const auto in = static_cast<int64_t>(input.size()), out = static_cast<int64_t>(output.size());
+  if (batch_format(config, false) == BatchFormat::bare) return in + out > config.max_len;  // input answer passed P
   if (config.arch == Arch::decoder) return in + out >= config.max_len - 1;  // [bos] input [sep] answer passed P
   if (config.arch == Arch::seq2seq) return out >= config.max_len;
   return false;  // the tagger: one token per input position
@@ -157,6 +161,7 @@ std::vector<int32_t> teacher_forced_target(const TransformerConfig& config, cons
                                            const std::vector<int32_t>& output, int64_t budget) {
   std::vector<int32_t> target = output;
   if (config.arch == Arch::encoder) target.resize(input.size(), input.empty() ? 0 : input[0]);  // one per input position
+  else if (batch_format(config, false) == BatchFormat::bare) return target;  // no <eos>: every token decoding read
   else if ((answer_filled_table(config, input, output) || answer_spent_budget(config, output, budget)) &&
            !target.empty())
     target.pop_back();
@@ -165,9 +170,10 @@ std::vector<int32_t> teacher_forced_target(const TransformerConfig& config, cons
 
 FormattedBatch teacher_forced_batch(const TransformerConfig& config, const std::vector<int32_t>& input,
                                     const std::vector<int32_t>& output, int64_t budget) {
-  FormattedBatch batch = format_batch(batch_format(config.arch, false), {{input, teacher_forced_target(config, input, output, budget)}});
+  const BatchFormat format = batch_format(config, false);
+  FormattedBatch batch = format_batch(format, {{input, teacher_forced_target(config, input, output, budget)}});
   if (config.arch == Arch::encoder) return batch;  // its positions are the forward's own
-  const int64_t prompt = config.arch == Arch::decoder ? static_cast<int64_t>(input.size()) + 2 : 1;  // [bos] input [sep] | [bos]
+  const int64_t prompt = prompt_length(format, input.size());
   const std::vector<std::vector<int32_t>> table = {decoding_positions(config, prompt, budget - 1)};
   batch.input.tgt_pos = prefix_position_ids(table, {0}, batch.input.tgt_in.shape[1]);
   return batch;

@@ -41,18 +41,20 @@ Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examp
 // The plan of a decoding, the same for every command (eval, predict,
 // attention; scripts/attnlab_torch.py mirrors it): an input is decoded for at
 // most its expected answer's tokens and one more (the answer's <eos>, or the
-// first token too many), and with random positions its positions are spread
+// first token too many; a decoder with --layout bare, whose answers have no
+// <eos>, for exactly the expected answer's tokens), and with random positions its positions are spread
 // over [bos] input [sep] answer, as training spread them (decoding_positions,
 // models/positions.h). eval plans each held-out input on its own answer;
 // predict and attention on the task's answer (Task::solve), or, for an input
 // the task cannot answer, on the longest answer of training (max_output_len).
-int64_t decoding_budget(size_t expected_answer_tokens);
-int64_t decoding_budget(const Task& task, const std::vector<int32_t>& input);
+int64_t decoding_budget(size_t expected_answer_tokens, const TransformerConfig& config);
+int64_t decoding_budget(const Task& task, const std::vector<int32_t>& input, const TransformerConfig& config);
 
 // Decoding limits. Greedy decoding stops at <eos>, at its budget, or where the
 // positional table (max_len = P positions, --positions at training) ends: a
 // decoder reads [bos] input [sep] answer, so input + answer <= P - 1 tokens
-// (the last answer token comes from position P); seq2seq decodes at most P
+// (the last answer token comes from position P), or with --layout bare input
+// + answer <= P + 1 (input answer, the last answer token never read); seq2seq decodes at most P
 // tokens; the encoder tagger emits one token per input position.
 // True when `output`, decoded from `input`, was cut by the table rather than ended by <eos>.
 bool answer_filled_table(const TransformerConfig& config, const std::vector<int32_t>& input,

@@ -8,6 +8,7 @@
 
 #include "framework/error.h"
 #include "framework/nn/multi_head_attention.h"
+#include "models/batch.h"
 #include "models/init.h"
 #include "models/model_options.h"
 #include "training/settings_options.h"
@@ -28,9 +29,11 @@ TrainSettings default_settings() {
   return s;
 }
 
-int64_t needed_positions(const Task& task, Arch arch) {
+int64_t needed_positions(const Task& task, const TransformerConfig& model) {
   if (task.language_model()) return task.max_input_len();  // a window, no specials
+  const Arch arch = model.arch;
   int64_t in = task.max_input_len(), out = task.max_output_len();
+  if (batch_format(model, false) == BatchFormat::bare) return in + out - 1;  // src tgt, the last token only a target
   if (arch == Arch::decoder) return in + out + 2;  // [bos] src [sep] tgt (eos is only a target)
   if (arch == Arch::seq2seq) return std::max(in, out + 1);
   return in;
@@ -102,6 +105,20 @@ void check_model_flags(const TransformerConfig& m) {
   }
   check_bounds(m, Naming::flag, true);  // --dropout, --attn-dropout
   check_rope_width(m, Naming::flag);
+}
+
+// --layout bare: a decoder's (input, answer) pairs with an input to predict from.
+void check_layout(const TransformerConfig& m, const Task& task, const std::string& name) {
+  if (m.layout != Layout::bare) return;
+  if (m.arch != Arch::decoder)
+    throw ValueError("--layout bare lays out a prompt and its answer in one sequence: it applies to --model decoder, "
+                     "got --model " + name_of(m.arch));
+  if (task.language_model())
+    throw ValueError("--layout bare lays out (input, answer) pairs, but task '" + name +
+                     "' is a language model (its windows have no special tokens already)");
+  if (task.min_input_len() < 1)
+    throw ValueError("--layout bare predicts the answer from the input's last token, but task '" + name +
+                     "' has inputs of length " + str(task.min_input_len()));
 }
 
 // Options that would be silently ignored are refused when set away from their default.
@@ -176,7 +193,8 @@ void finalize(TrainSettings& s, const Task& task_ref) {
                           : "outputs longer than their inputs (up to " + str(task->max_output_len()) +
                                 " tokens, inputs of " + str(task->min_input_len()) + " to " + str(task->max_input_len()) + ")") +
                      "; use --model decoder or --model seq2seq");
-  int64_t needed = needed_positions(*task, s.model.arch);
+  check_layout(s.model, *task, s.task.name);
+  int64_t needed = needed_positions(*task, s.model);
   check_least_values(s, false);  // --positions, --steps, --batch-size, ... (training/settings_options.h)
   s.model.max_len = s.positions > 0 ? s.positions : std::max<int64_t>(64, 2 * needed);
   check_random_positions(s, needed);

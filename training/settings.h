@@ -57,6 +57,6 @@ void check_heldout(const TrainSettings& s);
 void check_heldout(const TrainSettings& s, const Task& task);
 
 // The longest sequence the model sees for this task and architecture.
-int64_t needed_positions(const Task& task, Arch arch);
+int64_t needed_positions(const Task& task, const TransformerConfig& model);
 
 }  // namespace attnlab

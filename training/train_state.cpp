@@ -9,7 +9,7 @@ TrainState::TrainState(const TrainSettings& s, std::unique_ptr<Task> task)
   // Tasks read from files bring their own held-out split; make_heldout draws the others'.
   const bool own = task_->own_heldout() != nullptr;
   drawn_heldout_ = make_heldout(*task_, own ? 0 : s.heldout, derive_seed(s.seed, kHeldoutStream));
-  batch_format_ = attnlab::batch_format(s.model.arch, task_->language_model());
+  batch_format_ = attnlab::batch_format(s.model, task_->language_model());
   stream_ = std::make_unique<TrainStream>(*task_, drawn_heldout_, derive_seed(s.seed, kTrainStream));
   model_ = make_model(s.model, derive_seed(s.seed, kInitStream));
   optimizer_ = make_optimizer(s.optim, model_->named_parameters());

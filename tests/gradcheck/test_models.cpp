@@ -26,7 +26,7 @@ TokenPairs tiny_pairs(Arch arch) {
 
 void check_model(const TransformerConfig& config, Real label_smoothing = 0) {
   auto model = make_model(config, /*seed=*/11);
-  const FormattedBatch batch = format_batch(batch_format(config.arch, false), tiny_pairs(config.arch));
+  const FormattedBatch batch = format_batch(batch_format(config, false), tiny_pairs(config.arch));
   CrossEntropyOptions ce;
   ce.label_smoothing = label_smoothing;
   // The parameters are the gradcheck inputs; the model reads the same Vars, so
