@@ -3,9 +3,11 @@
 // greedy decoding with --decode (bench/decoding.h).
 #include "bench/decoding.h"
 #include "bench/training.h"
+#include "cli/comm_bench.h"
 #include "cli/command_line.h"
 #include "cli/option_set.h"
 #include "framework/ops/gemm.h"
+#include "training/distributed/launch.h"
 
 namespace attnlab::cli {
 
@@ -19,6 +21,7 @@ struct BenchArgs {
   bool no_peak = false;
   bool products = false;
   bool decode = false, no_reference = false;
+  bool comm = false;
   std::string arch = "decoder";
   int64_t batch = 0;
   std::string gemm;  // empty: the build's backend
@@ -34,7 +37,9 @@ const char* const kBenchUsage =
     "replayed alone: products_ms, products_share_of_step, products_gflops, and\n"
     "products_mfu_bound, the MFU a step would reach if nothing but its products took time.\n"
     "With --decode: times greedy decoding of random prompts (KV-cached, then the uncached\n"
-    "reference) and prints tokens_per_s, uncached_tokens_per_s, speedup, answers_equal.\n\n";
+    "reference) and prints tokens_per_s, uncached_tokens_per_s, speedup, answers_equal.\n"
+    "Under mpirun -np N, with --comm: times the collectives of data-parallel training between the\n"
+    "N processes and prints their latency alpha_s and inverse bandwidth beta_s_per_byte.\n\n";
 
 // The options, validated; null after --help.
 const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
@@ -52,7 +57,8 @@ const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
       .flag("decode", &a.decode, "time greedy decoding (KV-cached, and uncached as the reference) instead of training")
       .add("arch", &a.arch, "with --decode: decoder | seq2seq")
       .add("batch", &a.batch, "with --decode: sequences per greedy call; 0 = the config's batch")
-      .flag("no-reference", &a.no_reference, "with --decode: skip timing the uncached path");
+      .flag("no-reference", &a.no_reference, "with --decode: skip timing the uncached path")
+      .flag("comm", &a.comm, "under mpirun: time the collectives between the processes (--steps: repetitions)");
   po::options_description all = options_with_help();
   all.add(opts.description());
   po::variables_map vm;
@@ -65,6 +71,11 @@ const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
   if (a.threads < 1 || a.threads > 1024) throw ValueError("--threads must be in [1, 1024], got " + std::to_string(a.threads));
   if (a.steps < 0 || a.warmup < 0) throw ValueError("--steps and --warmup must be >= 0");
   if (a.decode && std::string(shape->name) == "graph") throw ValueError("--decode takes --config S, M or L, got 'graph'");
+  if (a.comm && launched_size() <= 1)
+    throw ValueError("--comm times the collectives between processes: run it as mpirun -np N attnlab bench --comm");
+  if (!a.comm && launched_size() > 1)
+    throw ValueError("under mpirun attnlab bench measures the collectives, with --comm (scripts/distributed_bench.py "
+                     "times data-parallel training steps)");
   if (!a.gemm.empty()) {
     try {
       set_gemm_backend(a.gemm);
@@ -81,6 +92,11 @@ int run_bench(const Args& args) {
   BenchArgs a;
   const bench::Shape* shape = parse_bench(args, a);
   if (!shape) return kExitOk;
+  if (a.comm) {
+    const std::unique_ptr<Communicator> comm = start_communicator();
+    run_comm_bench(*comm, a.steps > 0 ? a.steps : 20);
+    return kExitOk;
+  }
   if (a.decode) {
     const bench::DecodeOptions d{*shape, a.arch, a.batch > 0 ? a.batch : shape->B, a.steps > 0 ? a.steps : 3,
                                  a.threads, a.seed, !a.no_reference};

@@ -134,14 +134,18 @@ void write_summary(const TrainOutcome& out, const TrainState& state, const RunDi
       {"target_first_reached_at_step", state.target_first_reached_at},
       {"seconds", out.seconds},
       {"threads", s.threads},
+      {"optimizer_state_bytes", state.optimizer().state_bytes()},  // rank 0's: 1/N of it with --shard-optimizer
       {"cpu", bench::cpu_model()},  // learning figures differ in their last bits between CPU kinds
   };
   const Communicator& comm = state.communicator();
   if (comm.size() > 1 && state.steps_run > 0) {  // rank 0's figures; every rank moves about as much
     const double steps = static_cast<double>(state.steps_run);
     summary["processes"] = comm.size();
-    summary["comm_bytes_received_per_step"] = static_cast<double>(state.step_traffic.bytes_received) / steps;
-    summary["comm_bytes_sent_per_step"] = static_cast<double>(state.step_traffic.bytes_sent) / steps;
+    const double received = static_cast<double>(state.step_traffic.bytes_received) / steps,
+                 sent = static_cast<double>(state.step_traffic.bytes_sent) / steps;
+    summary["comm_bytes_per_step"] = received + sent;
+    summary["comm_bytes_received_per_step"] = received;
+    summary["comm_bytes_sent_per_step"] = sent;
     summary["comm_seconds_per_step"] = state.step_traffic.seconds / steps;
   }
   if (held.language_model) {

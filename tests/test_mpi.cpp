@@ -112,38 +112,66 @@ TEST_CASE("mpirun -np 2 and -np 3 give byte-identical checkpoints and metrics to
   CHECK(checkpoint_difference(model_file(whole, 30) + ".safetensors", model_file(dir / "np2", 30) + ".safetensors") != "");
 }
 
-TEST_CASE("both reductions, gather and reduce-scatter, give the bits of one process with --grad-accum N*K at N = 2 to 5 "
-          "(oversubscribed), with a parameter count no N divides, and reduce-scatter receives about 2(N-1)/N of the "
-          "gradient", "[mpi][reduction]") {
+TEST_CASE("both reductions, gather and reduce-scatter, with and without --shard-optimizer, give the bits of one "
+          "process with --grad-accum N*K at N = 2 to 5 (oversubscribed), with a parameter count no N divides",
+          "[mpi][reduction]") {
   TempDir dir("mpi-reductions");
   // d = 18: 3,011 parameters, a prime to 2, 3, 4 and 5, so the slices differ in size.
   const std::string flags = " --task reverse --vocab 5 --min-len 4 --max-len 6 --d-model 18 --heads 2 --layers 1"
-                            " --d-ff 32 --heldout 30 --target 0 --dropout 0.1 --quiet --batch-size 60 --steps 4"
-                            " --eval-every 4 --log-every 1";
-  const std::vector<std::pair<int, int>> splits = {{2, 1}, {2, 2}, {3, 2}, {4, 1}, {5, 1}};
+                            " --d-ff 32 --heldout 30 --target 0 --dropout 0.1 --quiet --batch-size 120 --steps 3"
+                            " --eval-every 3 --log-every 1";
+  const std::vector<std::pair<int, int>> splits = {{2, 1}, {2, 2}, {3, 2}, {4, 1}, {4, 2}, {5, 1}};
   for (const auto& [n, k] : splits) {
     const std::string one = dir / ("one-" + std::to_string(n * k));
     if (!fs::exists(one))
       REQUIRE(run_attnlab("train" + flags + " --grad-accum " + std::to_string(n * k) + " --run " + one).code == 0);
-    for (const std::string way : {"gather", "reduce-scatter"}) {
-      const std::string ranks = dir / (way + "-" + std::to_string(n) + "x" + std::to_string(k));
-      const CliResult r = mpirun(n, "train" + flags + " --grad-accum " + std::to_string(k) + " --reduction " + way +
-                                        " --run " + ranks);
-      INFO(way << " at N = " << n << ", K = " << k << ": " << r.out);
-      REQUIRE(r.code == 0);
-      require_same_run(ranks, one, 4);
-      const nlohmann::json summary = attnlab::testing::read_summary(ranks);
-      REQUIRE(summary["parameters"] == 3011);
-      const double p_bytes = 4.0 * 3011, stats = 5 * 8.0 * (n - 1) * k;  // 5 doubles per micro-batch of the others
-      const double expected = way == "gather" ? (n - 1) * k * p_bytes + stats
-                                              : (n - 1) * k * p_bytes / n + (n - 1) * p_bytes / n + stats;
-      CHECK(summary["processes"] == n);
-      // Rank 0's slice is the smallest (slices differ by one element): within a few elements of the model.
-      CHECK(std::abs(summary["comm_bytes_received_per_step"].get<double>() - expected) <= 4.0 * n * k);
-      if (way == "reduce-scatter" && k == 1)
-        CHECK(summary["comm_bytes_received_per_step"].get<double>() <= 1.1 * 2 * (n - 1) / n * p_bytes);
-    }
+    for (const std::string way : {"gather", "reduce-scatter"})
+      for (const std::string shard : {"", " --shard-optimizer"}) {
+        const std::string ranks =
+            dir / (way + "-" + std::to_string(n) + "x" + std::to_string(k) + (shard.empty() ? "" : "-sharded"));
+        const CliResult r = mpirun(n, "train" + flags + " --grad-accum " + std::to_string(k) + " --reduction " + way +
+                                          shard + " --run " + ranks);
+        INFO(way << shard << " at N = " << n << ", K = " << k << ": " << r.out);
+        REQUIRE(r.code == 0);
+        require_same_run(ranks, one, 3);
+        const nlohmann::json summary = attnlab::testing::read_summary(ranks);
+        REQUIRE(summary["parameters"] == 3011);
+        CHECK(summary["processes"] == n);
+        if (way == "gather" && shard.empty()) {  // K = 1 or 2: one partial sum per rank, all of it to every rank
+          const double p_bytes = 4.0 * 3011, stats = 5 * 8.0 * (n - 1) * k;  // 5 doubles per micro-batch of the others
+          CHECK(summary["comm_bytes_received_per_step"].get<double>() == (n - 1) * p_bytes + stats);
+        }
+      }
   }
+}
+
+TEST_CASE("reduce-scatter receives at most 1.1 x 2(N-1)/N of the gradient per rank at N = 4 and 8, with or without "
+          "--shard-optimizer, and a sharded optimizer holds at most 1.1/N of the state", "[mpi][reduction]") {
+  TempDir dir("mpi-bytes");
+  // 150,629 parameters: slices within half an optimizer chunk (1,024 elements) of P/N.
+  const std::string flags = " --task reverse --vocab 5 --min-len 4 --max-len 6 --d-model 96 --heads 2 --layers 2"
+                            " --d-ff 192 --heldout 16 --target 0 --quiet --batch-size 16 --steps 2 --eval-every 2"
+                            " --reduction reduce-scatter";
+  for (int n : {4, 8})
+    for (const std::string shard : {"", " --shard-optimizer"}) {
+      const std::string run = dir / (std::to_string(n) + (shard.empty() ? "" : "-sharded"));
+      const CliResult r = mpirun(n, "train" + flags + shard + " --run " + run);
+      INFO("N = " << n << shard << ": " << r.out);
+      REQUIRE(r.code == 0);
+      const nlohmann::json summary = attnlab::testing::read_summary(run);
+      const double p_bytes = 4.0 * summary["parameters"].get<double>();
+      const double received = summary["comm_bytes_received_per_step"].get<double>();
+      CHECK(received <= 1.1 * 2 * (n - 1) / n * p_bytes);
+      CHECK(received >= 0.9 * 2 * (n - 1) / n * p_bytes);
+      CHECK(summary["comm_bytes_per_step"].get<double>() ==
+            received + summary["comm_bytes_sent_per_step"].get<double>());
+      CHECK(summary["comm_seconds_per_step"].get<double>() > 0);
+      const double state = summary["optimizer_state_bytes"].get<double>();
+      if (shard.empty())
+        CHECK(state == 2 * p_bytes);  // AdamW: two buffers of P
+      else
+        CHECK(state <= 1.1 * 2 * p_bytes / n);
+    }
 }
 
 TEST_CASE("a checkpoint does not depend on the process count: -np 2 resumes on one process with --grad-accum 2, "
@@ -161,6 +189,27 @@ TEST_CASE("a checkpoint does not depend on the process count: -np 2 resumes on o
   REQUIRE(run_attnlab("train" + kFlags + " --steps 30 --grad-accum 6 --run " + six).code == 0);
   REQUIRE(mpirun(3, "train" + kFlags + " --steps 20 --grad-accum 2 --run " + mixed).code == 0);
   REQUIRE(mpirun(2, "train --resume " + mixed + " --steps 30 --grad-accum 3 --quiet").code == 0);
+  require_same_run(six, mixed, 30);
+}
+
+TEST_CASE("a run resumes across N and across --shard-optimizer bitwise: 4 x 1 sharded, then 2 x 2 sharded, then one "
+          "process of 4, and 2 x 3 unsharded, then 3 x 2 sharded", "[mpi][resume][shard]") {
+  TempDir dir("mpi-resume-sharded");
+  const std::string four = dir / "four", chain = dir / "chain";
+  REQUIRE(run_attnlab("train" + kFlags + " --steps 30 --grad-accum 4 --run " + four).code == 0);
+  CliResult r = mpirun(4, "train" + kFlags + " --steps 10 --shard-optimizer --run " + chain);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  REQUIRE(mpirun(2, "train --resume " + chain + " --steps 20 --grad-accum 2 --shard-optimizer --quiet").code == 0);
+  REQUIRE(run_attnlab("train --resume " + chain + " --steps 30 --grad-accum 4 --quiet").code == 0);
+  require_same_run(four, chain, 30);
+
+  const std::string six = dir / "six", mixed = dir / "mixed";
+  REQUIRE(run_attnlab("train" + kFlags + " --steps 30 --grad-accum 6 --run " + six).code == 0);
+  REQUIRE(mpirun(2, "train" + kFlags + " --steps 20 --grad-accum 3 --run " + mixed).code == 0);
+  r = mpirun(3, "train --resume " + mixed + " --steps 30 --grad-accum 2 --shard-optimizer --quiet");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
   require_same_run(six, mixed, 30);
 }
 

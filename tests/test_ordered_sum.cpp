@@ -1,5 +1,6 @@
-// training/distributed/ordered_sum.h on one process, and the choice between its two ways
-// (the multi-process bits are tests/test_mpi.cpp's, with real mpirun jobs).
+// training/distributed/ordered_sum.h on one process: the summation tree, the
+// partial sums a process of K micro-batches sends, and the choice between the
+// two ways (the multi-process bits are tests/test_mpi.cpp's, with real mpirun jobs).
 #include <catch2/catch.hpp>
 
 #include "framework/error.h"
@@ -7,33 +8,55 @@
 
 using namespace attnlab;
 
-TEST_CASE("ordered_sum on one process sums its K buffers left to right, whichever way is asked", "[distributed]") {
-  // 1e8 + 1 - 1e8 in float: (1e8 + 1) rounds to 1e8, so left to right gives 0; any other order gives 1.
-  const std::vector<Real> local = {Real(1e8), 2, Real(1), 3, Real(-1e8), 4};  // K = 3 buffers of P = 2
-  for (Reduction how : {Reduction::automatic, Reduction::gather, Reduction::reduce_scatter}) {
-    const std::vector<Real> sum = ordered_sum(single_process(), local, 3, how);
-    REQUIRE(sum.size() == 2);
-    CHECK(sum[0] == ((Real(1e8) + Real(1)) + Real(-1e8)));
-    CHECK(sum[1] == 9);
-  }
+namespace {
+
+std::vector<Real> leaf_values(const std::vector<Real>& per_micro, int64_t m) { return {per_micro[static_cast<size_t>(m)]}; }
+
+}  // namespace
+
+TEST_CASE("the tree splits at the largest power of two below the count: ((g0 + g1) + g2), (g0 + g1) + (g2 + g3)",
+          "[distributed]") {
+  // 1e8 + 1 rounds to 1e8 in float: the grouping shows in the result.
+  const std::vector<Real> g = {Real(1e8), 1, Real(-1e8), 1};
+  const auto leaf = [&](int64_t m) { return leaf_values(g, m); };
+  // Four: (1e8 + 1) + (-1e8 + 1) = 1e8 - 1e8 = 0, where left to right gives 1.
+  CHECK(local_partial_sums(4, 0, 4, leaf) == std::vector<Real>{0});
+  // Three: (1 + 1e8) - 1e8 = 0, where 1 + (1e8 - 1e8) gives 1.
+  const std::vector<Real> h = {1, Real(1e8), Real(-1e8)};
+  CHECK(local_partial_sums(3, 0, 3, [&](int64_t m) { return leaf_values(h, m); }) == std::vector<Real>{0});
+  std::vector<int64_t> order;  // leaves are asked for in micro-batch order
+  local_partial_sums(7, 0, 7, [&](int64_t m) {
+    order.push_back(m);
+    return std::vector<Real>{0};
+  });
+  CHECK(order == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6});
 }
 
-TEST_CASE("slices cover the buffer once, differ by at most one element, also when N does not divide P",
-          "[distributed]") {
-  for (int n : {1, 2, 3, 5, 7}) {
-    CHECK(slice_begin(10, n, 0) == 0);
-    CHECK(slice_begin(10, n, n) == 10);
-    for (int j = 0; j < n; ++j) {
-      const int64_t size = slice_begin(10, n, j + 1) - slice_begin(10, n, j);
-      CHECK((size == 10 / n || size == 10 / n + 1));
-    }
-  }
+TEST_CASE("a process's micro-batches are one subtree when K is a power of two, a few otherwise", "[distributed]") {
+  using N = std::vector<SumNode>;
+  CHECK(subtrees_within(8, 4, 6) == N{{4, 6}});
+  CHECK(subtrees_within(6, 2, 4) == N{{2, 4}});        // N = 3, K = 2
+  CHECK(subtrees_within(10, 8, 10) == N{{8, 10}});     // N = 5, K = 2, the last rank
+  CHECK(subtrees_within(12, 4, 8) == N{{4, 8}});       // N = 3, K = 4
+  CHECK(subtrees_within(6, 0, 3) == N{{0, 2}, {2, 3}});  // N = 2, K = 3
+  CHECK(subtrees_within(6, 3, 6) == N{{3, 4}, {4, 6}});
+  CHECK(subtrees_within(5, 0, 5) == N{{0, 5}});  // one process: the whole tree
+  // The partial sums of [0, 3) of 6: (g0 + g1) then g2, one buffer each.
+  const std::vector<Real> g = {1, 2, 4, 8, 16, 32};
+  CHECK(local_partial_sums(6, 0, 3, [&](int64_t m) { return leaf_values(g, m); }) == std::vector<Real>{3, 4});
+}
+
+TEST_CASE("ordered_sum on one process returns its partial sum, whichever way is asked", "[distributed]") {
+  const std::vector<Real> partial = {Real(1.5), 2, 3};
+  for (Reduction how : {Reduction::automatic, Reduction::gather, Reduction::reduce_scatter})
+    CHECK(ordered_sum(single_process(), partial, 4, {0, 3}, how) == partial);
 }
 
 TEST_CASE("automatic takes the way that receives fewer bytes, and gather for small buffers", "[distributed]") {
   const int64_t big = 4'000'000, small = 1000;
-  CHECK(choose_reduction(big, 2, 1) == Reduction::gather);  // a tie: (N-1)K P = P both ways; one collective
-  CHECK(choose_reduction(big, 2, 2) == Reduction::reduce_scatter);
+  CHECK(choose_reduction(big, 2, 1) == Reduction::gather);  // a tie: P both ways; one collective
+  CHECK(choose_reduction(big, 2, 2) == Reduction::gather);  // K = 2 sends one partial sum: the same tie
+  CHECK(choose_reduction(big, 2, 3) == Reduction::reduce_scatter);  // 2 partial sums per rank
   CHECK(choose_reduction(big, 4, 1) == Reduction::reduce_scatter);
   CHECK(choose_reduction(small, 4, 1) == Reduction::gather);
   CHECK(choose_reduction(big, 1, 4) == Reduction::gather);  // one process: nothing moves

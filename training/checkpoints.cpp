@@ -95,7 +95,8 @@ std::vector<int64_t> CheckpointStore::steps() const {
   return steps;
 }
 
-void CheckpointStore::save(const TrainState& state, double elapsed_s, int64_t keep, const Metadata& extra) const {
+void CheckpointStore::save(const TrainState& state, double elapsed_s, int64_t keep, const Metadata& extra,
+                           const NamedTensors* optimizer_state) const {
   const int64_t step = state.step;
   Metadata meta = checkpoint_description(state.settings(), state.task());
   meta.insert(extra.begin(), extra.end());
@@ -110,7 +111,8 @@ void CheckpointStore::save(const TrainState& state, double elapsed_s, int64_t ke
   meta["target_streak"] = std::to_string(state.target_streak);
   std::error_code ec;
   try {
-    save_checkpoint(stem(step), state.model(), &state.optimizer(), meta);
+    if (optimizer_state) save_checkpoint(stem(step), state.model(), *optimizer_state, meta);
+    else save_checkpoint(stem(step), state.model(), &state.optimizer(), meta);
   } catch (const IoError& e) {
     if (!fs::exists(model_path(stem(step)), ec)) fs::remove(optimizer_path(stem(step)), ec);
     const std::vector<int64_t> intact = steps();

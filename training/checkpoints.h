@@ -63,8 +63,10 @@ class CheckpointStore {
 
   // Writes the checkpoint of state.step (with `extra` among its model file's
   // metadata), then removes all but the newest `keep`. CheckpointFailure when
-  // it cannot be written.
-  void save(const TrainState& state, double elapsed_s, int64_t keep, const Metadata& extra = {}) const;
+  // it cannot be written. optimizer_state: a sharded optimizer's, gathered
+  // (training/distributed/shards.h); null: state.optimizer().state().
+  void save(const TrainState& state, double elapsed_s, int64_t keep, const Metadata& extra = {},
+            const NamedTensors* optimizer_state = nullptr) const;
 
   // Loads checkpoint `step` into `state`: weights, optimizer, data stream,
   // dropout generator, step and solved_at. Returns the elapsed seconds it

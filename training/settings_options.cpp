@@ -93,6 +93,10 @@ std::vector<TrainOption> training_group() {
        "under mpirun, how the processes sum their gradients, in micro-batch order either way (the same bits): "
        "auto | gather | reduce-scatter (docs/distributed.md)",
        may_change},
+      {g, "shard-optimizer", at(&S::shard_optimizer),
+       "under mpirun, each process keeps the optimizer state of its slice of the parameters only and updates that "
+       "slice, and the slices are gathered (ZeRO-1: the same bits, 1/N of the state; docs/distributed.md)",
+       may_change},
       {g, "eval-every", at(&S::eval_every), "held-out evaluation and checkpoint every this many steps", may_change,
        1},
       {g, "heldout", at(&S::heldout), "held-out examples (disjoint from training)", fixed, 1},

@@ -9,6 +9,7 @@
 #include "framework/optim/optim.h"
 #include "models/batch.h"
 #include "training/distributed/ordered_sum.h"
+#include "training/distributed/shards.h"
 
 namespace attnlab {
 
@@ -70,10 +71,12 @@ void set_gradients(const std::vector<Var>& params, const std::vector<Real>& summ
 // batch (every process draws the whole batch from the one stream; process r
 // takes micro-batches r·K .. r·K + K - 1). Micro-batch k's loss is weighed by
 // its share of the batch's targets, so the sum is the whole batch's mean loss;
-// its gradient is computed from zero, and the M gradients are summed in order
-// k = 0, 1, ... on every process, so N processes of K micro-batches give the
-// bits of one process of N·K. Dropout draws come from a stream per
-// micro-batch, seeded from the step's one draw of the model's dropout stream.
+// its gradient is computed from zero, and the M gradients are summed over the
+// fixed tree of ordered_sum.h, which depends on M alone, so N processes of K
+// micro-batches give the bits of one process of N·K. Dropout draws come from
+// a stream per micro-batch, seeded from the step's one draw of the model's
+// dropout stream. With a sharded optimizer and the reduce-scatter, only this
+// process's slice of the gradients holds the sum.
 void micro_batch_gradients(TrainState& state, const std::vector<Example>& examples, StepResult& r) {
   const TrainSettings& s = state.settings();
   const Communicator& comm = state.communicator();
@@ -88,9 +91,8 @@ void micro_batch_gradients(TrainState& state, const std::vector<Example>& exampl
   SequenceModel& model = state.model();
   const uint64_t dropout_seed = model.dropout_rng().next_u64();
   const Rng stream = model.dropout_rng();
-  std::vector<Real> local;
   std::vector<double> stats;
-  for (int64_t k = comm.rank() * K; k < (comm.rank() + 1) * K; ++k) {
+  const auto gradient = [&](int64_t k) {  // called for k = r·K, r·K + 1, ... in order
     const FormattedBatch& batch = batches[static_cast<size_t>(k)];
     const int64_t n = counted_targets(batch.targets);
     const double weight = targets > 0 ? static_cast<double>(n) / static_cast<double>(targets) : 0;
@@ -98,14 +100,19 @@ void micro_batch_gradients(TrainState& state, const std::vector<Example>& exampl
     model.zero_grad();
     const Forward f = forward_loss(state, batch, nullptr);
     backward(f.loss, static_cast<Real>(weight));
-    append_gradients(state.parameters(), local);
+    std::vector<Real> g;
+    append_gradients(state.parameters(), g);
     const Accuracy acc = teacher_forced_accuracy(f.logits.value(), batch.targets);
     const double trained = static_cast<double>(batch.targets.numel() + batch.input.src.numel() * (s.model.arch == Arch::seq2seq));
     stats.insert(stats.end(), {weight * static_cast<double>(f.loss.item()), acc.token * static_cast<double>(n),
                                static_cast<double>(n), acc.exact * static_cast<double>(B), trained});
-  }
+    return g;
+  };
+  const std::vector<Real> partials = local_partial_sums(M, comm.rank() * K, (comm.rank() + 1) * K, gradient);
   model.dropout_rng() = stream;
-  set_gradients(state.parameters(), ordered_sum(comm, local, K, parse_reduction(s.reduction)));
+  const bool slice_only = state.optimizer().sharded();
+  set_gradients(state.parameters(),
+                ordered_sum(comm, partials, K, state.shard_bounds(), parse_reduction(s.reduction), slice_only));
   const std::vector<double> all = comm.allgather(stats);
   double loss = 0, right = 0, exact = 0, trained = 0;
   for (int64_t k = 0; k < M; ++k) {
@@ -122,6 +129,22 @@ void micro_batch_gradients(TrainState& state, const std::vector<Example>& exampl
   r.tokens = static_cast<int64_t>(trained);
 }
 
+// Adds what the collectives of one step moved to state.step_traffic on leaving.
+class StepTraffic {
+ public:
+  explicit StepTraffic(TrainState& state) : state_(state), before_(state.communicator().traffic()) {}
+  ~StepTraffic() {
+    const Communicator::Traffic& after = state_.communicator().traffic();
+    state_.step_traffic.bytes_sent += after.bytes_sent - before_.bytes_sent;
+    state_.step_traffic.bytes_received += after.bytes_received - before_.bytes_received;
+    state_.step_traffic.seconds += after.seconds - before_.seconds;
+  }
+
+ private:
+  TrainState& state_;
+  const Communicator::Traffic before_;
+};
+
 }  // namespace
 
 StepResult train_step(TrainState& state, const StepHooks& hooks, TrainingProbe* probe) {
@@ -134,13 +157,9 @@ StepResult train_step(TrainState& state, const StepHooks& hooks, TrainingProbe* 
   FormattedBatch batch;
   Var logits;
   ++state.steps_run;
+  const StepTraffic counted(state);
   if (split) {
-    const Communicator::Traffic before = state.communicator().traffic();
     micro_batch_gradients(state, examples, r);
-    const Communicator::Traffic& after = state.communicator().traffic();
-    state.step_traffic.bytes_sent += after.bytes_sent - before.bytes_sent;
-    state.step_traffic.bytes_received += after.bytes_received - before.bytes_received;
-    state.step_traffic.seconds += after.seconds - before.seconds;
   } else {
     batch = format_batch(state.batch_format(), to_pairs(examples));
     state.model().zero_grad();
@@ -151,9 +170,14 @@ StepResult train_step(TrainState& state, const StepHooks& hooks, TrainingProbe* 
     logits = f.logits;
   }
   if (hooks.after_backward) hooks.after_backward(state, r.loss);
-  r.grad_norm = s.clip > 0 ? clip_grad_norm(state.parameters(), s.clip) : grad_norm(state.parameters());
+  // Sharded, each process's gradients hold the sum in its own slice (or everywhere, after a gather).
+  const bool sharded = state.optimizer().sharded();
+  const Communicator& comm = state.communicator();
+  r.grad_norm = sharded ? sharded_grad_norm(comm, state.parameters(), state.shard_bounds()) : grad_norm(state.parameters());
+  if (s.clip > 0) clip_to_norm(state.parameters(), r.grad_norm, s.clip);
   if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
     r.finite = false;
+    if (sharded) allgather_gradients(comm, state.parameters(), state.shard_bounds());  // to name the parameter
     r.nonfinite_param = first_nonfinite_gradient(state.model());
     if (probe) probe->abandon();
     state.model().zero_grad();
@@ -162,6 +186,7 @@ StepResult train_step(TrainState& state, const StepHooks& hooks, TrainingProbe* 
   r.lr = scheduled_lr(s.schedule, s.optim.lr, r.step);
   state.optimizer().set_lr(r.lr);
   state.optimizer().step();
+  if (sharded) allgather_values(comm, state.parameters(), state.shard_bounds());
   if (hooks.after_update) hooks.after_update(state);
   if (probe) probe->after_step(r.step);
   if (!split) {

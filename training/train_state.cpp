@@ -1,5 +1,7 @@
 #include "training/train_state.h"
 
+#include "training/distributed/shards.h"
+
 namespace attnlab {
 
 TrainState::TrainState(const TrainSettings& s) : TrainState(s, make_task(s.task)) {}
@@ -14,6 +16,15 @@ TrainState::TrainState(const TrainSettings& s, std::unique_ptr<Task> task)
   model_ = make_model(s.model, derive_seed(s.seed, kInitStream));
   optimizer_ = make_optimizer(s.optim, model_->named_parameters());
   parameters_ = model_->parameters();
+  set_communicator(single_process());
+}
+
+void TrainState::set_communicator(const Communicator& c) {
+  communicator_ = &c;
+  std::vector<int64_t> sizes;
+  for (const Var& p : parameters_) sizes.push_back(p.numel());
+  shard_bounds_ = attnlab::shard_bounds(sizes, c.size());
+  if (settings_.shard_optimizer && c.size() > 1) optimizer_->shard(owned_ranges(sizes, shard_bounds_, c.rank()));
 }
 
 const std::vector<Example>& TrainState::heldout() const {

@@ -42,8 +42,12 @@ class TrainState {
   // How batches are laid out for the model: "lm" for a language model, else the architecture.
   BatchFormat batch_format() const { return batch_format_; }
   // The processes this run is spread over (default: this one alone). Must outlive the state.
+  // Setting it splits the parameters among them (shard_bounds) and, with
+  // settings().shard_optimizer, shards the optimizer: before any step or restore.
   const Communicator& communicator() const { return *communicator_; }
-  void set_communicator(const Communicator& c) { communicator_ = &c; }
+  void set_communicator(const Communicator& c);
+  // The N + 1 boundaries of the processes' slices of the flat parameters (training/distributed/shards.h).
+  const std::vector<int64_t>& shard_bounds() const { return shard_bounds_; }
 
   int64_t step = 0;       // optimizer steps done (a skipped non-finite step counts)
   // The held-out target (settings().target, held for target_patience evaluations); -1: not (yet).
@@ -70,6 +74,7 @@ class TrainState {
   std::vector<Var> parameters_;
   BatchFormat batch_format_ = BatchFormat::encoder;
   const Communicator* communicator_ = &single_process();
+  std::vector<int64_t> shard_bounds_;
 };
 
 }  // namespace attnlab

@@ -5,6 +5,7 @@
 
 #include "framework/error.h"
 #include "framework/io/atomic_file.h"
+#include "training/distributed/shards.h"
 
 namespace attnlab {
 
@@ -201,8 +202,12 @@ void Trainer::save() {
   if (!checkpoints_) return;
   const Communicator& comm = state_.communicator();
   std::optional<CheckpointFailure> failed;
+  // A sharded optimizer's state is gathered by every process: the checkpoint is one process's.
+  const bool sharded = state_.optimizer().sharded();
+  const NamedTensors gathered =
+      sharded ? full_optimizer_state(comm, state_.optimizer(), state_.shard_bounds()) : NamedTensors{};
   if (comm.is_root()) try {
-      checkpoints_->save(state_, elapsed(), s_.keep, options_.checkpoint_metadata);
+      checkpoints_->save(state_, elapsed(), s_.keep, options_.checkpoint_metadata, sharded ? &gathered : nullptr);
     } catch (const CheckpointFailure& e) {
       failed = e;
     }

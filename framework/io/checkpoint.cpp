@@ -90,9 +90,12 @@ SafetensorsData read_checked(const std::string& path, const char* kind) {
 std::string model_path(const std::string& stem) { return stem + ".safetensors"; }
 std::string optimizer_path(const std::string& stem) { return stem + ".optim.safetensors"; }
 
-void save_checkpoint(const std::string& stem, const Module& model, const Optimizer* optimizer, const Metadata& metadata) {
-  if (optimizer) {
-    NamedTensors state = optimizer->state();
+namespace {
+
+void write_checkpoint(const std::string& stem, const Module& model, const NamedTensors* optimizer_state,
+                      const Metadata& metadata) {
+  if (optimizer_state) {
+    const NamedTensors& state = *optimizer_state;
     TensorRefs refs;
     for (const auto& [name, t] : state) refs.emplace_back(name, &t);
     write(optimizer_path(stem), refs, metadata, "optimizer");
@@ -101,6 +104,18 @@ void save_checkpoint(const std::string& stem, const Module& model, const Optimiz
   TensorRefs refs;
   for (const auto& [name, v] : params) refs.emplace_back(name, &v.value());
   write(model_path(stem), refs, metadata, "model");
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& stem, const Module& model, const Optimizer* optimizer, const Metadata& metadata) {
+  const NamedTensors state = optimizer ? optimizer->state() : NamedTensors{};
+  write_checkpoint(stem, model, optimizer ? &state : nullptr, metadata);
+}
+
+void save_checkpoint(const std::string& stem, const Module& model, const NamedTensors& optimizer_state,
+                     const Metadata& metadata) {
+  write_checkpoint(stem, model, &optimizer_state, metadata);
 }
 
 Metadata read_checkpoint_metadata(const std::string& stem) { return read_checked(model_path(stem), "model").metadata; }

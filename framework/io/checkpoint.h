@@ -26,6 +26,9 @@ std::string optimizer_path(const std::string& stem);  // <stem>.optim.safetensor
 
 // Writes both files (the optimizer's only when one is given).
 void save_checkpoint(const std::string& stem, const Module& model, const Optimizer* optimizer, const Metadata& metadata);
+// The same with an optimizer's state given (a sharded optimizer's, gathered).
+void save_checkpoint(const std::string& stem, const Module& model, const NamedTensors& optimizer_state,
+                     const Metadata& metadata);
 
 // Loads the weights into `model` (and the state into `optimizer` if given)
 // and returns the model file's metadata. Everything is read and checked

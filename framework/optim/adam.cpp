@@ -30,7 +30,7 @@ Adam::Adam(const NamedParams& params, const OptimizerConfig& config)
 // AVX-512 sqrt (_mm512_undefined_ps); the warning is spurious.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-void Adam::update(size_t i, Tensor& value, const Tensor& grad, double weight_decay) {
+void Adam::update(size_t i, Real* value, const Real* grad, int64_t n, double weight_decay) {
   const double t = static_cast<double>(param_steps(i));
   const double lr = this->lr();
   // Scalars in double as torch computes them, then rounded once to Real.
@@ -44,11 +44,11 @@ void Adam::update(size_t i, Tensor& value, const Tensor& grad, double weight_dec
   const Real l2 = decoupled_ ? Real(0) : static_cast<Real>(weight_decay);
   const Real shrink = decoupled_ ? static_cast<Real>(1 - lr * weight_decay) : Real(1);
 
-  Real* pv = value.data();
-  const Real* gv = grad.data();
+  Real* pv = value;
+  const Real* gv = grad;
   Real* mv = buffer(exp_avg_, i).data();
   Real* vv = buffer(exp_avg_sq_, i).data();
-  for_each_chunk(value.numel(), [=](int64_t begin, int64_t end) {
+  for_each_chunk(n, [=](int64_t begin, int64_t end) {
     const int64_t len = end - begin;
     ArrMap p(pv + begin, len), m(mv + begin, len), v(vv + begin, len);
     ConstArrMap g(gv + begin, len);

@@ -20,7 +20,7 @@ class Adam : public Optimizer {
   bool decoupled() const { return decoupled_; }
 
  protected:
-  void update(size_t i, Tensor& value, const Tensor& grad, double weight_decay) override;
+  void update(size_t i, Real* value, const Real* grad, int64_t n, double weight_decay) override;
 
  private:
   double beta1_, beta2_, eps_;

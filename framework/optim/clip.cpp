@@ -1,8 +1,11 @@
 #include "framework/optim/clip.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <string>
+
+#include "framework/optim/chunks.h"
 
 namespace attnlab {
 
@@ -26,23 +29,37 @@ double sum_of_squares(const Real* x, int64_t n) {
 }
 }  // namespace
 
-double grad_norm(const std::vector<Var>& params) {
+void chunk_square_sums(const Real* x, int64_t n, std::vector<double>& out) {
+  for (int64_t begin = 0; begin < n; begin += kOptimChunk)
+    out.push_back(sum_of_squares(x + begin, std::min(n, begin + kOptimChunk) - begin));
+}
+
+double norm_of(const std::vector<double>& square_sums) {
   double sum_sq = 0;
-  for (const Var& p : params) {
-    if (!p.defined() || !p.has_grad()) continue;
-    sum_sq += sum_of_squares(p.grad().data(), p.grad().numel());
-  }
+  for (double s : square_sums) sum_sq += s;
   return std::sqrt(sum_sq);
 }
 
+double grad_norm(const std::vector<Var>& params) {
+  std::vector<double> sums;
+  for (const Var& p : params) {
+    if (!p.defined() || !p.has_grad()) continue;
+    chunk_square_sums(p.grad().data(), p.grad().numel(), sums);
+  }
+  return norm_of(sums);
+}
+
 double clip_grad_norm(const std::vector<Var>& params, double max_norm) {
+  return clip_to_norm(params, grad_norm(params), max_norm);
+}
+
+double clip_to_norm(const std::vector<Var>& params, double norm, double max_norm) {
   if (!(max_norm > 0) || !std::isfinite(max_norm))
   {
     std::ostringstream msg;
     msg << "clip_grad_norm: max_norm must be > 0 and finite, got " << max_norm;
     throw ValueError(msg.str());
   }
-  const double norm = grad_norm(params);
   if (!std::isfinite(norm)) return norm;
   const double coef = max_norm / (norm + 1e-6);
   if (coef < 1) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "framework/optim/adam.h"
+#include "framework/optim/chunks.h"
 #include "framework/optim/sgd.h"
 
 namespace attnlab {
@@ -40,6 +41,14 @@ int64_t count_from(const Tensor& t, const std::string& entry) {
 }
 
 Tensor count_tensor(int64_t n) { return Tensor::from({1}, {static_cast<Real>(n)}); }
+
+// Elements r of `full`: `full` itself when r covers it, else one row.
+Tensor owned_part(const Tensor& full, const ElementRange& r) {
+  if (r.begin == 0 && r.end == full.numel()) return full;
+  Tensor out({r.size()}, Real(0));
+  std::copy(full.data() + r.begin, full.data() + r.end, out.data());
+  return out;
+}
 
 }  // namespace
 
@@ -76,6 +85,7 @@ Optimizer::Optimizer(const NamedParams& params, const OptimizerConfig& config) :
     decay_.push_back(config.decay_all || !default_no_decay(name) ? config.weight_decay : 0.0);
   }
   param_steps_.assign(params_.size(), 0);
+  for (const auto& p : params_) owned_.push_back({0, p.second.numel()});
 }
 
 size_t Optimizer::add_buffer(const std::string& kind) {
@@ -93,7 +103,8 @@ void Optimizer::step() {
     if (!p.has_grad()) continue;
     check_shape(p.grad().shape(), p.shape(), "gradient of parameter '" + params_[i].first + "'");
     ++param_steps_[i];
-    update(i, p.value(), p.grad(), decay_[i]);
+    const ElementRange& o = owned_[i];
+    if (o.size() > 0) update(i, p.value().data() + o.begin, p.grad().data() + o.begin, o.size(), decay_[i]);
   }
 }
 
@@ -159,7 +170,38 @@ void Optimizer::load_state(const NamedTensors& state) {
   steps_ = steps;
   param_steps_ = param_steps;
   for (size_t k = 0; k < buffers_.size(); ++k)
-    for (size_t i = 0; i < params_.size(); ++i) buffers_[k].tensors[i] = *sources[k][i];
+    for (size_t i = 0; i < params_.size(); ++i) buffers_[k].tensors[i] = owned_part(*sources[k][i], owned_[i]);
+}
+
+void Optimizer::shard(const std::vector<ElementRange>& owned) {
+  if (sharded_) throw std::logic_error("optimizer shard: already sharded");
+  if (owned.size() != params_.size())
+    throw ValueError("optimizer shard: " + std::to_string(owned.size()) + " ranges for " +
+                     std::to_string(params_.size()) + " parameters");
+  for (size_t i = 0; i < owned.size(); ++i) {
+    const ElementRange& r = owned[i];
+    if (r.begin < 0 || r.end < r.begin || r.end > params_[i].second.numel() || r.begin % kOptimChunk != 0)
+      throw ValueError("optimizer shard: elements [" + std::to_string(r.begin) + ", " + std::to_string(r.end) +
+                       ") of parameter '" + params_[i].first + "' (" + std::to_string(params_[i].second.numel()) +
+                       " elements) do not start at a multiple of " + std::to_string(kOptimChunk) + " inside it");
+  }
+  for (Buffer& b : buffers_)
+    for (size_t i = 0; i < params_.size(); ++i) b.tensors[i] = owned_part(b.tensors[i], owned[i]);
+  owned_ = owned;
+  sharded_ = true;
+}
+
+std::vector<std::string> Optimizer::buffer_kinds() const {
+  std::vector<std::string> out;
+  for (const Buffer& b : buffers_) out.push_back(b.kind);
+  return out;
+}
+
+int64_t Optimizer::state_bytes() const {
+  int64_t n = 0;
+  for (const Buffer& b : buffers_)
+    for (const Tensor& t : b.tensors) n += t.numel();
+  return n * static_cast<int64_t>(sizeof(Real));
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, const NamedParams& named_params) {

@@ -25,6 +25,13 @@
 // exactly what state() returned, so save -> load -> step is bitwise the same
 // as an uninterrupted run. Buffers are allocated at construction (zeros),
 // so the set of entries never depends on how far training got.
+//
+// Sharding (ZeRO-1, shard()): the optimizer keeps the buffers of, and
+// updates, only an owned range of each parameter's elements; the caller
+// brings the other elements' new values from their owners. Owned ranges start
+// at a multiple of kOptimChunk (framework/optim/chunks.h), so the update runs
+// over the same chunks, from equally aligned buffers, and gives the bits of
+// the unsharded update.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,6 +44,12 @@ namespace attnlab {
 
 using NamedParams = std::vector<std::pair<std::string, Var>>;
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// Elements [begin, end) of a parameter (in its row-major order).
+struct ElementRange {
+  int64_t begin = 0, end = 0;
+  int64_t size() const { return end - begin; }
+};
 
 struct OptimizerConfig {
   std::string name = "adamw";  // sgd | adam | adamw
@@ -75,11 +88,25 @@ class Optimizer {
   double weight_decay_of(const std::string& param_name) const;
   const NamedParams& params() const { return params_; }
 
+  // Sharded: each buffer entry holds the owned elements only, as one row
+  // (shape {size}) unless the whole parameter is owned.
   NamedTensors state() const;
+  // Entries of full shape, also when sharded (which keeps the owned part).
   // ValueError naming the entry when one is missing, unexpected, of the
   // wrong shape, or (for counts) not a non-negative integer. Nothing is
   // changed unless every entry is valid.
   void load_state(const NamedTensors& state);
+
+  // Keeps the buffers of, and updates, only owned[i] of parameter i from now
+  // on (the rest of each buffer is dropped); once. ValueError unless there is one
+  // range per parameter, inside it, starting at 0 or a multiple of kOptimChunk.
+  void shard(const std::vector<ElementRange>& owned);
+  bool sharded() const { return sharded_; }
+  const std::vector<ElementRange>& owned() const { return owned_; }
+  // The kinds of per-element buffers, in state() order ("exp_avg", "exp_avg_sq"; "momentum").
+  std::vector<std::string> buffer_kinds() const;
+  // Bytes of the per-element buffers this optimizer holds.
+  int64_t state_bytes() const;
 
  protected:
   Optimizer(const NamedParams& params, const OptimizerConfig& config);
@@ -92,10 +119,11 @@ class Optimizer {
   void count_param_steps() { count_param_steps_ = true; }
   int64_t param_steps(size_t param) const { return param_steps_[param]; }
 
-  // Update parameter i (value in place) from its gradient; `weight_decay` is
-  // the coefficient for this parameter (0 when excluded). param_steps(i)
-  // already includes this update.
-  virtual void update(size_t i, Tensor& value, const Tensor& grad, double weight_decay) = 0;
+  // Update n elements of parameter i (value in place) from their gradient:
+  // the owned ones, whose buffer(kind, i) elements start at buffer's data().
+  // `weight_decay` is the coefficient for this parameter (0 when excluded).
+  // param_steps(i) already includes this update.
+  virtual void update(size_t i, Real* value, const Real* grad, int64_t n, double weight_decay) = 0;
 
  private:
   struct Buffer {
@@ -107,6 +135,8 @@ class Optimizer {
   std::vector<Buffer> buffers_;
   std::vector<int64_t> param_steps_;
   bool count_param_steps_ = false;
+  std::vector<ElementRange> owned_;  // per parameter; all of it unless sharded
+  bool sharded_ = false;
   double lr_;
   int64_t steps_ = 0;
 };

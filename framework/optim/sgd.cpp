@@ -9,12 +9,11 @@ Sgd::Sgd(const NamedParams& params, const OptimizerConfig& config)
   if (momentum_ > 0) momentum_buf_ = add_buffer("momentum");
 }
 
-void Sgd::update(size_t i, Tensor& value, const Tensor& grad, double weight_decay) {
-  const int64_t n = value.numel();
+void Sgd::update(size_t i, Real* value, const Real* grad, int64_t n, double weight_decay) {
   const Real lr = static_cast<Real>(this->lr());
   const Real wd = static_cast<Real>(weight_decay);
-  Real* p = value.data();
-  const Real* g = grad.data();
+  Real* p = value;
+  const Real* g = grad;
   if (momentum_ == 0) {
     for_each_chunk(n, [=](int64_t begin, int64_t end) {
       for (int64_t k = begin; k < end; ++k) p[k] -= lr * (g[k] + wd * p[k]);

@@ -14,7 +14,7 @@ class Sgd : public Optimizer {
   Sgd(const NamedParams& params, const OptimizerConfig& config);
 
  protected:
-  void update(size_t i, Tensor& value, const Tensor& grad, double weight_decay) override;
+  void update(size_t i, Real* value, const Real* grad, int64_t n, double weight_decay) override;
 
  private:
   double momentum_;

@@ -3,9 +3,10 @@
 // needs: the Communicator. This base class is the one-process stand-in (rank 0
 // of 1: every collective returns its input; one_process.cpp), so the library
 // builds, runs and tests without MPI; mpi.cpp beside it is the MPI one (built
-// when CMake finds MPI), and launch.h picks one for a command. The collectives are chosen for bitwise reproducibility: the
-// gradients are gathered and summed in rank order by every rank (see
-// training/step.cpp), never reduced in an order the MPI library picks.
+// when CMake finds MPI), and launch.h picks one for a command. The collectives
+// are chosen for bitwise reproducibility: they only move data, and gradients
+// are summed by the ranks themselves in a fixed order (ordered_sum.h), never
+// reduced in an order the MPI library picks.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ class Communicator {
     return send;
   }
   virtual std::vector<double> allgather(const std::vector<double>& local) const { return local; }
+  virtual std::vector<double> allgatherv(const std::vector<double>& local, const std::vector<int64_t>& counts) const {
+    (void)counts;
+    return local;
+  }
   // True on every rank when it is true on any (collective stop decisions).
   virtual bool any(bool local) const { return local; }
   // The smallest of every rank's `local`, on every rank (exact: no rounding).

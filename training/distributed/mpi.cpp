@@ -28,13 +28,10 @@ class MpiCommunicator : public Communicator {
   int size() const override { return size_; }
   std::vector<Real> allgather(const std::vector<Real>& local) const override { return gather(local, real_type()); }
   std::vector<Real> allgatherv(const std::vector<Real>& local, const std::vector<int64_t>& counts) const override {
-    const Timer timer(traffic_);
-    const std::vector<int> n = ints(counts), at = offsets(n);
-    std::vector<Real> out(static_cast<size_t>(at.back() + n.back()));
-    MPI_Allgatherv(local.data(), n[static_cast<size_t>(rank_)], real_type(), out.data(), n.data(), at.data(), real_type(),
-                   MPI_COMM_WORLD);
-    count(n[static_cast<size_t>(rank_)] * (size_ - 1), total(n) - n[static_cast<size_t>(rank_)]);
-    return out;
+    return gatherv(local, counts, real_type());
+  }
+  std::vector<double> allgatherv(const std::vector<double>& local, const std::vector<int64_t>& counts) const override {
+    return gatherv(local, counts, MPI_DOUBLE);
   }
   std::vector<Real> alltoallv(const std::vector<Real>& send, const std::vector<int64_t>& send_counts,
                               const std::vector<int64_t>& recv_counts) const override {
@@ -77,10 +74,11 @@ class MpiCommunicator : public Communicator {
     double start;
   };
 
-  // Elements sent and received, as bytes of Real.
+  // Elements sent and received, as bytes of T.
+  template <class T = Real>
   void count(int64_t sent, int64_t received) const {
-    traffic_.bytes_sent += static_cast<uint64_t>(sent) * sizeof(Real);
-    traffic_.bytes_received += static_cast<uint64_t>(received) * sizeof(Real);
+    traffic_.bytes_sent += static_cast<uint64_t>(sent) * sizeof(T);
+    traffic_.bytes_received += static_cast<uint64_t>(received) * sizeof(T);
   }
   static std::vector<int> ints(const std::vector<int64_t>& counts) { return {counts.begin(), counts.end()}; }
   static std::vector<int> offsets(const std::vector<int>& n) {
@@ -92,6 +90,16 @@ class MpiCommunicator : public Communicator {
     int64_t sum = 0;
     for (int v : n) sum += v;
     return sum;
+  }
+
+  template <class T>
+  std::vector<T> gatherv(const std::vector<T>& local, const std::vector<int64_t>& counts, MPI_Datatype type) const {
+    const Timer timer(traffic_);
+    const std::vector<int> n = ints(counts), at = offsets(n);
+    std::vector<T> out(static_cast<size_t>(at.back() + n.back()));
+    MPI_Allgatherv(local.data(), n[static_cast<size_t>(rank_)], type, out.data(), n.data(), at.data(), type, MPI_COMM_WORLD);
+    count<T>(n[static_cast<size_t>(rank_)] * (size_ - 1), total(n) - n[static_cast<size_t>(rank_)]);
+    return out;
   }
 
   template <class T>
