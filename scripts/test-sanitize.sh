@@ -26,11 +26,15 @@ build="${ATTNLAB_ASAN_BUILD_DIR:-$root/build-asan}"
 # ATTNLAB_SCALE_TEST=OFF: the report test on an L-sized run trains for minutes to print a page's
 # size and load time, figures that mean nothing under ASan; the other browser test runs the same
 # report code here.
+# ATTNLAB_SCRIPT_TESTS=OFF: the tests of the Python tools (scripts/attnlab_torch.py, tune.py,
+# torch_gpt_reference.py, the study scripts) check Python code against the program's output;
+# the C++ they drive (train, predict, checkpoints) runs here in the unit tests, and the Release
+# suite runs them.
 # ATTNLAB_MPI=OFF: Open MPI's own libraries keep allocations to exit, which LeakSanitizer
 # reports from every rank; this build tests the one-process stand-in, and the Release suite
 # runs the real mpirun jobs (tests/test_mpi.cpp).
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DATTNLAB_SANITIZE=ON -DATTNLAB_NATIVE=OFF -DATTNLAB_DOCS_TEST=OFF \
-  -DATTNLAB_SCALE_TEST=OFF -DATTNLAB_MPI=OFF -DATTNLAB_BUILD_TESTS=ON >/dev/null
+  -DATTNLAB_SCALE_TEST=OFF -DATTNLAB_SCRIPT_TESTS=OFF -DATTNLAB_MPI=OFF -DATTNLAB_BUILD_TESTS=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 cd "$build"
 # allocator_may_return_null: a huge allocation throws std::bad_alloc, as without ASan.
