@@ -30,6 +30,7 @@ TEST_CASE("a build without MPI started as one of 2 processes refuses with one li
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -172,6 +173,32 @@ TEST_CASE("reduce-scatter receives at most 1.1 x 2(N-1)/N of the gradient per ra
       else
         CHECK(state <= 1.1 * 2 * p_bytes / n);
     }
+}
+
+TEST_CASE("with two partial sums per process (N = 2, K = 3) --reduction reduce-scatter receives about 1.5 P floats "
+          "per rank and the gather 2 P: each way is the one asked for", "[mpi][reduction]") {
+  TempDir dir("mpi-bytes-two-partials");
+  // At N = 2 with one partial sum per rank the two ways receive the same P floats; with K = 3 rank 0
+  // sends {0, 1} and {2}: the gather brings it rank 1's two whole partial sums, the reduce-scatter
+  // their parts of its slice (about P/2 each) and the other slice (about P/2).
+  const std::string flags = " --task reverse --vocab 5 --min-len 4 --max-len 6 --d-model 96 --heads 2 --layers 2"
+                            " --d-ff 192 --heldout 16 --target 0 --quiet --batch-size 18 --grad-accum 3 --steps 1"
+                            " --eval-every 1";
+  std::map<std::string, double> received;
+  double p_bytes = 0;
+  for (const std::string way : {"gather", "reduce-scatter"}) {
+    const std::string run = dir / way;
+    const CliResult r = mpirun(2, "train" + flags + " --reduction " + way + " --run " + run);
+    INFO(way << ": " << r.out);
+    REQUIRE(r.code == 0);
+    const nlohmann::json summary = attnlab::testing::read_summary(run);
+    p_bytes = 4.0 * summary["parameters"].get<double>();
+    received[way] = summary["comm_bytes_received_per_step"].get<double>();
+  }
+  CHECK(received["gather"] >= 2 * p_bytes);
+  CHECK(received["gather"] <= 2.01 * p_bytes);
+  CHECK(received["reduce-scatter"] >= 1.4 * p_bytes);
+  CHECK(received["reduce-scatter"] <= 1.6 * p_bytes);
 }
 
 TEST_CASE("a checkpoint does not depend on the process count: -np 2 resumes on one process with --grad-accum 2, "
