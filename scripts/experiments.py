@@ -23,6 +23,7 @@ import argparse
 import csv
 import datetime
 import json
+import math
 import os
 import re
 import shlex
@@ -71,7 +72,38 @@ INIT_POSITIONALS = ["sinusoidal", "learned"]
 INIT_SCHEMES = ["torch", "gpt2"]
 
 CSV_FIELDS = ["part", "experiment", "implementation", "task", "model", "seed", "parameters", "target",
-              "solved_at_step", "steps", "heldout_exact", "seconds", "cpu_seconds", "command"]
+              "solved_at_step", "steps", "heldout_exact", "seconds", "cpu_seconds", "date", "cpu", "command"]
+
+
+def cpu_kind():
+    """The CPU as /proc/cpuinfo names it, with its family: "AMD EPYC, family 26". A run's exact steps hold
+    only on the CPU kind it ran on (another kind rounds the products differently), so every row records it."""
+    fields = {}
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            fields.setdefault(k.strip(), v.strip())
+    return f"{fields.get('model name', 'unknown CPU')}, family {fields.get('cpu family', '?')}"
+
+
+def provenance(rows):
+    """Where and when rows ran, each distinct (date, CPU) once in row order: "2026-12-01 on Intel(R) Xeon(R)
+    Processor, family 6"."""
+    seen = []
+    for r in rows:
+        where = f"{r['date']} on {r['cpu']}"
+        if where not in seen:
+            seen.append(where)
+    return "; ".join(seen)
+
+
+def check_provenance(rows, path, who):
+    """Every row read back must say where it ran; one line and exit 1 otherwise."""
+    for r in rows:
+        if not r.get("date") or not r.get("cpu"):
+            sys.exit(f"{who}: {path}: the row {r.get('experiment') or r.get('setting')} "
+                     f"{r.get('variant') or r.get('implementation')} seed {r.get('seed')} has no date or cpu "
+                     "(where it was measured)")
 
 
 def run_child(cmd, env=None):
@@ -130,6 +162,23 @@ def fmt_steps(rows):
     return ", ".join(str(r["solved_at_step"]) if r["solved_at_step"] else f"not by {r['steps']}" for r in rows)
 
 
+def median_range(steps, cap):
+    """Steps to a target over seeds (None: not by the cap) as "median (min–max)": "2600 (2000–4200)",
+    "250 (250 to > 3000)", "50 (all 3 seeds)", "50 (single seed)". A seed that did not get there counts as
+    beyond the cap."""
+    values = [s or math.inf for s in steps]
+
+    def shown(v):
+        return f"{v:g}" if v != math.inf else f"> {cap}"
+    m = shown(median(values))
+    low, high = shown(min(values)), shown(max(values))
+    if len(values) == 1:
+        return f"{m} (single seed)"
+    if low == high:
+        return f"{m} (all {len(values)} seeds)"
+    return f"{m} ({low}–{high})" if high[0] != ">" else f"{m} ({low} to {high})"
+
+
 def median(values):
     v = sorted(values)
     n = len(v)
@@ -138,8 +187,8 @@ def median(values):
 
 def tasks_table(rows):
     out = ["| task | model | parameters | settings (beyond the defaults) | target | steps to target (per seed) "
-           "| seconds, wall (median) | seconds, CPU (median) | solved |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| median (range) | seconds, wall (median) | seconds, CPU (median) | solved |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for name, task_args, model_args, opt_args, every, cap in TASKS:
         rs = [r for r in rows if r["experiment"] == name]
         if not rs:
@@ -147,7 +196,8 @@ def tasks_table(rows):
         solved = sum(1 for r in rs if r["solved_at_step"])
         settings = " ".join(model_args[2:] + opt_args + ["--eval-every", str(every), "--steps", str(cap)])
         out.append(f"| {rs[0]['task']} | {rs[0]['model']} | {rs[0]['parameters']:,} | `{settings}` "
-                   f"| {float(rs[0]['target']):.0%} | {fmt_steps(rs)} | {median([r['seconds'] for r in rs]):.1f} "
+                   f"| {float(rs[0]['target']):.0%} | {fmt_steps(rs)} "
+                   f"| {median_range([r['solved_at_step'] for r in rs], cap)} | {median([r['seconds'] for r in rs]):.1f} "
                    f"| {median([r['cpu_seconds'] for r in rs]):.1f} | {solved}/{len(rs)} |")
     return "\n".join(out)
 
@@ -157,11 +207,12 @@ def init_table(rows):
     auto = {"sinusoidal": "torch", "learned": "gpt2"}
     out = ["| task | model | " + " | ".join(f"{p}, --init {i}{' (auto)' if auto[p] == i else ''}" for p, i in cells) +
            " |", "|---|---|" + "---|" * len(cells)]
+    caps = {name: cap for name, *_rest, cap in TASKS}
     for name in INIT_TASKS:
         line = []
         for p, i in cells:
             rs = [r for r in rows if r["experiment"] == f"{name}-{p}-{i}"]
-            line.append(fmt_steps(rs) if rs else "—")
+            line.append(f"{fmt_steps(rs)}: {median_range([r['solved_at_step'] for r in rs], caps[name])}" if rs else "—")
         if any(c != "—" for c in line):
             task, model = name.split("-")
             out.append(f"| {task} | {model} | " + " | ".join(line) + " |")
@@ -218,6 +269,7 @@ def main():
     if os.path.exists(csv_path):
         with open(csv_path) as f:
             old = list(csv.DictReader(f))
+        check_provenance(old, csv_path, "experiments")  # before the runs, not after them
     jobs = []  # (part, experiment, function, arguments), in the order of the tables
     if args.tables_only:
         pass
@@ -247,7 +299,7 @@ def main():
 
     def execute(job):
         part, name, fn, fn_args = job
-        r = dict(fn(*fn_args), part=part, experiment=name)
+        r = dict(fn(*fn_args), part=part, experiment=name, date=datetime.date.today().isoformat(), cpu=cpu_kind())
         print(f"{part:5} {name:16} {r['implementation']:8} seed {r['seed']}: "
               f"{'solved at step ' + str(r['solved_at_step']) if r['solved_at_step'] else 'NOT solved'} "
               f"(held-out {float(r['heldout_exact']):.1%}, {r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s CPU)",
@@ -283,12 +335,11 @@ def main():
     md_path = os.path.join(args.docs, "experiments.md")
     text = open(md_path).read() if os.path.exists(md_path) else "# Experiments\n"
     stamp = datetime.date.today().isoformat()
-    text = replace_block(text, "tasks", f"_Generated by scripts/experiments.py ({stamp})._\n\n" +
-                         tasks_table([r for r in all_rows if r["part"] == "tasks"]))
-    text = replace_block(text, "init-study", f"_Generated by scripts/experiments.py ({stamp})._\n\n" +
-                         init_table([r for r in all_rows if r["part"] == "init"]))
-    text = replace_block(text, "s-compare", f"_Generated by scripts/experiments.py ({stamp})._\n\n" +
-                         s_table([r for r in all_rows if r["part"] == "s"]))
+    for block, part, make in (("tasks", "tasks", tasks_table), ("init-study", "init", init_table),
+                              ("s-compare", "s", s_table)):
+        rs = [r for r in all_rows if r["part"] == part]
+        text = replace_block(text, block, f"_Generated by scripts/experiments.py ({stamp}) from runs of "
+                             f"{provenance(rs)}._\n\n" + make(rs))
     with open(md_path, "w") as f:
         f.write(text)
     print(f"wrote {csv_path} and {md_path} in {time.perf_counter() - start:.0f} s")

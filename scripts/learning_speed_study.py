@@ -21,7 +21,8 @@ evaluations at or above the level (the rule of attnlab's --target-patience).
     /usr/bin/python3 scripts/learning_speed_study.py --only adder --variants attnlab-gpt2 attnlab-gpt2-bare
     /usr/bin/python3 scripts/learning_speed_study.py --tables-only       # the table from the CSV
 
-Rows go to docs/learning_speed.csv (rows of experiments not rerun are kept), the table to
+Rows go to docs/learning_speed.csv (rows of experiments not rerun are kept; each row records the date and
+the CPU, /proc/cpuinfo's model name and family, it ran on), the table to
 docs/experiments.md between <!-- BEGIN learning-speed --> and <!-- END learning-speed -->; run
 directories to runs/learning_speed/. One thread per run (attnlab --threads 1; torch.set_num_threads(1)
 with OMP/OpenBLAS at 1 thread); runtime bounded by the step caps.
@@ -30,7 +31,6 @@ import argparse
 import csv
 import datetime
 import json
-import math
 import os
 import shlex
 import sys
@@ -38,7 +38,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from experiments import ROOT, median, replace_block, run_child, run_pool  # noqa: E402
+from experiments import (ROOT, check_provenance, cpu_kind, median, median_range, provenance,  # noqa: E402
+                         replace_block, run_child, run_pool)
 from torch_gpt_reference import held_step  # noqa: E402  (no torch needed to import)
 
 NANO = ["--model", "decoder", "--d-model", "48", "--heads", "3", "--layers", "3", "--d-ff", "192",
@@ -57,7 +58,8 @@ VARIANTS = [  # name, implementation, init, layout
     ("attnlab-gpt2-bare", "attnlab", "gpt2", "bare"), ("pytorch-gpt2-bare", "pytorch", "gpt2", "bare"),
 ]
 CSV_FIELDS = ["setting", "variant", "implementation", "init", "layout", "seed", "parameters", "eval_every", "patience",
-              "steps_to_100", "steps_to_99", "steps", "heldout_exact", "seconds", "cpu_seconds", "evals", "command"]
+              "steps_to_100", "steps_to_99", "steps", "heldout_exact", "seconds", "cpu_seconds", "date", "cpu", "evals",
+              "command"]
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
@@ -113,7 +115,8 @@ def one_run(args, setting, variant, seed):
             "parameters": r["parameters"], "eval_every": every, "patience": args.patience,
             "steps_to_100": to100, "steps_to_99": held_step(r["evals"], 0.99, args.patience), "steps": r["steps"],
             "heldout_exact": r["heldout_exact"], "seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"],
-            "evals": json.dumps(r["evals"]), "command": r["command"]}
+            "date": datetime.date.today().isoformat(), "cpu": cpu_kind(), "evals": json.dumps(r["evals"]),
+            "command": r["command"]}
 
 
 def fmt(steps, cap):
@@ -121,14 +124,14 @@ def fmt(steps, cap):
 
 
 def median_of(rows, key, cap):
-    """The median of rows[key], a run that did not get there counting as beyond the cap."""
-    m = median([r[key] or math.inf for r in rows])
-    return f"{m:g}" if m != math.inf else f"> {cap}"
+    """rows[key] over the seeds as "median (range)": "2600 (2000–4200)"."""
+    return median_range([r[key] for r in rows], cap)
 
 
 def table(rows):
-    out = ["| setting | implementation | init | layout | parameters | steps to 100% (seeds) | median | "
-           "steps to 99% (seeds) | median | CPU s (median) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| setting | implementation | init | layout | parameters | steps to 100% (seeds) | median (range) | "
+           "steps to 99% (seeds) | median (range) | CPU s (median) | measured |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, _, cap, _, _ in SETTINGS:
         for vname, impl, init, layout in VARIANTS:
             rs = sorted((r for r in rows if r["setting"] == name and r["variant"] == vname), key=lambda r: r["seed"])
@@ -138,7 +141,7 @@ def table(rows):
             out.append(f"| {name} | {impl} | {init} | {layout} | {rs[0]['parameters']:,} "
                        f"| {', '.join(fmt(r['steps_to_100'], cap) for r in rs)} ({seeds}) | {median_of(rs, 'steps_to_100', cap)} "
                        f"| {', '.join(fmt(r['steps_to_99'], cap) for r in rs)} | {median_of(rs, 'steps_to_99', cap)} "
-                       f"| {median([r['cpu_seconds'] for r in rs]):.1f} |")
+                       f"| {median([r['cpu_seconds'] for r in rs]):.1f} | {provenance(rs)} |")
     return "\n".join(out)
 
 
@@ -147,6 +150,7 @@ def read_rows(path):
         return []
     with open(path) as f:
         rows = list(csv.DictReader(f))
+    check_provenance(rows, path, "learning_speed_study")
     for r in rows:
         r["layout"] = r.get("layout") or "special"  # rows written before --layout existed
         for k in ("seed", "parameters", "eval_every", "patience", "steps"):
@@ -172,7 +176,8 @@ def write_outputs(rows, docs):
     with open(md_path) as f:
         text = f.read()
     stamp = datetime.date.today().isoformat()
-    text = replace_block(text, "learning-speed", f"_Generated by scripts/learning_speed_study.py ({stamp})._\n\n"
+    text = replace_block(text, "learning-speed", f"_Generated by scripts/learning_speed_study.py ({stamp}) from "
+                         "docs/learning_speed.csv; each row was measured on the date and CPU of its last column._\n\n"
                          + table(rows))
     with open(md_path + ".tmp", "w") as f:
         f.write(text)
@@ -201,6 +206,8 @@ def main():
         sys.exit(f"learning_speed_study: no attnlab binary at {args.attnlab}; build it or pass --attnlab")
     jobs = [] if args.tables_only else [
         (s, v, seed) for s in SETTINGS if not args.only or s[0] in args.only for seed in args.seeds for v in wanted]
+    csv_path = os.path.join(args.docs, "learning_speed.csv")
+    kept = read_rows(csv_path)  # read (and checked) before an hour of runs, not after
     os.makedirs(args.runs, exist_ok=True)
     start = time.perf_counter()
 
@@ -216,7 +223,7 @@ def main():
         return r["setting"], r["variant"], r["seed"]
 
     rerun = {key(r) for r in new}
-    rows = [r for r in read_rows(os.path.join(args.docs, "learning_speed.csv")) if key(r) not in rerun] + new
+    rows = [r for r in kept if key(r) not in rerun] + new
     csv_path, md_path = write_outputs(rows, args.docs)
     print(f"wrote {csv_path} and {md_path} in {time.perf_counter() - start:.0f} s")
 

@@ -5,7 +5,9 @@
     (arch, norm, depth, block, parameter) at initialisation, with the head; one per warm-up run)
     and its three figures; --plots-only redraws them from the CSVs alone;
   - scripts/learning_speed_study.py --tables-only: the table of docs/learning_speed.csv, with its
-    layout column, rebuilt into a copy of experiments.md.
+    layout column, rebuilt into a copy of experiments.md; on hand-made rows, each median with its seed
+    range and each row's date and CPU, and a row that does not say where it ran refused;
+  - scripts/experiments.py --tables-only on hand-made rows: median (range) and the runs' date and CPU.
 
     test_study_scripts.py --attnlab BUILD/attnlab
 Exit 0: passed; 1: failed; 77: matplotlib cannot be imported (ctest: skipped).
@@ -75,6 +77,75 @@ def test_learning_speed_tables(work):
     expect(rows and all(r["layout"] in ("special", "bare") for r in rows), "every CSV row names its layout")
 
 
+def write_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def test_learning_speed_summary(work):
+    """Hand-made rows: the table's median (range) and each row's date and CPU; a row that does not say
+    where it ran is refused in one line, the files left as they were."""
+    docs = os.path.join(work, "ls-made")
+    os.makedirs(docs)
+    script = os.path.join(ROOT, "scripts", "learning_speed_study.py")
+    with open(os.path.join(ROOT, "docs", "learning_speed.csv")) as f:
+        fields = next(csv.reader(f))
+    base = dict.fromkeys(fields, "") | {"setting": "adder", "implementation": "attnlab", "init": "gpt2",
+                                        "parameters": "89342", "eval_every": "100", "patience": "3", "steps": "1",
+                                        "heldout_exact": "1", "seconds": "1", "cpu_seconds": "1", "evals": "[]"}
+    rows = [base | {"variant": "attnlab-gpt2-bare", "layout": "bare", "seed": str(seed), "steps_to_100": s100,
+                    "steps_to_99": s99, "date": "2026-12-04", "cpu": "Test CPU, family 99"}
+            for seed, s100, s99 in ((0, "4200", "900"), (1, "2000", "2000"), (2, "2600", "1200"))]
+    rows += [base | {"variant": "attnlab-gpt2", "layout": "special", "seed": str(seed), "steps_to_100": s100,
+                     "steps_to_99": "300", "date": "2026-12-01", "cpu": "Other CPU, family 7"}
+             for seed, s100 in ((0, "250"), (1, ""), (2, "150"))]
+    write_csv(os.path.join(docs, "learning_speed.csv"), rows)
+    with open(os.path.join(docs, "experiments.md"), "w") as f:
+        f.write("<!-- BEGIN learning-speed -->\n<!-- END learning-speed -->\n")
+    run([script, "--tables-only", "--docs", docs])
+    with open(os.path.join(docs, "experiments.md")) as f:
+        lines = f.read().splitlines()
+    bare = [ln for ln in lines if "| bare |" in ln]
+    special = [ln for ln in lines if "| special |" in ln]
+    expect(len(bare) == 1 and "| 2600 (2000–4200) |" in bare[0] and "| 1200 (900–2000) |" in bare[0]
+           and bare[0].endswith("| 2026-12-04 on Test CPU, family 99 |"),
+           f"the bare row has its medians, ranges, date and CPU: {bare}")
+    expect(len(special) == 1 and "| 250 (150 to > 10000) |" in special[0] and "| 300 (all 3 seeds) |" in special[0]
+           and special[0].endswith("| 2026-12-01 on Other CPU, family 7 |"),
+           f"a seed not by the cap counts beyond it, equal seeds say so: {special}")
+    rows[4]["cpu"] = ""
+    write_csv(os.path.join(docs, "learning_speed.csv"), rows)
+    before = open(os.path.join(docs, "experiments.md")).read()
+    r = subprocess.run([sys.executable, script, "--tables-only", "--docs", docs], capture_output=True, text=True)
+    expect(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
+           and "attnlab-gpt2 seed 1 has no date or cpu" in r.stderr,
+           f"a row without its CPU is refused in one line naming it (got {r.returncode}: {r.stderr.strip()})")
+    expect(open(os.path.join(docs, "experiments.md")).read() == before, "a refused CSV leaves the table as it was")
+
+
+def test_experiments_tables(work):
+    """scripts/experiments.py --tables-only on hand-made rows: the task table's median (range) and the
+    block's stamp naming where the runs ran."""
+    docs = os.path.join(work, "ex-made")
+    os.makedirs(docs)
+    with open(os.path.join(ROOT, "docs", "experiments.csv")) as f:
+        fields = next(csv.reader(f))
+    base = dict.fromkeys(fields, "") | {"part": "tasks", "experiment": "copy-encoder", "implementation": "attnlab",
+                                        "task": "copy", "model": "encoder", "parameters": "102676", "target": "0.99",
+                                        "steps": "1000", "heldout_exact": "1", "seconds": "1", "cpu_seconds": "1",
+                                        "date": "2026-12-01", "cpu": "Test CPU, family 99"}
+    write_csv(os.path.join(docs, "experiments.csv"),
+              [base | {"seed": str(seed), "solved_at_step": s} for seed, s in ((0, "50"), (1, "100"), (2, ""))])
+    with open(os.path.join(docs, "experiments.md"), "w") as f:
+        f.write("<!-- BEGIN tasks -->\n<!-- END tasks -->\n")
+    run([os.path.join(ROOT, "scripts", "experiments.py"), "--tables-only", "--docs", docs])
+    text = open(os.path.join(docs, "experiments.md")).read()
+    expect("from runs of 2026-12-01 on Test CPU, family 99._" in text, "the task table's stamp names date and CPU")
+    expect("| 50, 100, not by 1000 | 100 (50 to > 1000) |" in text, "the task table has each seed, median and range")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--attnlab", required=True)
@@ -87,6 +158,8 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         test_gradient_flow(args.attnlab, work)
         test_learning_speed_tables(work)
+        test_learning_speed_summary(work)
+        test_experiments_tables(work)
     print(f"{len(FAILURES)} failure(s)" if FAILURES else "all passed")
     return 1 if FAILURES else 0
 
