@@ -76,14 +76,16 @@ CSV_FIELDS = ["part", "experiment", "implementation", "task", "model", "seed", "
 
 
 def cpu_kind():
-    """The CPU as /proc/cpuinfo names it, with its family: "AMD EPYC, family 26". A run's exact steps hold
-    only on the CPU kind it ran on (another kind rounds the products differently), so every row records it."""
+    """The CPU as /proc/cpuinfo names it, with its family and model: "AMD EPYC, family 26, model 2". A run's
+    exact steps hold only on the CPU kind it ran on (another kind rounds the products differently), so every
+    row records it."""
     fields = {}
     with open("/proc/cpuinfo") as f:
         for line in f:
             k, _, v = line.partition(":")
             fields.setdefault(k.strip(), v.strip())
-    return f"{fields.get('model name', 'unknown CPU')}, family {fields.get('cpu family', '?')}"
+    return (f"{fields.get('model name', 'unknown CPU')}, family {fields.get('cpu family', '?')}, "
+            f"model {fields.get('model', '?')}")
 
 
 def provenance(rows):

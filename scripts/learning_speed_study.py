@@ -22,7 +22,7 @@ evaluations at or above the level (the rule of attnlab's --target-patience).
     /usr/bin/python3 scripts/learning_speed_study.py --tables-only       # the table from the CSV
 
 Rows go to docs/learning_speed.csv (rows of experiments not rerun are kept; each row records the date and
-the CPU, /proc/cpuinfo's model name and family, it ran on), the table to
+the CPU, /proc/cpuinfo's model name, family and model, it ran on), the table to
 docs/experiments.md between <!-- BEGIN learning-speed --> and <!-- END learning-speed -->; run
 directories to runs/learning_speed/. One thread per run (attnlab --threads 1; torch.set_num_threads(1)
 with OMP/OpenBLAS at 1 thread); runtime bounded by the step caps.
