@@ -202,7 +202,8 @@ void run_training(const Shape& shape, const TrainingOptions& a) {
   nlohmann::json out = {{"impl", "attnlab"},        {"config", shape.name},     {"threads", a.threads},
                         {"steps", steps},           {"step_ms", median},        {"tokens_per_s", tokens_per_s},
                         {"params", model->parameter_count()}, {"nodes_per_step", timed.nodes_per_step},
-                        {"gflops", gflops},         {"final_loss", timed.last_loss}};
+                        {"gflops", gflops},         {"final_loss", timed.last_loss},
+                        {"precision", name_of(gemm_precision())}};
   out["peak_rss_mib"] = peak_rss_mib();  // training's, before the peaks' and the replay's own buffers
   std::vector<GemmCall> calls;
   if (a.peaks || a.products_table) calls = record_step_products(shape, a, *model);

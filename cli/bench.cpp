@@ -25,6 +25,7 @@ struct BenchArgs {
   std::string arch = "decoder";
   int64_t batch = 0;
   std::string gemm;  // empty: the build's backend
+  Precision precision = Precision::fp32;
 };
 
 const char* const kBenchUsage =
@@ -50,6 +51,8 @@ const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
       .add("warmup", &a.warmup, "untimed steps first")
       .add("seed", &a.seed, "seed of weights and data")
       .add("gemm", &a.gemm, "matrix-product backend for this run: eigen or onednn (default: the build's)")
+      .add("precision", &a.precision,
+           "of the matrix products: fp32 | bf16 (as train --precision; bf16 needs AVX512_BF16 or AMX)")
       .flag("no-peak", &a.no_peak, "skip measuring the FMA and matrix-product peaks (no MFU, CPU or backend)")
       .flag("products", &a.products,
             "after the JSON line, a Markdown table of one step's matrix products by shape, each shape "
@@ -83,6 +86,8 @@ const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
       throw ValueError(std::string("--gemm: ") + e.what());
     }
   }
+  check_gemm_precision(a.precision, "--precision");
+  set_gemm_precision(a.precision);
   return shape;
 }
 

@@ -135,6 +135,7 @@ void resolve_settings(TrainSettings& s, TrainArgs& a, const OptionSet& experimen
   });
   check_heldout(s);
   check_memory(s);
+  check_gemm_precision(s.precision, "--precision");  // here, not in finalize: eval reads a bf16 run anywhere
 }
 
 // Each optimizer step's batch is split into processes x --grad-accum micro-batches of equal size.

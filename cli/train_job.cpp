@@ -134,6 +134,7 @@ void write_summary(const TrainOutcome& out, const TrainState& state, const RunDi
       {"target_first_reached_at_step", state.target_first_reached_at},
       {"seconds", out.seconds},
       {"threads", s.threads},
+      {"precision", name_of(s.precision)},  // of the matrix products
       {"optimizer_state_bytes", state.optimizer().state_bytes()},  // rank 0's: 1/N of it with --shard-optimizer
       {"cpu", bench::cpu_model()},  // learning figures differ in their last bits between CPU kinds
   };

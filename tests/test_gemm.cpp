@@ -23,6 +23,7 @@
 #include "framework/ops/gemm_small.h"
 #include "framework/ops/ops.h"
 #include "framework/random.h"
+#include "tests/gemm_operands.h"
 #include "tests/cli_harness.h"
 
 using namespace attnlab;
@@ -31,31 +32,9 @@ namespace {
 
 constexpr double kEps = std::numeric_limits<float>::epsilon();
 
-struct Case {
-  int64_t m, n, k;
-  bool ta, tb;
-  int64_t pad = 0;  // extra elements per row of every operand (row stride = cols + pad)
-};
-
-// A stored matrix of random values in [-1, 1] with row stride cols + pad.
-struct Stored {
-  int64_t rows, cols, ld;
-  std::vector<float> v;
-  Stored(int64_t r, int64_t c, int64_t pad, Rng& rng) : rows(r), cols(c), ld(c + pad), v(size_t(r * (c + pad))) {
-    for (float& x : v) x = static_cast<float>(rng.uniform(-1, 1));
-  }
-  GemmOperand op(bool trans) const { return {v.data(), rows, cols, ld, trans}; }
-  float at(int64_t i, int64_t j, bool trans) const { return trans ? v[size_t(j * ld + i)] : v[size_t(i * ld + j)]; }
-};
-
-struct Operands {
-  Stored a, b, c;
-  Operands(const Case& t, Rng& rng)
-      : a(t.ta ? t.k : t.m, t.ta ? t.m : t.k, t.pad, rng),
-        b(t.tb ? t.n : t.k, t.tb ? t.k : t.n, t.pad, rng),
-        c(t.m, t.n, t.pad, rng) {}
-  GemmOutput out() { return {c.v.data(), c.rows, c.cols, c.ld}; }
-};
+using Case = testing::GemmCase;
+using testing::Operands;
+using testing::Stored;
 
 // Checks c_new = (accumulate ? c_old : 0) + alpha op(A) op(B) element by element
 // against a double loop, within the bound above; padding must be untouched.

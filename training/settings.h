@@ -6,6 +6,7 @@
 #include <string>
 
 #include "datasets/task.h"
+#include "framework/ops/gemm.h"
 #include "framework/optim/optimizer.h"
 #include "framework/optim/schedule.h"
 #include "models/config.h"
@@ -34,6 +35,7 @@ struct TrainSettings {
   int64_t keep = 3;  // checkpoints kept
   uint64_t seed = 0;
   int threads = 1;
+  Precision precision = Precision::fp32;  // of the matrix products (framework/ops/gemm.h); the rest is fp32
   std::string on_nan = "stop";  // stop | skip
   int64_t probe_every = 0;  // gradient-flow and attention instruments every this many steps (and step 1); 0 = off
   bool tensorboard = false;  // also TensorBoard event files (events.out.tfevents.*) in the run directory

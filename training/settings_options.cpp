@@ -112,6 +112,9 @@ std::vector<TrainOption> training_group() {
       {g, "seed", at(&S::seed), "seed of initialisation, data and dropout"},
       {g, "threads", at(&S::threads),
        "OpenMP threads (results are bitwise reproducible for a fixed seed and thread count)", may_change},
+      {g, "precision", at(&S::precision),
+       "of the matrix products: fp32 | bf16 (operands rounded to bfloat16, fp32 sums, as torch.autocast; weights, "
+       "optimizer, softmax, norms and loss stay fp32; needs a CPU with AVX512_BF16 or AMX; docs/performance.md)"},
       {g, "probe-every", at(&S::probe_every),
        "log gradient-flow and attention instruments (probe_*.csv in the run) at step 1 and every this many steps; 0 = off",
        may_change},

@@ -66,6 +66,7 @@ class TrainState {
 
  private:
   TrainSettings settings_;
+  GemmPrecisionScope precision_{settings_.precision};  // the products' precision while the run lives
   std::unique_ptr<Task> task_;
   HeldOut drawn_heldout_;
   std::unique_ptr<TrainStream> stream_;

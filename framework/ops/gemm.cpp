@@ -1,5 +1,6 @@
 // The matrix-product backends behind gemm() (see gemm.h): Eigen everywhere,
-// oneDNN's sgemm for float32 when the build selected it (ATTNLAB_GEMM_ONEDNN).
+// oneDNN's sgemm for float32 when the build selected it (ATTNLAB_GEMM_ONEDNN),
+// and the choice of precision (the bf16 products are in gemm_bf16.cpp).
 // GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics
 // (_mm512_undefined_pd, GCC bug 105593) when Eigen vectorises; silence it here.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -13,11 +14,11 @@
 #include <string>
 
 #include "framework/ops/broadcast.h"
+#include "framework/ops/gemm_bf16.h"
 #include "framework/ops/gemm_log.h"
 #include "framework/ops/gemm_small.h"
 
-#if defined(ATTNLAB_GEMM_ONEDNN) && !defined(ATTNLAB_DOUBLE)
-#define ATTNLAB_USE_ONEDNN 1
+#ifdef ATTNLAB_USE_ONEDNN
 #include <dnnl.h>
 #endif
 
@@ -52,6 +53,8 @@ void detail::eigen_gemm(const GemmOutput& out, const GemmOperand& a, const GemmO
 namespace {
 
 bool g_eigen_only = false;  // set_gemm_backend("eigen") in a build with a library backend
+Precision g_precision = Precision::fp32;
+bool g_allow_emulated_bf16 = false;
 
 #ifdef ATTNLAB_USE_ONEDNN
 // One block on the calling thread (oneDNN runs single-threaded inside an OpenMP
@@ -77,26 +80,33 @@ GemmOperand op_cols(GemmOperand o, int64_t lo, int64_t hi) {
   return o;
 }
 
-// Splits C into `threads` blocks of whole rows (or, for a wide C, whole
-// columns), block edges on multiples of 16; each block is one thread's call.
-// The split depends only on the sizes and the thread count.
-void onednn_gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha, bool accumulate) {
-  const int64_t work = c.rows * c.cols * a.op_cols();
+}  // namespace
+
+void detail::for_each_block(int64_t rows, int64_t cols, int64_t k,
+                            const std::function<void(int64_t, int64_t, bool)>& block) {
+  const int64_t work = rows * cols * k;
   const int64_t most = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const bool by_rows = c.rows >= c.cols;
-  const int64_t extent = by_rows ? c.rows : c.cols;
+  const bool by_rows = rows >= cols;
+  const int64_t extent = by_rows ? rows : cols;
   const int64_t threads = std::min({most, std::max<int64_t>(1, work / kMinWorkPerThread), (extent + 15) / 16});
-  if (threads <= 1) return onednn_block(c, a, b, alpha, accumulate);
+  if (threads <= 1) return block(0, extent, by_rows);
   const int64_t units = (extent + 15) / 16;
 #pragma omp parallel for schedule(static) num_threads(static_cast<int>(threads))
   for (int64_t t = 0; t < threads; ++t) {
     const int64_t lo = std::min(extent, units * t / threads * 16), hi = std::min(extent, units * (t + 1) / threads * 16);
-    if (lo == hi) continue;
+    if (lo < hi) block(lo, hi, by_rows);
+  }
+}
+
+namespace {
+// oneDNN's sgemm, one block per thread (detail::for_each_block).
+void onednn_gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha, bool accumulate) {
+  detail::for_each_block(c.rows, c.cols, a.op_cols(), [&](int64_t lo, int64_t hi, bool by_rows) {
     if (by_rows)
       onednn_block({c.data + lo * c.ld, hi - lo, c.cols, c.ld}, op_rows(a, lo, hi), b, alpha, accumulate);
     else
       onednn_block({c.data + lo, c.rows, hi - lo, c.ld}, a, op_cols(b, lo, hi), alpha, accumulate);
-  }
+  });
 }
 #endif
 
@@ -119,6 +129,12 @@ void product(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Re
   constexpr int64_t kSmallProduct = 32 * 32 * 32;
   const bool small = c.rows * c.cols * a.op_cols() < kSmallProduct;
   if (small && detail::small_gemm_fits(c.cols, a.op_cols())) return detail::small_gemm(c, a, b, alpha, accumulate);
+  if (!small && g_precision == Precision::bf16) {
+#ifdef ATTNLAB_USE_ONEDNN
+    if (!g_eigen_only && detail::onednn_bf16_native(nullptr)) return detail::onednn_bf16_gemm(c, a, b, alpha, accumulate);
+#endif
+    return detail::bf16_emulated_gemm(c, a, b, alpha, accumulate);  // allowed (tests), or the backend switched since
+  }
 #ifdef ATTNLAB_USE_ONEDNN
   if (g_eigen_only || small) return detail::eigen_gemm(c, a, b, alpha, accumulate);
   onednn_gemm(c, a, b, alpha, accumulate);
@@ -181,8 +197,10 @@ std::string gemm_kernel() {
     case dnnl_cpu_isa_avx512_core_amx: isa = "avx512_core_amx"; break;
     default: break;
   }
+  std::string bf16;
+  if (g_precision == Precision::bf16 && detail::onednn_bf16_native(&bf16)) bf16 = "; bf16 matmul " + bf16;
   return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + " (" +
-         isa + ")";
+         isa + bf16 + ")";
 #else
   return eigen_kernel();
 #endif
@@ -211,5 +229,41 @@ void set_gemm_backend(const std::string& name) {
                      "without libdnnl-dev); it has 'eigen'");
   throw ValueError("matrix-product backend must be eigen or onednn, got '" + name + "'");
 }
+
+bool bf16_products_native(std::string* why) {
+#ifdef ATTNLAB_USE_ONEDNN
+  std::string kernel;
+  if (!g_eigen_only && detail::onednn_bf16_native(&kernel)) return true;
+  if (why)
+    *why = g_eigen_only ? "the matrix products run on " + gemm_kernel() + ", which has no bf16 product"
+                        : "this CPU has no native bf16 product (AVX512_BF16 or AMX): oneDNN's kernel is " +
+                              gemm_kernel() + ", its bf16 matmul " + kernel + " (emulated bf16 is slower than fp32)";
+#else
+  if (why)
+    *why = std::string(sizeof(Real) == 8 ? "the float64 build computes in float64" : "this build's matrix products") +
+           " run on " + gemm_kernel() + ", which has no bf16 product (bf16 needs oneDNN: libdnnl-dev)";
+#endif
+  return false;
+}
+
+const std::vector<std::pair<Precision, std::string>>& choice_names(Precision) {
+  static const std::vector<std::pair<Precision, std::string>> names = {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}};
+  return names;
+}
+
+Precision gemm_precision() { return g_precision; }
+
+void check_gemm_precision(Precision p, const std::string& name) {
+  std::string why;
+  if (p == Precision::bf16 && !g_allow_emulated_bf16 && !bf16_products_native(&why))
+    throw ValueError(name + " bf16 is not available: " + why);
+}
+
+void set_gemm_precision(Precision p) {
+  check_gemm_precision(p);
+  g_precision = p;
+}
+
+void detail::allow_emulated_bf16(bool allow) { g_allow_emulated_bf16 = allow; }
 
 }  // namespace attnlab

@@ -15,12 +15,36 @@
 // over k, so no output element has two owners. Results may differ in the last
 // bits between backends, between thread counts and between CPUs (a kernel picks
 // its code path, and so its summation order, by the instruction set it finds).
+// Precision (set_gemm_precision; train and bench --precision):
+//   fp32   operands, products and sums in the build's Real (the default).
+//   bf16   mixed precision as torch.autocast("cpu", dtype=torch.bfloat16) does
+//          it for matrix products: every product of at least 32³ multiply-adds
+//          (those that go to the library) takes its operands rounded to bfloat16
+//          (round to nearest even; NaN stays NaN) and accumulates and writes
+//          fp32. The operands are converted into per-thread buffers that are
+//          reused (no allocation once warm), the product is oneDNN's matmul
+//          primitive (bf16 src and weights, f32 dst; alpha an output scale,
+//          accumulate a sum post-op), one cached primitive per shape and thread,
+//          split across threads as above. Smaller products (attention's heads
+//          in S and M) stay fp32: their kernel has no bf16 path, and rounding
+//          them would cost a copy without making them faster. Everything outside
+//          the products (weights, optimizer, softmax, norms, loss) stays fp32.
+//          bf16 needs oneDNN with a native bf16 kernel (AVX512_BF16 or AMX):
+//          elsewhere set_gemm_precision refuses it, naming the kernel (emulated
+//          bf16 is slower than fp32). The float64 build has fp32 (its Real) only.
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "framework/tensor.h"
 
 namespace attnlab {
+
+// The precision of the matrix products (see above), and its values' names
+// ("fp32", "bf16"; models/config.h's name_of and parse_choice read them).
+enum class Precision { fp32, bf16 };
+const std::vector<std::pair<Precision, std::string>>& choice_names(Precision);
 
 // A stored row-major matrix: element (i, j) at data[i * ld + j]. With trans set,
 // the product uses its transpose. rows and cols are the stored sizes.
@@ -61,10 +85,45 @@ const char* gemm_backend();
 // Not to be called while products run on other threads.
 void set_gemm_backend(const std::string& name);
 // The backend with its version and the instruction set its kernels use on this
-// CPU, e.g. "onednn 2.6.3 (avx512_core_amx)" or "eigen 3.4.0 (AVX512, FMA, ...)".
+// CPU, e.g. "onednn 2.6.3 (avx512_core_amx)" or "eigen 3.4.0 (AVX512, FMA, ...)";
+// under precision bf16 also oneDNN's bf16 matmul kernel: "(avx512_core_bf16;
+// bf16 matmul brg:avx512_core_bf16)".
 std::string gemm_kernel();
 
+// The precision of the products from now on, in this process. bf16 throws
+// ValueError naming the kernel where it has no native bf16 product (the Eigen
+// backend, a CPU without AVX512_BF16 or AMX, the float64 build). Not to be
+// called while products run on other threads.
+Precision gemm_precision();
+void set_gemm_precision(Precision p);
+// The ValueError set_gemm_precision(p) would throw, thrown without setting
+// anything: "NAME bf16 is not available: <why>".
+void check_gemm_precision(Precision p, const std::string& name = "precision");
+// Whether bf16 products are native here; if not, why not (one sentence).
+bool bf16_products_native(std::string* why = nullptr);
+
+// Sets a precision for its lifetime, restoring the one before (a training run's).
+class GemmPrecisionScope {
+ public:
+  explicit GemmPrecisionScope(Precision p) : before_(gemm_precision()) { set_gemm_precision(p); }
+  ~GemmPrecisionScope() { set_gemm_precision(before_); }
+  GemmPrecisionScope(const GemmPrecisionScope&) = delete;
+  GemmPrecisionScope& operator=(const GemmPrecisionScope&) = delete;
+
+ private:
+  Precision before_;
+};
+
 namespace detail {
+// x rounded to the nearest bfloat16 (ties to even), returned as a float; NaN stays NaN.
+float round_to_bf16(float x);
+// The bf16 product computed by emulation: operands rounded to bf16 into float
+// buffers, then Eigen's fp32 product. What precision bf16 computes, up to the
+// order of the sums (the tests' second reference).
+void bf16_emulated_gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha, bool accumulate);
+// With `allow` set, bf16 is accepted where it is not native, and its products
+// are emulated (the tests, on CPUs without bf16; never the CLI).
+void allow_emulated_bf16(bool allow);
 // The Eigen backend alone, whatever the build selected (the tests compare the two).
 void eigen_gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha, bool accumulate);
 }  // namespace detail

@@ -1,0 +1,231 @@
+// Precision bf16 of the matrix products (framework/ops/gemm.h): operands
+// rounded to bfloat16 (nearest, ties to even), sums in fp32.
+//
+// Tolerance: a bf16 x bf16 product has at most 16 significant bits, so it is
+// exact in fp32; what remains is the fp32 sum of k terms (and the alpha scale
+// and the add to C), at most about (k + 2)·eps·(|alpha| Σ|a_i b_i| + |c_old|)
+// with eps = 2^-23 (test_gemm.cpp's bound, the same factor 2 of room). The
+// reference is the product of the bf16-rounded operands in double. Unrounded
+// operands (or truncated ones) miss it by about 2^-9 of Σ|a_i b_i| / sqrt(k),
+// tens of times that bound for the sizes here, which the second test checks.
+// On a CPU without native bf16 the products are emulated (allow_emulated_bf16),
+// and the same checks hold.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "framework/ops/gemm.h"
+#include "framework/random.h"
+#include "tests/gemm_operands.h"
+
+using namespace attnlab;
+
+namespace {
+
+constexpr double kEps = std::numeric_limits<float>::epsilon();
+
+float from_bits(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+uint32_t bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+// bf16 for the scope of a test, native where the CPU has it, emulated elsewhere.
+struct AllowEmulation {
+  AllowEmulation() { detail::allow_emulated_bf16(!bf16_products_native()); }
+  ~AllowEmulation() { detail::allow_emulated_bf16(false); }
+};
+struct Bf16Scope {
+  AllowEmulation allow;
+  GemmPrecisionScope scope{Precision::bf16};
+};
+
+using Case = testing::GemmCase;
+using testing::Operands;
+using testing::Stored;
+
+// The largest |C - reference| over the fp32 bound, the reference being the
+// double product of the operands rounded to bf16 (rounded) or as they are.
+double worst_over_bound(const Case& t, const Operands& x, const std::vector<float>& c_old, float alpha, bool accumulate,
+                        bool rounded) {
+  const auto value = [rounded](float v) { return double(rounded ? detail::round_to_bf16(v) : v); };
+  double worst = 0;
+  for (int64_t i = 0; i < t.m; ++i)
+    for (int64_t j = 0; j < t.n; ++j) {
+      double sum = 0, mag = 0;
+      for (int64_t p = 0; p < t.k; ++p) {
+        const double term = value(x.a.at(i, p, t.ta)) * value(x.b.at(p, j, t.tb));
+        sum += term;
+        mag += std::abs(term);
+      }
+      const double old = accumulate ? double(c_old[size_t(i * x.c.ld + j)]) : 0.0;
+      const double bound = 2.0 * double(t.k + 2) * kEps * (std::abs(alpha) * mag + std::abs(old));
+      const double got = x.c.v[size_t(i * x.c.ld + j)];
+      worst = std::max(worst, std::abs(got - (old + alpha * sum)) / bound);
+      if (!std::isfinite(got)) worst = std::numeric_limits<double>::infinity();
+    }
+  return worst;
+}
+
+// Every transpose pair, padded rows, overwrite and accumulate, alpha 1 and 0.5,
+// sizes split by rows, by columns, and at 32³ (the smallest that goes to bf16).
+const std::vector<Case> kShapes = {{32, 32, 32}, {130, 97, 67}, {17, 300, 129}, {64, 200, 48}, {256, 128, 256}};
+
+template <class Product>
+void check_every_case(Product product, const char* path) {
+  Rng rng(21);
+  for (Case t : kShapes)
+    for (int trans = 0; trans < 4; ++trans)
+      for (bool accumulate : {false, true}) {
+        t.ta = trans & 1;
+        t.tb = trans & 2;
+        t.pad = accumulate ? 3 : 0;
+        Operands x(t, rng);
+        const std::vector<float> c_old = x.c.v;
+        const float alpha = accumulate ? 0.5f : 1.0f;
+        INFO(path << ": m " << t.m << " n " << t.n << " k " << t.k << " ta " << t.ta << " tb " << t.tb << " accumulate "
+                  << accumulate);
+        product(x.out(), x.a.op(t.ta), x.b.op(t.tb), alpha, accumulate);
+        CHECK(worst_over_bound(t, x, c_old, alpha, accumulate, true) <= 1.0);
+        for (int64_t i = 0; i < t.m; ++i)  // the padding is not written
+          for (int64_t j = t.n; j < x.c.ld; ++j) REQUIRE(x.c.v[size_t(i * x.c.ld + j)] == c_old[size_t(i * x.c.ld + j)]);
+      }
+}
+
+}  // namespace
+
+TEST_CASE("round_to_bf16 rounds to the nearest bfloat16, ties to even, and keeps Inf and NaN", "[gemm][bf16]") {
+  CHECK(detail::round_to_bf16(1.0f) == 1.0f);
+  CHECK(detail::round_to_bf16(-0.0f) == 0.0f);
+  CHECK(std::signbit(detail::round_to_bf16(-0.0f)));
+  // Around 1: bf16 has 7 fraction bits, so neighbours are 2^-7 apart and a tie is 2^-8 above one.
+  CHECK(detail::round_to_bf16(1.0f + 0x1p-8f) == 1.0f);                      // tie: down to the even 1
+  CHECK(detail::round_to_bf16(1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f);        // tie: up to the even 1 + 2^-6
+  CHECK(detail::round_to_bf16(1.0f + 0x1p-8f + 0x1p-20f) == 1.0f + 0x1p-7f);  // above the tie: up
+  CHECK(detail::round_to_bf16(1.0f + 0x1p-8f - 0x1p-20f) == 1.0f);            // below it: down (truncation would too)
+  CHECK(detail::round_to_bf16(1.0f + 0x1p-7f - 0x1p-20f) == 1.0f + 0x1p-7f);  // truncation would give 1
+  CHECK(detail::round_to_bf16(-(1.0f + 3 * 0x1p-8f)) == -(1.0f + 0x1p-6f));
+  CHECK((bits(detail::round_to_bf16(3.14159f)) & 0xffffu) == 0);
+  CHECK(std::isinf(detail::round_to_bf16(std::numeric_limits<float>::infinity())));
+  CHECK(std::isinf(detail::round_to_bf16(std::numeric_limits<float>::max())));  // rounds past bf16's largest
+  CHECK(std::isnan(detail::round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(std::isnan(detail::round_to_bf16(from_bits(0x7f800001u))));  // a NaN whose payload is in the low bits
+}
+
+TEST_CASE("a bf16 gemm equals the product of the bf16-rounded operands to fp32 summation, every transpose, "
+          "strides, alpha and accumulate, natively and emulated", "[gemm][bf16]") {
+  INFO("bf16 native here: " << bf16_products_native());
+  {
+    Bf16Scope bf16;
+    check_every_case(gemm, "gemm");
+  }
+  check_every_case(detail::bf16_emulated_gemm, "emulated");
+}
+
+TEST_CASE("bf16 products differ from fp32's by bf16's rounding: far above fp32 summation, within 2^-8 of the terms",
+          "[gemm][bf16]") {
+  Rng rng(22);
+  const Case t{128, 96, 64};
+  Operands x(t, rng);
+  const std::vector<float> c_old = x.c.v;
+  {
+    Bf16Scope bf16;
+    gemm(x.out(), x.a.op(false), x.b.op(false), 1, false);
+  }
+  // Against the unrounded operands the error is bf16's, tens of times fp32's bound (the operands were rounded) ...
+  CHECK(worst_over_bound(t, x, c_old, 1, false, false) > 20);
+  // ... and within it: each operand moved by at most 2^-9 of itself, so a term by at most about 2^-8 of itself.
+  double worst = 0;
+  for (int64_t i = 0; i < t.m; ++i)
+    for (int64_t j = 0; j < t.n; ++j) {
+      double sum = 0, mag = 0;
+      for (int64_t p = 0; p < t.k; ++p) {
+        sum += double(x.a.at(i, p, false)) * double(x.b.at(p, j, false));
+        mag += std::abs(double(x.a.at(i, p, false)) * double(x.b.at(p, j, false)));
+      }
+      worst = std::max(worst, std::abs(x.c.v[size_t(i * t.n + j)] - sum) / ((0x1p-8 + 0x1p-16 + (t.k + 2) * kEps) * mag));
+    }
+  CHECK(worst <= 1.0);
+  // fp32 itself stays within fp32's bound of the unrounded product.
+  gemm(x.out(), x.a.op(false), x.b.op(false), 1, false);
+  CHECK(worst_over_bound(t, x, c_old, 1, false, false) <= 1.0);
+}
+
+TEST_CASE("bf16 gemm_batched: per-product operands and one C summed over the products in order", "[gemm][bf16]") {
+  Rng rng(23);
+  const int64_t count = 3, m = 48, n = 40, k = 64;
+  Stored a(count * m, k, 0, rng), b(count * k, n, 0, rng), c(count * m, n, 0, rng), one(m, n, 0, rng);
+  Bf16Scope bf16;
+  gemm_batched(count, {c.v.data(), m, n, n}, m * n, {a.v.data(), m, k, k}, m * k, {b.v.data(), k, n, n}, k * n, 1, false);
+  gemm_batched(count, {one.v.data(), m, n, n}, 0, {a.v.data(), m, k, k}, m * k, {b.v.data(), k, n, n}, k * n, 1, false);
+  double worst_each = 0, worst_sum = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double total = 0, total_mag = 0;
+      for (int64_t q = 0; q < count; ++q) {
+        double sum = 0, mag = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const double term = double(detail::round_to_bf16(a.v[size_t((q * m + i) * k + p)])) *
+                              double(detail::round_to_bf16(b.v[size_t((q * k + p) * n + j)]));
+          sum += term;
+          mag += std::abs(term);
+        }
+        const double bound = 2.0 * (k + 2) * kEps * mag;
+        worst_each = std::max(worst_each, std::abs(c.v[size_t((q * m + i) * n + j)] - sum) / bound);
+        total += sum;
+        total_mag += mag;
+      }
+      worst_sum = std::max(worst_sum, std::abs(one.v[size_t(i * n + j)] - total) / (2.0 * (count * k + 2) * kEps * total_mag));
+    }
+  CHECK(worst_each <= 1.0);
+  CHECK(worst_sum <= 1.0);
+}
+
+TEST_CASE("under bf16, products below 32³ multiply-adds stay fp32, bit for bit", "[gemm][bf16]") {
+  Rng rng(24);
+  for (const Case& t : {Case{16, 16, 16}, Case{32, 16, 32}, Case{20, 24, 40}}) {  // the small kernel; Eigen
+    Operands x(t, rng);
+    std::vector<float> fp32(size_t(t.m * t.n));
+    gemm({fp32.data(), t.m, t.n, t.n}, x.a.op(false), x.b.op(false), 1, false);
+    Bf16Scope bf16;
+    gemm(x.out(), x.a.op(false), x.b.op(false), 1, false);
+    CHECK(x.c.v == fp32);
+  }
+}
+
+TEST_CASE("a bf16 gemm gives the same bits for the same inputs, one block or split across threads", "[gemm][bf16]") {
+  Rng rng(25);
+  const Case t{512, 256, 128};
+  Operands x(t, rng);
+  Bf16Scope bf16;
+  gemm(x.out(), x.a.op(false), x.b.op(true), 1, false);
+  const std::vector<float> first = x.c.v;
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    gemm(x.out(), x.a.op(false), x.b.op(true), 1, false);
+    CHECK(x.c.v == first);
+  }
+}
+
+TEST_CASE("bf16 is refused, naming the kernel, where products have no native bf16: the Eigen backend", "[gemm][bf16]") {
+  const std::string built = gemm_backend();
+  set_gemm_backend("eigen");
+  CHECK_THROWS_WITH(set_gemm_precision(Precision::bf16),
+                    Catch::StartsWith("precision bf16 is not available: ") && Catch::Contains("eigen"));
+  CHECK_THROWS_WITH(check_gemm_precision(Precision::bf16, "--precision"), Catch::StartsWith("--precision bf16 is not"));
+  CHECK(gemm_precision() == Precision::fp32);
+  set_gemm_backend(built);
+  if (bf16_products_native()) {
+    GemmPrecisionScope scope(Precision::bf16);
+    CHECK(gemm_precision() == Precision::bf16);
+  }
+  CHECK(gemm_precision() == Precision::fp32);  // the scope restored it
+}
