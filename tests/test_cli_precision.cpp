@@ -95,7 +95,7 @@ TEST_CASE("a bf16 run resumed keeps bf16, with the same bits as the run at once,
 TEST_CASE("train and bench take --precision fp32 or bf16: another value gets one line naming it, exit 2, no files", "[cli][bf16]") {
   TempDir dir("bf16-bad");
   const std::string run = dir / "never";
-  for (const std::string command : {"train" + std::string(kTiny) + " --steps 5 --run " + run, std::string("bench --config S")}) {
+  for (const std::string& command : {"train" + std::string(kTiny) + " --steps 5 --run " + run, std::string("bench --config S")}) {
     const Result r = run_attnlab(command + " --precision fp16");
     INFO(command << "\n" << r.out);
     CHECK(r.code == 2);
