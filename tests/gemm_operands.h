@@ -1,6 +1,8 @@
 #pragma once
 // Random operands of one product for the gemm tests (test_gemm.cpp, test_gemm_bf16.cpp).
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "framework/ops/gemm.h"
@@ -34,5 +36,26 @@ struct Operands {
         c(t.m, t.n, t.pad, rng) {}
   GemmOutput out() { return {c.v.data(), c.rows, c.cols, c.ld}; }
 };
+
+// Element (i, j) of (accumulate ? c_old : 0) + alpha op(A) op(B) computed in
+// double, each operand element first mapped by `value` (e.g. rounded to bf16),
+// and the bound on an fp32 product's error there: 2 (k + 2) eps (|alpha|
+// sum |a b| + |c_old|), eps fp32's.
+struct ExpectedElement {
+  double value, bound;
+};
+template <class Value>
+ExpectedElement expected_element(const GemmCase& t, const Operands& x, const std::vector<float>& c_old, float alpha,
+                                 bool accumulate, int64_t i, int64_t j, Value value) {
+  double sum = 0, mag = 0;
+  for (int64_t p = 0; p < t.k; ++p) {
+    const double term = value(x.a.at(i, p, t.ta)) * value(x.b.at(p, j, t.tb));
+    sum += term;
+    mag += std::abs(term);
+  }
+  const double old = accumulate ? double(c_old[size_t(i * x.c.ld + j)]) : 0.0;
+  const double eps = std::numeric_limits<float>::epsilon();
+  return {old + alpha * sum, 2.0 * double(t.k + 2) * eps * (std::abs(alpha) * mag + std::abs(old))};
+}
 
 }  // namespace attnlab::testing

@@ -43,15 +43,9 @@ void check_against_loop(const Case& t, const Operands& x, const std::vector<floa
   int64_t bad = 0;
   for (int64_t i = 0; i < t.m; ++i)
     for (int64_t j = 0; j < t.n; ++j) {
-      double sum = 0, mag = 0;
-      for (int64_t p = 0; p < t.k; ++p) {
-        const double term = double(x.a.at(i, p, t.ta)) * double(x.b.at(p, j, t.tb));
-        sum += term;
-        mag += std::abs(term);
-      }
-      const double old = accumulate ? double(c_old[size_t(i * x.c.ld + j)]) : 0.0;
-      const double want = old + alpha * sum;
-      const double bound = 2.0 * double(t.k + 2) * kEps * (std::abs(alpha) * mag + std::abs(old)) + 1e-30;
+      const testing::ExpectedElement e =
+          testing::expected_element(t, x, c_old, alpha, accumulate, i, j, [](float v) { return double(v); });
+      const double want = e.value, bound = e.bound + 1e-30;
       const double got = x.c.v[size_t(i * x.c.ld + j)];
       if (!(std::abs(got - want) <= bound)) {
         if (bad++ < 3) UNSCOPED_INFO("C(" << i << ", " << j << ") = " << got << ", want " << want << " +- " << bound);

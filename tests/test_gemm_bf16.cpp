@@ -61,16 +61,9 @@ double worst_over_bound(const Case& t, const Operands& x, const std::vector<floa
   double worst = 0;
   for (int64_t i = 0; i < t.m; ++i)
     for (int64_t j = 0; j < t.n; ++j) {
-      double sum = 0, mag = 0;
-      for (int64_t p = 0; p < t.k; ++p) {
-        const double term = value(x.a.at(i, p, t.ta)) * value(x.b.at(p, j, t.tb));
-        sum += term;
-        mag += std::abs(term);
-      }
-      const double old = accumulate ? double(c_old[size_t(i * x.c.ld + j)]) : 0.0;
-      const double bound = 2.0 * double(t.k + 2) * kEps * (std::abs(alpha) * mag + std::abs(old));
+      const testing::ExpectedElement e = testing::expected_element(t, x, c_old, alpha, accumulate, i, j, value);
       const double got = x.c.v[size_t(i * x.c.ld + j)];
-      worst = std::max(worst, std::abs(got - (old + alpha * sum)) / bound);
+      worst = std::max(worst, std::abs(got - e.value) / e.bound);
       if (!std::isfinite(got)) worst = std::numeric_limits<double>::infinity();
     }
   return worst;
