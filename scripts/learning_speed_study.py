@@ -5,7 +5,11 @@ GPT-nano setting: decoder, 3 layers, 3 heads, d = 48, d_ff = 4d, gelu, learned p
 AdamW lr 5e-4, betas (0.9, 0.95), weight decay 0.1, clip 1, batch 64, constant lr, no dropout, on
   sort   length 6, 3 symbols (729 inputs; 182 of them, a quarter, held out)
   add    2 + 2 digits (10,000 inputs; 500 held out)
-  adder  minGPT's 2-digit adder (data/pairs/adder2.tsv: a b -> the sum's digits lowest first; 500 held out)
+  adder  minGPT's 2-digit adder (data/pairs/adder2.tsv: a b -> the sum's digits lowest first; 500 held out,
+         drawn per seed and by each implementation from its own generator)
+  adder-mingpt  the same adder with minGPT's own test split (data/pairs/adder2_heldout.tsv, written by
+         scripts/make_data.py) as --heldout-file of both implementations: the same 500 held-out sums and
+         the same 9,500 training sums for every seed and both
 for attnlab --init torch, attnlab --init gpt2, and the reference with --init gpt2 (the GPT-2 scheme
 well-known small GPTs use) and --init torch (to separate the initialisation from everything else),
 each with the special-token layout ([bos] input [sep] answer [eos]); and attnlab and the reference
@@ -13,12 +17,14 @@ with --init gpt2 --layout bare (minGPT's layout: input then answer, loss on the 
 Every run gets the same flags, evaluates held-out exact match every 50 steps (sort) or 100 (add) and stops when
 100% held for --patience consecutive evaluations (or at the step cap). From each run's evaluation
 history this script takes steps to 100% and to 99%: the first step of `patience` consecutive
-evaluations at or above the level (the rule of attnlab's --target-patience).
+evaluations at or above the level (the rule of attnlab's --target-patience); and the first evaluation
+at or above 50% (once), which marks the end of a plateau.
 
     /usr/bin/python3 scripts/learning_speed_study.py                     # 2 tasks x 4 variants x seeds 0-2
     /usr/bin/python3 scripts/learning_speed_study.py --jobs 2            # two runs at a time
     /usr/bin/python3 scripts/learning_speed_study.py --only sort --variants attnlab-gpt2 --seeds 3
     /usr/bin/python3 scripts/learning_speed_study.py --only adder --variants attnlab-gpt2 attnlab-gpt2-bare
+    /usr/bin/python3 scripts/learning_speed_study.py --only adder-mingpt --variants attnlab-gpt2-bare pytorch-gpt2-bare
     /usr/bin/python3 scripts/learning_speed_study.py --tables-only       # the table from the CSV
 
 Rows go to docs/learning_speed.csv (rows of experiments not rerun are kept; each row records the date and
@@ -46,11 +52,14 @@ NANO = ["--model", "decoder", "--d-model", "48", "--heads", "3", "--layers", "3"
         "--activation", "gelu", "--positional", "learned", "--lr", "5e-4", "--beta1", "0.9", "--beta2", "0.95",
         "--weight-decay", "0.1", "--clip", "1", "--batch-size", "64", "--schedule", "constant"]
 ADDER = os.path.join("data", "pairs", "adder2.tsv")
+ADDER_HELDOUT = os.path.join("data", "pairs", "adder2_heldout.tsv")  # minGPT's test split of ADDER
 SETTINGS = [  # name, task flags, step cap, evaluation every (steps), {implementation: its own task flags}
     ("sort", ["--task", "sort", "--vocab", "3", "--min-len", "6", "--max-len", "6", "--heldout", "182"], 3000, 50, {}),
     ("add", ["--task", "add", "--digits", "2", "--heldout", "500"], 10000, 100, {}),
     ("adder", ["--task", "pairs", "--file", ADDER], 10000, 100,
      {"attnlab": ["--tokenize", "chars", "--heldout-fraction", "0.05"], "pytorch": ["--heldout", "500"]}),
+    ("adder-mingpt", ["--task", "pairs", "--file", ADDER, "--heldout-file", ADDER_HELDOUT], 10000, 100,
+     {"attnlab": ["--tokenize", "chars"]}),
 ]
 VARIANTS = [  # name, implementation, init, layout
     ("attnlab-torch", "attnlab", "torch", "special"), ("attnlab-gpt2", "attnlab", "gpt2", "special"),
@@ -61,6 +70,11 @@ CSV_FIELDS = ["setting", "variant", "implementation", "init", "layout", "seed", 
               "steps_to_100", "steps_to_99", "steps", "heldout_exact", "seconds", "cpu_seconds", "date", "cpu", "evals",
               "command"]
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def task_flags_for(setting, impl):
+    """The setting's task flags for one implementation: the shared ones, then that implementation's own."""
+    return setting[1] + setting[4].get(impl, [])
 
 
 def run_flags(task_flags, cap, init, layout, seed, every, patience):
@@ -99,10 +113,10 @@ def run_pytorch(flags):
 
 
 def one_run(args, setting, variant, seed):
-    name, task_flags, cap, every, own_flags = setting
+    name, _, cap, every, _ = setting
     vname, impl, init, layout = variant
     every = args.eval_every or every
-    flags = run_flags(task_flags + own_flags.get(impl, []), cap, init, layout, seed, every, args.patience)
+    flags = run_flags(task_flags_for(setting, impl), cap, init, layout, seed, every, args.patience)
     if impl == "attnlab":
         r = run_attnlab(args.attnlab, flags, os.path.join(args.runs, f"{name}-{vname}-s{seed}"))
     else:
@@ -128,10 +142,15 @@ def median_of(rows, key, cap):
     return median_range([r[key] for r in rows], cap)
 
 
+def first_at_half(row):
+    """The first evaluation step with held-out exact match >= 50% (once, no patience), else None."""
+    return held_step(json.loads(row["evals"]) if isinstance(row["evals"], str) else row["evals"], 0.5, 1)
+
+
 def table(rows):
     out = ["| setting | implementation | init | layout | parameters | steps to 100% (seeds) | median (range) | "
-           "steps to 99% (seeds) | median (range) | CPU s (median) | measured |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "steps to 99% (seeds) | median (range) | first at 50%: median (range) | CPU s (median) | measured |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, _, cap, _, _ in SETTINGS:
         for vname, impl, init, layout in VARIANTS:
             rs = sorted((r for r in rows if r["setting"] == name and r["variant"] == vname), key=lambda r: r["seed"])
@@ -141,6 +160,7 @@ def table(rows):
             out.append(f"| {name} | {impl} | {init} | {layout} | {rs[0]['parameters']:,} "
                        f"| {', '.join(fmt(r['steps_to_100'], cap) for r in rs)} ({seeds}) | {median_of(rs, 'steps_to_100', cap)} "
                        f"| {', '.join(fmt(r['steps_to_99'], cap) for r in rs)} | {median_of(rs, 'steps_to_99', cap)} "
+                       f"| {median_range([first_at_half(r) for r in rs], cap)} "
                        f"| {median([r['cpu_seconds'] for r in rs]):.1f} | {provenance(rs)} |")
     return "\n".join(out)
 

@@ -4,9 +4,11 @@
   data/pairs/numbers.tsv   English number words -> their three digits, e.g. "forty two<TAB>0 4 2"
   data/pairs/adder2.tsv    every sum of two 2-digit numbers, minGPT's adder: "4705<TAB>250" is 47 + 05 = 052,
                            the sum's three digits written lowest first (--tokenize chars)
+  data/pairs/adder2_heldout.tsv  the 500 of those sums that minGPT's adder holds out as its test split
+                           (--heldout-file: the same held-out sums for every seed and implementation)
   data/text/logbook.txt    a ship's logbook generated from a small grammar, for the character-level LM
 
-Both are original text written by this script, so the repository may ship them.
+All are original text written by this script, so the repository may ship them.
 Usage: python3 scripts/make_data.py [--out data]
 """
 import argparse
@@ -47,6 +49,40 @@ def adder_tsv():
     """All 10,000 sums a + b of 0 <= a, b <= 99 as minGPT's adder writes them: the four input digits,
     then the sum's three digits reversed, so that the model writes the lowest digit (and its carry) first."""
     return "".join(f"{a:02d}{b:02d}\t{f'{a + b:03d}'[::-1]}\n" for a in range(100) for b in range(100))
+
+
+def mt19937(seed):
+    """The 32-bit outputs of the Mersenne Twister MT19937 seeded by init_genrand(seed), as a generator
+    (the generator behind torch.Generator().manual_seed(seed) on the CPU)."""
+    state = [seed & 0xFFFFFFFF]
+    for i in range(1, 624):
+        state.append((1812433253 * (state[-1] ^ (state[-1] >> 30)) + i) & 0xFFFFFFFF)
+    while True:
+        for i in range(624):
+            y = (state[i] & 0x80000000) | (state[(i + 1) % 624] & 0x7FFFFFFF)
+            state[i] = state[(i + 397) % 624] ^ (y >> 1) ^ (0x9908B0DF if y & 1 else 0)
+        for y in state:
+            y ^= y >> 11
+            y ^= (y << 7) & 0x9D2C5680
+            y ^= (y << 15) & 0xEFC60000
+            yield y ^ (y >> 18)
+
+
+def randperm(n, seed):
+    """A permutation of range(n) by the Fisher-Yates swaps of torch.randperm(n) on the CPU: position i takes
+    the element at i + (next output mod (n - i)). Equal to PyTorch 1.13's torch.randperm(n, generator=
+    torch.Generator().manual_seed(seed)) (tests/test_torch_gpt_reference.py compares them where torch imports)."""
+    out, draws = list(range(n)), mt19937(seed)
+    for i in range(n - 1):
+        j = i + next(draws) % (n - i)
+        out[i], out[j] = out[j], out[i]
+    return out
+
+
+def adder_heldout_tsv():
+    """minGPT's test split of the 2-digit adder: the sums numbered by the first 500 entries of randperm(10000)
+    under seed 1337, sum k being a = k // 100, b = k % 100 (line k + 1 of adder2.tsv), in that order."""
+    return "".join(f"{k // 100:02d}{k % 100:02d}\t{f'{k // 100 + k % 100:03d}'[::-1]}\n" for k in randperm(10000, 1337)[:500])
 
 
 # ---- the logbook ----
@@ -111,6 +147,7 @@ def main():
     files = {
         os.path.join("pairs", "numbers.tsv"): numbers_tsv(600, seed=1),
         os.path.join("pairs", "adder2.tsv"): adder_tsv(),
+        os.path.join("pairs", "adder2_heldout.tsv"): adder_heldout_tsv(),
         os.path.join("text", "logbook.txt"): logbook(150, seed=2),
     }
     for name, text in files.items():

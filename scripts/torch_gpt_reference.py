@@ -24,7 +24,9 @@ to be the same model, data and training as `attnlab train --model decoder`:
             pairs: the lines input<TAB>output of --file, one token per character (ids 4 .. in sorted
             order of the characters), --heldout distinct inputs held out, the rest drawn uniformly;
             --heldout distinct inputs drawn from their own generator, and a training stream that
-            rejects every held-out input, so the two never share an input.
+            rejects every held-out input, so the two never share an input. pairs --heldout-file
+            (attnlab's option): the held-out pairs are that file's lines, the same for every seed,
+            and training draws uniformly from the --file inputs not in it.
   score     held-out exact match by greedy decoding after [bos] src [sep]: at most len(answer) + 1
             tokens, stopping at <eos>; exact when the decoded tokens before <eos> are the answer.
             --layout bare: after src, exactly len(answer) tokens (no <eos>), as minGPT's adder decodes.
@@ -51,25 +53,60 @@ import time
 
 PAD, BOS, EOS, SEP, FIRST_SYMBOL = 0, 1, 2, 3, 4
 IGNORE = -100
+HELDOUT = 500  # held-out inputs drawn per seed when neither --heldout nor --heldout-file is given
 TASKS = ("copy", "reverse", "sort", "add", "pairs")
+
+
+def read_pairs(path):
+    """[(line number, input, output)] of a file of input<TAB>output lines, in file order: blank lines skipped,
+    a repeated line kept once. ValueError naming the file and line for a line without exactly one tab, an
+    empty side, or an input given a second output; and for a file without pairs."""
+    pairs, seen = [], {}
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            line = line.rstrip("\n").rstrip("\r")
+            if not line.strip():
+                continue
+            if line.count("\t") != 1:
+                raise ValueError(f"{path} line {number}: expected input<TAB>output, found {line.count(chr(9))} tabs")
+            a, b = line.split("\t")
+            if not a or not b:
+                raise ValueError(f"{path} line {number}: the {'input' if not a else 'output'} is empty")
+            if a in seen and seen[a][1] != b:
+                raise ValueError(f"{path} line {number}: the input {a!r} already appeared on line {seen[a][0]} "
+                                 "with a different output")
+            if a not in seen:
+                seen[a] = (number, b)
+                pairs.append((number, a, b))
+    if not pairs:
+        raise ValueError(f"{path}: no input<TAB>output lines")
+    return pairs
 
 
 class Task:
     """copy, reverse, sort: `vocab` symbols, lengths min_len..max_len; add: two `digits`-digit operands;
-    pairs: the (input, output) lines of a file, a token per character."""
+    pairs: the (input, output) lines of a file, a token per character, and with heldout_file the held-out
+    pairs of that file (`heldout_pairs`; their characters must occur in `file`)."""
 
-    def __init__(self, name, vocab, min_len, max_len, digits, file=None):
+    def __init__(self, name, vocab, min_len, max_len, digits, file=None, heldout_file=None):
         self.name = name
         self.vocab, self.min_len, self.max_len, self.digits = vocab, min_len, max_len, digits
         self.vocab_size = FIRST_SYMBOL + (11 if name == "add" else vocab)
+        self.heldout_pairs = None
         if name == "pairs":
-            with open(file, encoding="utf-8") as f:
-                lines = [line.rstrip("\n").split("\t") for line in f if line.strip()]
-            chars = sorted({c for line in lines for c in "".join(line)})
+            lines = read_pairs(file)
+            chars = sorted({c for _, a, b in lines for c in a + b})
             ids = {c: FIRST_SYMBOL + i for i, c in enumerate(chars)}
-            self.table = {tuple(ids[c] for c in a): [ids[c] for c in b] for a, b in lines}
+            self.table = {tuple(ids[c] for c in a): [ids[c] for c in b] for _, a, b in lines}
             self.inputs = sorted(self.table)
             self.vocab_size = FIRST_SYMBOL + len(chars)
+            if heldout_file:
+                self.heldout_pairs = []
+                for number, a, b in read_pairs(heldout_file):
+                    missing = next((c for c in a + b if c not in ids), None)
+                    if missing is not None:
+                        raise ValueError(f"{heldout_file} line {number}: the character {missing!r} is not in {file}")
+                    self.heldout_pairs.append(([ids[c] for c in a], [ids[c] for c in b]))
 
     def sample_input(self, rng):
         if self.name == "pairs":
@@ -96,12 +133,12 @@ class Task:
 
     def max_input_len(self):
         if self.name == "pairs":
-            return max(len(s) for s in self.inputs)
+            return max(len(s) for s in self.inputs + [tuple(s) for s, _ in self.heldout_pairs or []])
         return 2 * self.digits + 1 if self.name == "add" else self.max_len
 
     def max_output_len(self):
         if self.name == "pairs":
-            return max(len(t) for t in self.table.values())
+            return max(len(t) for t in list(self.table.values()) + [t for _, t in self.heldout_pairs or []])
         return self.digits + 1 if self.name == "add" else self.max_len
 
     def input_space_size(self):
@@ -113,7 +150,10 @@ class Task:
 
 
 def make_heldout(task, n, seed):
-    """min(n, inputs that exist) distinct (input, answer) pairs from their own generator."""
+    """min(n, inputs that exist) distinct (input, answer) pairs from their own generator; a pairs task with a
+    held-out file: that file's pairs (n and seed unused)."""
+    if task.heldout_pairs is not None:
+        return [(list(s), list(t)) for s, t in task.heldout_pairs]
     rng, seen, out = random.Random(f"heldout-{seed}"), set(), []
     while len(out) < min(n, task.input_space_size()):
         src = task.sample_input(rng)
@@ -127,9 +167,11 @@ class TrainStream:
     """Training pairs from their own generator, never one whose input is held out."""
 
     def __init__(self, task, heldout, seed):
-        if len(heldout) >= task.input_space_size():
+        held = {tuple(s) for s, _ in heldout}
+        left = sum(s not in held for s in task.inputs) if task.name == "pairs" else task.input_space_size() - len(held)
+        if left <= 0:
             raise ValueError(f"the held-out set holds all {task.input_space_size()} {task.name} inputs")
-        self.task, self.held, self.rng = task, {tuple(s) for s, _ in heldout}, random.Random(f"train-{seed}")
+        self.task, self.held, self.rng = task, held, random.Random(f"train-{seed}")
 
     def next_batch(self, n):
         batch = []
@@ -376,8 +418,8 @@ def train(cfg, log=None):
     """Trains one run; returns the JSON-able result."""
     import torch
     torch.set_num_threads(cfg.threads)
-    task = Task(cfg.task, cfg.vocab, cfg.min_len, cfg.max_len, cfg.digits, cfg.file)
-    heldout = make_heldout(task, cfg.heldout, cfg.seed)
+    task = Task(cfg.task, cfg.vocab, cfg.min_len, cfg.max_len, cfg.digits, cfg.file, cfg.heldout_file)
+    heldout = make_heldout(task, heldout_count(cfg), cfg.seed)
     stream = TrainStream(task, heldout, cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     model = build_model(torch, cfg)(task.vocab_size, positions_for(task, cfg))
@@ -436,13 +478,19 @@ def parser():
     a("--batch-size", type=int, default=64)
     a("--steps", type=int, default=2000, help="step cap")
     a("--eval-every", type=int, default=100)
-    a("--heldout", type=int, default=500)
+    a("--heldout", type=int, default=None, help=f"held-out inputs drawn per seed (default {HELDOUT})")
+    a("--heldout-file", default=None,
+      help="pairs: held-out input<TAB>output lines, their inputs left out of training (in place of --heldout)")
     a("--target", type=float, default=1.0, help="held-out exact match that stops training; 0 = never")
     a("--target-patience", type=int, default=1, help="consecutive evaluations the target must hold")
     a("--seed", type=int, default=0)
     a("--threads", type=int, default=1)
     a("--verbose", action="store_true", help="a line per evaluation on stderr")
     return p
+
+
+def heldout_count(cfg):
+    return HELDOUT if cfg.heldout is None else cfg.heldout
 
 
 def check(cfg):
@@ -460,7 +508,7 @@ def check(cfg):
         return f"--target must lie in [0, 1], got {cfg.target}"
     if cfg.schedule != "constant" and cfg.steps <= cfg.warmup:
         return f"--schedule {cfg.schedule} needs --steps > --warmup, got {cfg.steps} and {cfg.warmup}"
-    if cfg.heldout < 0 or cfg.warmup < 0 or cfg.clip < 0 or cfg.positions < 0:
+    if heldout_count(cfg) < 0 or cfg.warmup < 0 or cfg.clip < 0 or cfg.positions < 0:
         return "--heldout, --warmup, --clip and --positions must be >= 0"
     if cfg.task == "pairs" and not cfg.file:
         return "--task pairs needs --file"
@@ -468,9 +516,24 @@ def check(cfg):
         return f"--file {cfg.file}: no such file"
     if cfg.task != "pairs" and cfg.file:
         return f"--file applies to --task pairs, not {cfg.task}"
-    task = Task(cfg.task, cfg.vocab, cfg.min_len, cfg.max_len, cfg.digits, cfg.file)
-    if min(cfg.heldout, task.input_space_size()) >= task.input_space_size():
-        return f"--heldout {cfg.heldout} takes all {task.input_space_size()} {cfg.task} inputs, leaving none to train on"
+    if cfg.heldout_file and cfg.task != "pairs":
+        return f"--heldout-file applies to --task pairs, not {cfg.task}"
+    if cfg.heldout_file and cfg.heldout is not None:
+        return "--heldout does not apply with --heldout-file: the held-out pairs are that file's"
+    if cfg.heldout_file and not os.path.isfile(cfg.heldout_file):
+        return f"--heldout-file {cfg.heldout_file}: no such file"
+    try:
+        task = Task(cfg.task, cfg.vocab, cfg.min_len, cfg.max_len, cfg.digits, cfg.file, cfg.heldout_file)
+    except ValueError as e:  # a malformed pairs file (UnicodeDecodeError is one too)
+        return str(e)
+    if task.heldout_pairs is not None:
+        held = {tuple(s) for s, _ in task.heldout_pairs}
+        if all(s in held for s in task.inputs):
+            return (f"every input of --file {cfg.file} is also in --heldout-file {cfg.heldout_file}; "
+                    "nothing is left to train on")
+    elif heldout_count(cfg) >= task.input_space_size():
+        return (f"--heldout {heldout_count(cfg)} takes all {task.input_space_size()} {cfg.task} inputs, "
+                "leaving none to train on")
     needed = needed_positions(task, cfg)
     if positions_for(task, cfg) < needed:
         return f"--positions {cfg.positions} is shorter than the {needed} positions the task needs"

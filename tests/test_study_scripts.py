@@ -6,7 +6,9 @@
     and its three figures; --plots-only redraws them from the CSVs alone;
   - scripts/learning_speed_study.py --tables-only: the table of docs/learning_speed.csv, with its
     layout column, rebuilt into a copy of experiments.md; on hand-made rows, each median with its seed
-    range and each row's date and CPU, and a row that does not say where it ran refused;
+    range (steps to 100%, to 99%, first at 50%) and each row's date and CPU, and a row that does not say
+    where it ran refused; the two implementations of each setting given the same data files
+    (adder-mingpt: the same held-out file);
   - scripts/experiments.py --tables-only on hand-made rows: median (range) and the runs' date and CPU.
 
     test_study_scripts.py --attnlab BUILD/attnlab
@@ -77,6 +79,27 @@ def test_learning_speed_tables(work):
     expect(rows and all(r["layout"] in ("special", "bare") for r in rows), "every CSV row names its layout")
 
 
+def test_learning_speed_same_data():
+    """Every setting gives attnlab and the reference the same --file and --heldout-file; adder-mingpt's is
+    minGPT's test split, and no implementation there draws a held-out set of its own."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import learning_speed_study as L
+
+    def value(flags, name):
+        return flags[flags.index(name) + 1] if name in flags else None
+
+    for setting in L.SETTINGS:
+        ours, theirs = L.task_flags_for(setting, "attnlab"), L.task_flags_for(setting, "pytorch")
+        for name in ("--task", "--file", "--heldout-file"):
+            expect(value(ours, name) == value(theirs, name), f"{setting[0]}: the same {name} for both implementations")
+    fixed = next(s for s in L.SETTINGS if s[0] == "adder-mingpt")
+    for impl in ("attnlab", "pytorch"):
+        flags = L.task_flags_for(fixed, impl)
+        expect(value(flags, "--heldout-file") == os.path.join("data", "pairs", "adder2_heldout.tsv")
+               and "--heldout" not in flags and "--heldout-fraction" not in flags,
+               f"adder-mingpt: {impl} evaluates on minGPT's held-out file only ({flags})")
+
+
 def write_csv(path, rows):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -96,8 +119,10 @@ def test_learning_speed_summary(work):
                                         "parameters": "89342", "eval_every": "100", "patience": "3", "steps": "1",
                                         "heldout_exact": "1", "seconds": "1", "cpu_seconds": "1", "evals": "[]"}
     rows = [base | {"variant": "attnlab-gpt2-bare", "layout": "bare", "seed": str(seed), "steps_to_100": s100,
-                    "steps_to_99": s99, "date": "2026-12-04", "cpu": "Test CPU, family 99"}
-            for seed, s100, s99 in ((0, "4200", "900"), (1, "2000", "2000"), (2, "2600", "1200"))]
+                    "steps_to_99": s99, "date": "2026-12-04", "cpu": "Test CPU, family 99", "evals": evals}
+            for seed, s100, s99, evals in ((0, "4200", "900", "[[100, 0.1], [200, 0.5], [300, 0.4]]"),
+                                           (1, "2000", "2000", "[[100, 0.49], [200, 0.3], [300, 0.7]]"),
+                                           (2, "2600", "1200", "[[100, 0.6]]"))]
     rows += [base | {"variant": "attnlab-gpt2", "layout": "special", "seed": str(seed), "steps_to_100": s100,
                      "steps_to_99": "300", "date": "2026-12-01", "cpu": "Other CPU, family 7"}
              for seed, s100 in ((0, "250"), (1, ""), (2, "150"))]
@@ -110,9 +135,10 @@ def test_learning_speed_summary(work):
     bare = [ln for ln in lines if "| bare |" in ln]
     special = [ln for ln in lines if "| special |" in ln]
     expect(len(bare) == 1 and "| 2600 (2000–4200) |" in bare[0] and "| 1200 (900–2000) |" in bare[0]
-           and bare[0].endswith("| 2026-12-04 on Test CPU, family 99 |"),
-           f"the bare row has its medians, ranges, date and CPU: {bare}")
-    expect(len(special) == 1 and "| 250 (150 to > 10000) |" in special[0] and "| 300 (all 3 seeds) |" in special[0]
+           and "| 1200 (900–2000) | 200 (100–300) |" in bare[0] and bare[0].endswith("| 2026-12-04 on Test CPU, family 99 |"),
+           f"the bare row has its medians, ranges (first at 50% the first evaluation at or above it), date and CPU: {bare}")
+    expect(len(special) == 1 and "| 250 (150 to > 10000) |" in special[0]
+           and "| 300 (all 3 seeds) | > 10000 (all 3 seeds) |" in special[0]
            and special[0].endswith("| 2026-12-01 on Other CPU, family 7 |"),
            f"a seed not by the cap counts beyond it, equal seeds say so: {special}")
     rows[4]["cpu"] = ""
@@ -165,6 +191,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         test_gradient_flow(args.attnlab, work)
         test_learning_speed_tables(work)
+        test_learning_speed_same_data()
         test_learning_speed_summary(work)
         test_experiments_tables(work)
     print(f"{len(FAILURES)} failure(s)" if FAILURES else "all passed")

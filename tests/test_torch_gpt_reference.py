@@ -7,10 +7,13 @@ Without torch (pure logic):
     that draws held-out inputs from its generator and never returns one;
   - the LM batch: [bos] src [sep] tgt as input, src and sep ignored, tgt and <eos> the targets;
     with --layout bare src tgt[:-1] as input, the answer's tokens the only targets;
-  - the pairs task: a file's lines, a token per character;
+  - the pairs task: a file's lines, a token per character; --heldout-file: that file's pairs held out for
+    every seed, their inputs never trained on, every other input of --file drawn, lengths counted from both;
+  - data/pairs/adder2_heldout.tsv is scripts/make_data.py's minGPT test split of data/pairs/adder2.tsv
+    (500 distinct lines of it); with torch, make_data's randperm equals torch.randperm;
   - the lr schedule (warmup, constant, linear, cosine to min_lr), attnlab's weight-decay groups,
     the target-patience rule (the first step of K consecutive evaluations at the level);
-  - bad options: one line on stderr naming the value, exit 2.
+  - bad options (--heldout-file's too): one line on stderr naming the value, exit 2.
 With torch and the attnlab binary:
   - an attnlab checkpoint loads into the reference by name with every shape equal (no parameter more
     or less), and the reference's greedy answers and probabilities equal `attnlab predict --json`
@@ -37,6 +40,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "torch_gpt_reference.py")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import make_data  # noqa: E402
 import torch_gpt_reference as R  # noqa: E402
 
 FAILURES = []
@@ -114,6 +118,49 @@ def test_pairs_task():
         expect(task.sample_input(random.Random(0)) in ([a, b], [c, a]), "pairs: inputs drawn from the file's")
 
 
+def write(work, name, text):
+    path = os.path.join(work, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def test_heldout_file():
+    """--heldout-file: its pairs are the held-out set whatever the seed, answers from it (an input may be
+    absent from --file), no held-out input is trained on and every other input of --file is."""
+    with tempfile.TemporaryDirectory() as work:
+        train = write(work, "p.tsv", "ab\tba\nca\tc\nbb\tb\ncc\tcc\n")
+        held = write(work, "h.tsv", "ca\tc\n\nabc\tcba\nca\tc\n")  # a repeat, and an input not in p.tsv
+        task = R.Task("pairs", 0, 0, 0, 0, train, held)
+        a, b, c = sym(0, 1, 2)
+        expect(task.heldout_pairs == [([c, a], [c]), ([a, b, c], [c, b, a])], f"held-out pairs (got {task.heldout_pairs})")
+        expect(task.max_input_len() == 3 and task.max_output_len() == 3, "lengths count the held-out file's pairs")
+        expect(R.make_heldout(task, 500, 1) == R.make_heldout(task, 5, 2) == task.heldout_pairs,
+               "the held-out set is the file's whatever --heldout and the seed")
+        drawn = {tuple(s) for s, _ in R.TrainStream(task, R.make_heldout(task, 0, 0), 3).next_batch(300)}
+        expect(drawn == {(a, b), (b, b), (c, c)}, f"training draws exactly the inputs not held out (got {drawn})")
+        everything = R.Task("pairs", 0, 0, 0, 0, train, write(work, "all.tsv", "ab\tba\nca\tc\nbb\tb\ncc\tcc\n"))
+        try:
+            R.TrainStream(everything, R.make_heldout(everything, 0, 0), 0)
+            expect(False, "a held-out file of every input leaves nothing to train on: refused")
+        except ValueError:
+            pass
+
+
+def test_adder_split():
+    """data/pairs/adder2_heldout.tsv is make_data's minGPT test split: 500 distinct lines of adder2.tsv."""
+    data = os.path.join(ROOT, "data", "pairs")
+    with open(os.path.join(data, "adder2_heldout.tsv"), encoding="utf-8") as f:
+        held = f.read()
+    with open(os.path.join(data, "adder2.tsv"), encoding="utf-8") as f:
+        every = set(f.read().splitlines())
+    expect(held == make_data.adder_heldout_tsv(), "adder2_heldout.tsv is scripts/make_data.py's (rerun it)")
+    lines = held.splitlines()
+    expect(len(lines) == 500 and len(set(lines)) == 500 and set(lines) <= every,
+           "the held-out adder file is 500 distinct lines of adder2.tsv")
+    expect(lines[0] == "7415\t980", f"the first held-out sum is 74 + 15 (minGPT's perm[0] = 7415; got {lines[0]!r})")
+
+
 def test_schedule_groups_patience():
     cfg = R.parser().parse_args(["--lr", "1e-3", "--warmup", "100", "--steps", "1100", "--min-lr", "1e-4"])
     close = lambda a, b: abs(a - b) < 1e-12  # noqa: E731
@@ -137,12 +184,26 @@ def test_schedule_groups_patience():
 
 
 def test_bad_options():
-    for flags, word in [(["--heads", "5"], "5"), (["--min-len", "9"], "9"), (["--steps", "0"], "0"),
-                        (["--task", "sort", "--vocab", "2", "--min-len", "3", "--max-len", "3"], "8")]:
-        r = subprocess.run([sys.executable, SCRIPT] + flags, capture_output=True, text=True)
-        lines = r.stderr.strip().splitlines()
-        expect(r.returncode == 2 and len(lines) == 1 and word in lines[0] and r.stdout == "",
-               f"{flags}: one line naming {word}, exit 2 (got {r.returncode}: {r.stderr!r})")
+    with tempfile.TemporaryDirectory() as work:
+        pairs = write(work, "p.tsv", "ab\tba\nca\tc\n")
+        same = write(work, "same.tsv", "ca\tc\nab\tba\n")
+        no_tab = write(work, "no_tab.tsv", "ab\tba\nca c\n")
+        foreign = write(work, "foreign.tsv", "ab\tbx\n")
+        twice = write(work, "twice.tsv", "ab\tba\nab\tab\n")
+        held = ["--task", "pairs", "--file", pairs, "--heldout-file"]
+        cases = [(["--heads", "5"], "5"), (["--min-len", "9"], "9"), (["--steps", "0"], "0"),
+                 (["--task", "sort", "--vocab", "2", "--min-len", "3", "--max-len", "3"], "8"),
+                 (held + [same], "same.tsv"), (held + [no_tab], "no_tab.tsv line 2"),
+                 (held + [foreign], "'x'"), (held + [twice], "twice.tsv line 2"),
+                 (held + [os.path.join(work, "gone.tsv")], "gone.tsv"),
+                 (held + [same, "--heldout", "1"], "--heldout does not apply"),
+                 (["--task", "sort", "--heldout-file", same], "--heldout-file applies to --task pairs"),
+                 (["--task", "pairs", "--file", no_tab], "no_tab.tsv line 2")]
+        for flags, word in cases:
+            r = subprocess.run([sys.executable, SCRIPT] + flags, capture_output=True, text=True)
+            lines = r.stderr.strip().splitlines()
+            expect(r.returncode == 2 and len(lines) == 1 and word in lines[0] and r.stdout == "",
+                   f"{flags}: one line naming {word}, exit 2 (got {r.returncode}: {r.stderr!r})")
 
 
 def read_safetensors(torch, path):
@@ -289,6 +350,8 @@ def main():
     test_tasks()
     test_heldout_rule()
     test_pairs_task()
+    test_heldout_file()
+    test_adder_split()
     test_schedule_groups_patience()
     test_bad_options()
     try:
@@ -297,6 +360,9 @@ def main():
         print("torch cannot be imported: the parity tests are skipped", file=sys.stderr)
         return 1 if FAILURES else 77
     torch.set_num_threads(1)
+    order = torch.randperm(10000, generator=torch.Generator().manual_seed(1337)).tolist()
+    expect(make_data.randperm(10000, 1337) == order,
+           f"make_data's randperm is torch.randperm under manual_seed 1337 (torch {torch.__version__})")
     test_batch_format(torch)
     with tempfile.TemporaryDirectory() as work:
         test_forward_parity(torch, args.attnlab, work)
