@@ -48,6 +48,7 @@ import json
 import math
 import os
 import random
+import struct
 import sys
 import time
 
@@ -289,6 +290,23 @@ def build_model(torch, cfg):
             return h @ w.t() + self.head.bias
 
     return GPT
+
+
+def read_safetensors(torch, path):
+    """{name: float32 tensor} of a safetensors file such as an attnlab checkpoint (8-byte header length, JSON
+    header, raw data): the weights by the names the reference shares."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        dtype = {"F32": torch.float32, "F64": torch.float64}[info["dtype"]]
+        out[name] = torch.frombuffer(bytearray(data[b:e]), dtype=dtype).reshape(info["shape"]).float()
+    return out
 
 
 def initialise(torch, model, scheme, layers, gen):

@@ -22,7 +22,11 @@ With torch and the attnlab binary:
   - 20 AdamW steps from the same weights on the same batches (one training pair) end at the same
     weights in attnlab and the reference, with either --layout;
   - each scheme of --init gives every parameter the same distribution in both: zero where one is
-    zero, and the standard deviation within sampling error (a factor-of-2 difference fails).
+    zero, and the standard deviation within sampling error (a factor-of-2 difference fails);
+  - scripts/same_batches.py replays attnlab's training stream: from attnlab's initial weights the
+    reference's loss equals attnlab's at each of the first 20 steps of the adder study's seed 1
+    (a different batch would differ by about 1e-2); its std::mt19937_64 gives the C++ standard's
+    10,000th number (without torch).
 
     test_torch_gpt_reference.py --attnlab BUILD/attnlab
 Exit 0: passed; 1: failed; 77: torch cannot be imported (ctest: skipped; the logic tests ran and passed).
@@ -32,7 +36,6 @@ import json
 import math
 import os
 import random
-import struct
 import subprocess
 import sys
 import tempfile
@@ -41,6 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "torch_gpt_reference.py")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import make_data  # noqa: E402
+import same_batches  # noqa: E402
 import torch_gpt_reference as R  # noqa: E402
 
 FAILURES = []
@@ -161,6 +165,21 @@ def test_adder_split():
     expect(lines[0] == "7415\t980", f"the first held-out sum is 74 + 15 (minGPT's perm[0] = 7415; got {lines[0]!r})")
 
 
+def test_mt19937_64():
+    engine = same_batches.MT19937_64(5489)
+    for _ in range(9999):
+        engine()
+    expect(engine() == 9981545732273789042, "std::mt19937_64's 10,000th number from the default seed")
+
+
+def test_replayed_batches(torch, exe, work):
+    r = same_batches.one_seed(torch, exe, "bare", 1, 20, 0.0, work)
+    first, worst = r["loss_step1"], r["attnlab_vs_reference"]["max_loss_diff"]["20"]
+    print(f"replayed batches: step-1 losses {first}, largest difference over 20 steps {worst:.2e}", file=sys.stderr)
+    expect(abs(first[0] - first[1]) < 1e-5 and worst < 1e-4,
+           f"the reference on attnlab's replayed batches has attnlab's losses (step 1 {first}, 20 steps {worst:.2e})")
+
+
 def test_schedule_groups_patience():
     cfg = R.parser().parse_args(["--lr", "1e-3", "--warmup", "100", "--steps", "1100", "--min-lr", "1e-4"])
     close = lambda a, b: abs(a - b) < 1e-12  # noqa: E731
@@ -206,22 +225,6 @@ def test_bad_options():
                    f"{flags}: one line naming {word}, exit 2 (got {r.returncode}: {r.stderr!r})")
 
 
-def read_safetensors(torch, path):
-    """{name: float32 tensor} of a safetensors file (8-byte header length, JSON header, raw data)."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = info["data_offsets"]
-        dtype = {"F32": torch.float32, "F64": torch.float64}[info["dtype"]]
-        out[name] = torch.frombuffer(bytearray(data[b:e]), dtype=dtype).reshape(info["shape"]).float()
-    return out
-
-
 def attnlab_run(exe, work, name, flags):
     run = os.path.join(work, name)
     subprocess.run([exe, "train"] + flags + ["--threads", "1", "--quiet", "--run", run], check=True,
@@ -258,7 +261,7 @@ def test_forward_parity(torch, exe, work):
     for name, flags, draw in cases:
         own = ["--tokenize", "chars", "--heldout-fraction", "0.05"] if "pairs" in flags else []
         run, ckpt = attnlab_run(exe, work, name, small + flags + own)
-        weights = read_safetensors(torch, ckpt)
+        weights = R.read_safetensors(torch, ckpt)
         cfg, task, model = reference_for(torch, small + flags, weights)
         bare = cfg.layout == "bare"
         model.load_state_dict(weights, strict=True)
@@ -301,7 +304,7 @@ def test_training_parity(torch, exe, work):
                                                                              "--eval-every", "1"])
         _, ckpt20 = attnlab_run(exe, work, f"one-{layout}-20", flags + own + ["--lr", "1e-2", "--steps", "20",
                                                                                "--eval-every", "20"])
-        start, theirs = read_safetensors(torch, ckpt0), read_safetensors(torch, ckpt20)
+        start, theirs = R.read_safetensors(torch, ckpt0), R.read_safetensors(torch, ckpt20)
         cfg, task, model = reference_for(torch, flags + ["--lr", "1e-2"], start)
         model.load_state_dict(start, strict=True)
         opt, params = R.make_optimizer(torch, model, cfg)
@@ -323,7 +326,7 @@ def test_init_distributions(torch, exe, work):
         # One step at lr 1e-9 moves no weight by more than about 1e-9: the checkpoint is the initialisation.
         _, ckpt = attnlab_run(exe, work, f"init-{scheme}", flags + ["--init", scheme, "--lr", "1e-9", "--steps", "1",
                                                                    "--eval-every", "1"])
-        theirs = read_safetensors(torch, ckpt)
+        theirs = R.read_safetensors(torch, ckpt)
         cfg, _, model = reference_for(torch, flags + ["--init", scheme], theirs)
         R.initialise(torch, model, scheme, cfg.layers, torch.Generator().manual_seed(0))
         for name, p in model.named_parameters():
@@ -352,6 +355,7 @@ def main():
     test_pairs_task()
     test_heldout_file()
     test_adder_split()
+    test_mt19937_64()
     test_schedule_groups_patience()
     test_bad_options()
     try:
@@ -368,6 +372,7 @@ def main():
         test_forward_parity(torch, args.attnlab, work)
         test_training_parity(torch, args.attnlab, work)
         test_init_distributions(torch, args.attnlab, work)
+        test_replayed_batches(torch, args.attnlab, work)
     print(f"{len(FAILURES)} failure(s)" if FAILURES else "all passed")
     return 1 if FAILURES else 0
 
