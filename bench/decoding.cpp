@@ -13,8 +13,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "bench/cpu_info.h"
 #include "bench/timing.h"
 #include "framework/error.h"
+#include "framework/ops/gemm.h"
+#include "models/config.h"
 #include "models/decoder_lm.h"
 #include "models/encoder_decoder.h"
 
@@ -81,10 +84,12 @@ bool run_decoding(const DecodeOptions& o) {
   int64_t generated = 0;
   for (const auto& a : cached_answers) generated += static_cast<int64_t>(a.size());
 
-  nlohmann::json out = {{"impl", "attnlab"},   {"mode", "decode"},        {"config", o.shape.name},
-                        {"arch", o.arch},      {"threads", o.threads},    {"batch", o.batch},
-                        {"src_len", src_len},  {"new_tokens", new_tokens}, {"generated", generated},
-                        {"ms", cached_s * 1e3}, {"tokens_per_s", static_cast<double>(generated) / cached_s}};
+  nlohmann::json out = cpu_json();
+  out.update({{"impl", "attnlab"},   {"mode", "decode"},        {"config", o.shape.name},
+              {"arch", o.arch},      {"threads", o.threads},    {"batch", o.batch},
+              {"src_len", src_len},  {"new_tokens", new_tokens}, {"generated", generated},
+              {"ms", cached_s * 1e3}, {"tokens_per_s", static_cast<double>(generated) / cached_s},
+              {"precision", name_of(gemm_precision())}, {"gemm_kernel", gemm_kernel()}});
   out["peak_rss_mib"] = peak_rss_mib();  // the cached path's: the uncached reference below needs far more
   if (o.reference) {
     const double uncached_s = median_seconds(o.reps, [&] { return decode(false); }, uncached_answers);

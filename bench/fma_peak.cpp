@@ -1,20 +1,24 @@
-// A calibrated loop of independent vector FMAs. Each thread keeps kChains
+// Calibrated loops of independent vector FMAs (fp32) and bf16 dot products.
+// Each thread keeps kChains
 // accumulators in registers and updates each one per step (acc = acc·m + a),
 // so a step issues kChains FMAs with no dependence between them: enough to
 // cover FMA latency × FMA ports on current cores (4-5 cycles × 2 ports needs
 // 8-10 in flight). The vector type is Eigen's widest packet for the build's
 // instruction set (-march), so the loop is portable; m and a come through
 // volatile reads and the accumulators' sum is stored to a volatile, so the
-// compiler can neither fold the loop nor drop it.
+// compiler can neither fold the loop nor drop it. The bf16 loop is compiled
+// for AVX512_BF16 whatever the build's -march and run only where the CPU has
+// it: acc = acc + a·b per pair of bf16 lanes (VDPBF16PS), 32 products and 32
+// additions per 512-bit instruction.
 #include "bench/fma_peak.h"
 
+#include <immintrin.h>
 #include <omp.h>
 
 #include <Eigen/Core>
 #include <algorithm>
 #include <time.h>
 
-#include <fstream>
 #include <vector>
 
 namespace attnlab::bench {
@@ -44,6 +48,40 @@ void fma_chains(int64_t steps) {
   g_sink = g_sink + Eigen::internal::predux(sum);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+constexpr bool kBf16Loop = true;
+constexpr int kBf16Chains = 24;          // AVX512_BF16 implies AVX-512's 32 vector registers
+constexpr double kBf16FlopsPerDot = 64;  // 32 bf16 products and 32 additions into 16 floats
+volatile uint16_t g_bf16 = 0x3580;       // 2^-20 in bf16: the sums stay small and normal
+
+// steps × kBf16Chains VDPBF16PS on this thread.
+__attribute__((target("avx512f,avx512bf16"))) void bf16_dot_chains(int64_t steps) {
+  const __m512bh a = reinterpret_cast<__m512bh>(_mm512_set1_epi16(static_cast<int16_t>(g_bf16)));
+  __m512 acc[kBf16Chains];
+  for (int c = 0; c < kBf16Chains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
+  for (int64_t s = 0; s < steps; ++s) {
+#pragma GCC unroll 32
+    for (int c = 0; c < kBf16Chains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, a);
+  }
+  __m512 sum = acc[0];
+  for (int c = 1; c < kBf16Chains; ++c) sum = _mm512_add_ps(sum, acc[c]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);  // (not _mm512_reduce_add_ps: GCC 12's header warns in it)
+  float total = 0;
+  for (float v : lanes) total += v;
+  g_sink = g_sink + total;
+}
+bool cpu_has_bf16_dot() { return __builtin_cpu_supports("avx512bf16"); }
+#else
+constexpr bool kBf16Loop = false;
+constexpr int kBf16Chains = 0;
+constexpr double kBf16FlopsPerDot = 0;
+void bf16_dot_chains(int64_t) {}
+bool cpu_has_bf16_dot() { return false; }
+#endif
+
+using Loop = void (*)(int64_t steps);
+
 // CPU time of this thread: only the time it actually ran, so a run cut by
 // preemption (a loaded, shared machine) still measures the core's rate. The
 // rate is therefore an upper bound for any work run in the same wall time.
@@ -53,9 +91,9 @@ double thread_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-double seconds_for(int64_t steps) {
+double seconds_for(Loop loop, int64_t steps) {
   const double t0 = thread_seconds();
-  fma_chains(steps);
+  loop(steps);
   return thread_seconds() - t0;
 }
 
@@ -65,17 +103,32 @@ double seconds_for(int64_t steps) {
 // neither slows its own measurement nor the others' (as one wall clock around
 // them all would). Where threads share a core (SMT) the sum can exceed what
 // they reach together, so MFU against it errs low, never high.
-double best_rate(int threads, int64_t steps, int repeats) {
+double best_rate(Loop loop, double flops_per_step, int threads, int64_t steps, int repeats) {
   std::vector<double> best(static_cast<size_t>(threads), 0.0);
-  const double flops = 2.0 * kLanes * kChains * static_cast<double>(steps);  // an FMA is 2 flops
+  const double flops = flops_per_step * static_cast<double>(steps);
 #pragma omp parallel num_threads(threads)
   {
     double& mine = best[static_cast<size_t>(omp_get_thread_num())];
-    for (int r = 0; r < repeats; ++r) mine = std::max(mine, flops / seconds_for(steps));
+    for (int r = 0; r < repeats; ++r) mine = std::max(mine, flops / seconds_for(loop, steps));
   }
   double sum = 0;
   for (double b : best) sum += b;
   return sum;
+}
+
+// Calibrate on this thread: double the steps until the quickest of three runs
+// takes a tenth of the target (the quickest: a run slowed by load must not
+// shrink the work until timer and start-up costs matter), then scale; returns
+// the best rate in GFLOP/s.
+double measure_loop(Loop loop, double flops_per_step, int threads, int repeats, double seconds) {
+  auto quickest = [&](int64_t n) {
+    return std::min({seconds_for(loop, n), seconds_for(loop, n), seconds_for(loop, n)});
+  };
+  int64_t steps = 1 << 12;
+  double t = quickest(steps);
+  while (t < seconds / 10 && steps < (int64_t{1} << 40)) t = quickest(steps *= 2);
+  steps = std::max(steps, static_cast<int64_t>(static_cast<double>(steps) * seconds / std::max(t, 1e-9)));
+  return best_rate(loop, flops_per_step, threads, steps, repeats) / 1e9;
 }
 
 }  // namespace
@@ -86,26 +139,14 @@ FmaPeak measure_fma_peak(int threads, int repeats, double seconds, FmaPeak best)
 #ifdef EIGEN_VECTORIZE_FMA
   best.fused = true;
 #endif
-  // Calibrate on this thread: double the steps until the quickest of three
-  // runs takes a tenth of the target (the quickest: a run slowed by load must
-  // not shrink the work until timer and start-up costs matter), then scale.
-  auto quickest = [](int64_t n) { return std::min({seconds_for(n), seconds_for(n), seconds_for(n)}); };
-  int64_t steps = 1 << 12;
-  double t = quickest(steps);
-  while (t < seconds / 10 && steps < (int64_t{1} << 40)) t = quickest(steps *= 2);
-  steps = std::max(steps, static_cast<int64_t>(static_cast<double>(steps) * seconds / std::max(t, 1e-9)));
-  best.gflops = std::max(best.gflops, best_rate(threads, steps, repeats) / 1e9);
+  const double flops_per_step = 2.0 * kLanes * kChains;  // an FMA is 2 flops
+  best.gflops = std::max(best.gflops, measure_loop(fma_chains, flops_per_step, threads, repeats, seconds));
   return best;
 }
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) {
-      const size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  return "unknown";
+double measure_bf16_dot_peak(int threads, int repeats, double seconds, double best) {
+  if (!kBf16Loop || !cpu_has_bf16_dot()) return 0;
+  return std::max(best, measure_loop(bf16_dot_chains, kBf16FlopsPerDot * kBf16Chains, threads, repeats, seconds));
 }
 
 }  // namespace attnlab::bench

@@ -1,7 +1,7 @@
 #pragma once
 // The machine's fp32 FMA peak, measured: what the training benchmark's MFU is a
-// share of (docs/benchmark.md).
-#include <string>
+// share of (docs/benchmark.md); and its bf16 dot-product peak where the CPU
+// has one (what --precision bf16's products could reach at most).
 
 namespace attnlab::bench {
 
@@ -21,7 +21,10 @@ struct FmaPeak {
 // steps.
 FmaPeak measure_fma_peak(int threads, int repeats, double seconds, FmaPeak best = {});
 
-// The CPU's model name (/proc/cpuinfo), or "unknown".
-std::string cpu_model();
+// The same for the bf16 dot product (AVX512_BF16's VDPBF16PS, 64 flops per
+// 512-bit instruction), timed alike, combined with `best` (max); 0 where the
+// CPU lacks AVX512_BF16 (AMX tiles are not measured: where a CPU has AMX the
+// products may run past this peak).
+double measure_bf16_dot_peak(int threads, int repeats, double seconds, double best = 0);
 
 }  // namespace attnlab::bench

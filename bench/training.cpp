@@ -11,7 +11,10 @@
 // all; the steps are timed by the wall clock, which preemption only lengthens,
 // so MFU cannot exceed 1. Beside it, gemm_peak_gflops: the best of the engine's
 // own matrix product (framework/ops/gemm.h, the backend named in
-// gemm_backend) on 512² and 1024², and gemm_mfu against that.
+// gemm_backend) on 512² and 1024², and gemm_mfu against that; where the CPU
+// has AVX512_BF16, bf16_dot_peak_gflops (its dot-product loop's peak, timed
+// alike) and, with --precision bf16, mfu_bf16 against it. Every line starts
+// with the CPU (bench/cpu_info.h), the products' kernel and their precision.
 #include "bench/training.h"
 
 #include <omp.h>
@@ -21,6 +24,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "bench/cpu_info.h"
 #include "bench/fma_peak.h"
 #include "bench/gemm_replay.h"
 #include "bench/timing.h"
@@ -159,16 +163,15 @@ void add_products_bound(nlohmann::json& out, const std::vector<GemmCall>& calls,
   out["products_mfu_bound"] = model_flops_per_step / seconds / 1e9 / out["fma_peak_gflops"].get<double>();
 }
 
-// The CPU, the backend and the peaks, with MFU against each. No step can run
+// The peaks, with MFU against each. No step can run
 // faster than the FMA peak; should one seem to, every burst met load on a
 // shared machine, so the peak is measured again, longer, before it is used.
 void add_peaks(nlohmann::json& out, FmaPeak fma, double gflops, int threads) {
   fma_burst(fma, threads);
   for (int retry = 0; retry < 3 && gflops > fma.gflops; ++retry) fma = measure_fma_peak(threads, 40, 0.005, fma);
   const double gemm_peak = measure_gemm_peak();
-  out["cpu"] = cpu_model();
-  out["gemm_backend"] = gemm_backend();
-  out["gemm_kernel"] = gemm_kernel();
+  double bf16_peak = 0;
+  for (int burst = 0; burst < 3; ++burst) bf16_peak = measure_bf16_dot_peak(threads, 10, 0.005, bf16_peak);
   out["fma_peak_gflops"] = fma.gflops;
   out["fma_lanes"] = fma.lanes;
   out["fma_chains"] = fma.chains;
@@ -176,6 +179,8 @@ void add_peaks(nlohmann::json& out, FmaPeak fma, double gflops, int threads) {
   out["mfu"] = gflops / fma.gflops;
   out["gemm_peak_gflops"] = gemm_peak;
   out["gemm_mfu"] = gflops / gemm_peak;
+  out["bf16_dot_peak_gflops"] = bf16_peak > 0 ? nlohmann::json(bf16_peak) : nlohmann::json(nullptr);
+  if (bf16_peak > 0 && gemm_precision() == Precision::bf16) out["mfu_bf16"] = gflops / bf16_peak;
 }
 
 }  // namespace
@@ -199,11 +204,13 @@ void run_training(const Shape& shape, const TrainingOptions& a) {
   double tokens = static_cast<double>(shape.B * shape.T);
   double tokens_per_s = tokens / (median / 1e3);
   double gflops = 3 * forward_flops_per_token(shape) * tokens_per_s / 1e9;
-  nlohmann::json out = {{"impl", "attnlab"},        {"config", shape.name},     {"threads", a.threads},
+  nlohmann::json out = cpu_json();
+  out.update({{"impl", "attnlab"},        {"config", shape.name},     {"threads", a.threads},
                         {"steps", steps},           {"step_ms", median},        {"tokens_per_s", tokens_per_s},
                         {"params", model->parameter_count()}, {"nodes_per_step", timed.nodes_per_step},
                         {"gflops", gflops},         {"final_loss", timed.last_loss},
-                        {"precision", name_of(gemm_precision())}};
+                        {"precision", name_of(gemm_precision())}, {"gemm_backend", gemm_backend()},
+                        {"gemm_kernel", gemm_kernel()}});
   out["peak_rss_mib"] = peak_rss_mib();  // training's, before the peaks' and the replay's own buffers
   std::vector<GemmCall> calls;
   if (a.peaks || a.products_table) calls = record_step_products(shape, a, *model);

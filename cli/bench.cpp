@@ -31,10 +31,12 @@ struct BenchArgs {
 const char* const kBenchUsage =
     "usage: attnlab bench --config S|M|L [--threads N] [--steps K]\n\n"
     "Times training steps (forward, backward, AdamW) of the encoder tagger of docs/benchmark.md on\n"
-    "fixed random batches and prints one JSON line: median step_ms, tokens_per_s, params,\n"
-    "achieved GFLOP/s, MFU against the fp32 FMA peak measured here with the same threads\n"
-    "(and gemm_mfu against the engine's own matrix product), the CPU model, the\n"
-    "matrix-product backend, and peak RSS. The products of one step are then recorded and\n"
+    "fixed random batches and prints one JSON line. Every line names the CPU (cpu, cpu_vendor,\n"
+    "cpu_family, cpu_model_number, cpu_isa), the products' precision and gemm_kernel. Training\n"
+    "adds median step_ms, tokens_per_s, params, achieved GFLOP/s, peak RSS, and MFU against the\n"
+    "fp32 FMA peak measured here with the same threads (gemm_mfu against the engine's own\n"
+    "matrix product; where the CPU has AVX512_BF16, bf16_dot_peak_gflops, and with --precision\n"
+    "bf16 mfu_bf16 against it). The products of one step are then recorded and\n"
     "replayed alone: products_ms, products_share_of_step, products_gflops, and\n"
     "products_mfu_bound, the MFU a step would reach if nothing but its products took time.\n"
     "With --decode: times greedy decoding of random prompts (KV-cached, then the uncached\n"
@@ -53,7 +55,7 @@ const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
       .add("gemm", &a.gemm, "matrix-product backend for this run: eigen or onednn (default: the build's)")
       .add("precision", &a.precision,
            "of the matrix products: fp32 | bf16 (as train --precision; bf16 needs AVX512_BF16 or AMX)")
-      .flag("no-peak", &a.no_peak, "skip measuring the FMA and matrix-product peaks (no MFU, CPU or backend)")
+      .flag("no-peak", &a.no_peak, "skip measuring the FMA, bf16 and matrix-product peaks (no MFU)")
       .flag("products", &a.products,
             "after the JSON line, a Markdown table of one step's matrix products by shape, each shape "
             "replayed alone: count, ms, share of the products' time, GFLOP/s")

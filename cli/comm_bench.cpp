@@ -6,7 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "bench/fma_peak.h"
+#include "bench/cpu_info.h"
 
 namespace attnlab::cli {
 
@@ -47,10 +47,10 @@ nlohmann::json measure(const Communicator& comm, int64_t reps, bool all_to_all) 
 }  // namespace
 
 void run_comm_bench(const Communicator& comm, int64_t reps) {
-  nlohmann::json out = {{"processes", comm.size()}, {"reps", reps}};
+  nlohmann::json out = bench::cpu_json();
+  out.update({{"processes", comm.size()}, {"reps", reps}});
   out["allgatherv"] = measure(comm, reps, false);
   out["alltoallv"] = measure(comm, reps, true);
-  out["cpu"] = bench::cpu_model();
   if (comm.is_root()) std::cout << out.dump() << std::endl;
 }
 

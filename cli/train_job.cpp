@@ -17,7 +17,7 @@
 #include "framework/io/shell_quote.h"
 #include "cli/signals.h"
 #include "cli/test_seams.h"
-#include "bench/fma_peak.h"
+#include "bench/cpu_info.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/csv.h"

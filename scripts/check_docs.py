@@ -19,7 +19,7 @@ A comment on the line before a block steers it:
 Comparison (the default, what the test suite runs): every command exits as
 expected, and its output has the lines the page shows, compared by format:
 numbers are masked, whether an answer was right and whether a target was
-reached, and the CPU's name, are masked too (they may differ between CPU kinds: a run is bitwise
+reached, the CPU's name, vendor and ISA flags and the products' kernel, are masked too (they may differ between CPU kinds: a run is bitwise
 reproducible only on the same binary, thread count and CPU kind), and the set
 of distinct lines must be the same ("..." in the page allows more lines).
 --exact compares the numbers too (only timings are masked): for the machine
@@ -47,7 +47,10 @@ TIMINGS = [  # masked in --exact mode: they depend on the machine's load
 OUTCOME = [  # masked in format mode: they may differ between CPU kinds
     (re.compile(r"\((correct|expected [^)]*)\)"), "(OUTCOME)"),
     (re.compile(r"; target [\d.]+% reached at step \d+"), ""),
-    (re.compile(r'"cpu": "[^"]*"'), '"cpu": CPU'),  # summary.json names the CPU the run trained on
+    # summary.json names the CPU the run trained on; bench the CPU, its ISA flags and the products' kernel
+    (re.compile(r'("cpu(?:_vendor)?": ?)"[^"]*"'), r"\1CPU"),
+    (re.compile(r'("cpu_isa": ?)\[[^\]]*\]'), r"\1ISA"),
+    (re.compile(r'("gemm_(?:backend|kernel)": ?)"[^"]*"'), r"\1KERNEL"),
 ]
 
 

@@ -34,6 +34,10 @@ TEST_CASE("a build without MPI started as one of 2 processes refuses with one li
 #include <sstream>
 #include <thread>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "bench/cpu_info.h"
 #include "tests/child_process.h"
 #include "tests/cli_harness.h"
 
@@ -494,3 +498,28 @@ TEST_CASE("an error after the first step that one rank alone meets ends every ra
   }
 }
 #endif
+
+TEST_CASE("bench --comm under mpirun -np 2 prints one JSON line: the CPU, and each collective's times by size with "
+          "its alpha and beta", "[mpi][bench]") {
+  const CliResult r = mpirun(2, "bench --comm --steps 3");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  REQUIRE(std::count(r.out.begin(), r.out.end(), '\n') == 1);  // rank 0 alone prints
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["processes"] == 2);
+  CHECK(j["cpu"] == attnlab::bench::cpu_info().model_name);
+  CHECK(j["cpu_family"] == attnlab::bench::cpu_info().family);
+  for (const char* collective : {"allgatherv", "alltoallv"}) {
+    INFO(collective);
+    const auto& c = j[collective];
+    REQUIRE(c["sizes"].size() >= 2);
+    double bytes = 0;
+    for (const auto& size : c["sizes"]) {
+      CHECK(size["bytes_received"].get<double>() > bytes);  // growing sizes
+      CHECK(size["seconds"].get<double>() > 0);
+      bytes = size["bytes_received"].get<double>();
+    }
+    CHECK(c["alpha_s"] == c["sizes"][0]["seconds"]);
+    CHECK(c["gbit_per_s"].get<double>() == Approx(8 / c["beta_s_per_byte"].get<double>() / 1e9));
+  }
+}
