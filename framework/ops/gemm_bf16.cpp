@@ -135,18 +135,46 @@ void run_matmul(const MatmulKey& key, const uint16_t* a, const uint16_t* b, floa
   stream.wait();
 }
 
+// A reorder of op(o) from fp32 (its stored strides) to bf16, upright and
+// contiguous, made once per (rows, cols, ld, trans) and thread: oneDNN's own
+// conversion, vectorised (VCVTNEPS2BF16 where the CPU has it: round to
+// nearest even like bf16_bits, denormals to zero, which the bf16 products'
+// dot products do to their inputs anyway) and tiled for the transposes.
+struct Reorder {
+  dnnl::reorder prim;
+  dnnl::memory from, to;
+};
+
+using ReorderKey = std::tuple<int64_t, int64_t, int64_t, bool>;
+
+Reorder& cached_reorder(const GemmOperand& o) {
+  thread_local std::map<ReorderKey, Reorder> cache;
+  const ReorderKey key{o.rows, o.cols, o.ld, o.trans};
+  auto found = cache.find(key);
+  if (found != cache.end()) return found->second;
+  const int64_t rows = o.op_rows(), cols = o.op_cols();
+  // op(o)[r][c] is stored at r·ld + c, or transposed at c·ld + r.
+  const Desc from({rows, cols}, dnnl::memory::data_type::f32, o.trans ? Dims{1, o.ld} : Dims{o.ld, 1});
+  const Desc to({rows, cols}, dnnl::memory::data_type::bf16, Dims{cols, 1});
+  Reorder& r = cache[key];
+  r.from = dnnl::memory(from, cpu_engine(), DNNL_MEMORY_NONE);
+  r.to = dnnl::memory(to, cpu_engine(), DNNL_MEMORY_NONE);
+  r.prim = dnnl::reorder(r.from, r.to);
+  return r;
+}
+
 // op(o) rounded to bf16, upright and contiguous (row stride op_cols): oneDNN's
 // kernels are fastest on row-major operands (docs/performance.md).
 const uint16_t* converted_upright(const GemmOperand& o, std::vector<uint16_t>& out) {
-  if (!o.trans) return converted(o, out, bf16_bits);
   const size_t n = static_cast<size_t>(o.rows * o.cols);
-  if (out.size() < n) out.resize(n);
-  uint16_t* dst = out.data();
-  const bool parallel = o.cols > 1 && n >= (size_t{1} << 16) && !omp_in_parallel();
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t j = 0; j < o.cols; ++j)  // row j of op(o) is column j of the stored matrix
-    for (int64_t i = 0; i < o.rows; ++i) dst[j * o.rows + i] = bf16_bits(static_cast<float>(o.data[i * o.ld + j]));
-  return dst;
+  if (out.size() < n) out.resize(n);  // grows once to the largest operand, then reused
+  Reorder& r = cached_reorder(o);
+  r.from.set_data_handle(const_cast<Real*>(o.data));
+  r.to.set_data_handle(out.data());
+  thread_local dnnl::stream stream(cpu_engine());
+  r.prim.execute(stream, r.from, r.to);
+  stream.wait();
+  return out.data();
 }
 
 }  // namespace
