@@ -3,12 +3,17 @@
 
 Trains tiny runs (encoder, decoder, seq2seq, a text language model; probed with
 --probe-every and unprobed), writes a report of each and a comparison of two,
-loads each in headless Chromium and checks, in the DOM the page's script built:
-  - no console error, no uncaught exception (the page's #self-check lists none),
-    no network request (no http(s):// or // in any src or href; the page runs
-    with every host name unresolvable and its Content-Security-Policy would
-    refuse a fetch, which Chromium would log);
-  - one attention map per layer x head x example (3 held-out examples and one
+loads each in headless Chromium (driven over its DevTools pipe: tests/chromium_pipe.py)
+and checks, in the page:
+  - no console error, no uncaught exception (the browser's events, its log and the page's
+    #self-check list none), no request but the page's own (the page runs with every
+    host name unresolvable and its Content-Security-Policy would refuse a fetch; no
+    http(s):// or // in any src or href);
+  - each gradient heat map (a canvas) has a cell per weight matrix x probed step of
+    probe_params.csv, its smallest and largest values at the colour scale's ends, and the
+    pointer moved over a cell shows that cell's matrix, step and CSV value;
+  - once every part the page builds when scrolled to (the attention maps) has been scrolled
+    into view: one attention map per layer x head x example (3 held-out examples and one
     --input), layers and heads counted from the run's config.ini;
   - one loss curve point per metrics.csv row, each point's value the CSV's text,
     and the held-out exact-match points the CSV's non-empty held-out values;
@@ -17,7 +22,9 @@ loads each in headless Chromium and checks, in the DOM the page's script built:
   - weight matrices whose gradient norm is made far from the rest's are marked;
   - a sweep directory's scatter holds one point per sweep point, linked to its run; so does a
     scripts/tune.py study's, against its objective.
-Keeps screenshots under --artifacts. Prints load times; asserts none.
+Keeps a screenshot of each page's top under --artifacts. Prints each page's size and load
+times (the page's own, from navigation start, and the wall time from starting Chromium);
+asserts none.
 
 Exit 0: passed; 1: failed; 77: no chromium on PATH (ctest: skipped).
 """
@@ -31,6 +38,8 @@ import sys
 import tempfile
 import time
 from html.parser import HTMLParser
+
+from chromium_pipe import Browser
 
 SKIP = 77
 TINY = ["--d-model", "16", "--heads", "2", "--layers", "2", "--d-ff", "32", "--steps", "40", "--log-every", "5",
@@ -75,15 +84,6 @@ def browser():
         if shutil.which(name):
             return shutil.which(name)
     return None
-
-
-def chromium(exe, page, *extra):
-    cmd = [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
-           "--host-resolver-rules=MAP * ~NOTFOUND", "--no-first-run", "--user-data-dir=" + page + ".profile", *extra,
-           "file://" + page]
-    start = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    return r, time.monotonic() - start
 
 
 def attnlab(exe, *args):
@@ -155,19 +155,61 @@ def maps_cells(dom, ri, example, layer, head):
     return []
 
 
+# In the page: each node still waiting to be built (data-built="no") scrolled into view, one by one,
+# waiting up to 2 s for it; resolves to the number of them left unbuilt.
+BUILD_ALL = """(async () => {
+  const frame = () => new Promise((done) => requestAnimationFrame(done));
+  for (const node of document.querySelectorAll('[data-built="no"]')) {
+    node.scrollIntoView({ block: "center" });
+    for (let k = 0; k < 120 && node.getAttribute("data-built") === "no"; ++k) await frame();
+  }
+  window.scrollTo(0, 0);
+  return document.querySelectorAll('[data-built="no"]').length;
+})()"""
+# The times the page measured itself, in ms from its navigation's start.
+PAGE_TIMES = """JSON.stringify({ drawn: performance.getEntriesByName("report-drawn")[0]?.startTime ?? -1000,
+  load: performance.getEntriesByType("navigation")[0].loadEventEnd, frame: performance.now() })"""
+
+
+def load_page(exe_browser, page):
+    """The page opened in a fresh headless Chromium; prints its size and times."""
+    b = Browser(exe_browser, page + ".profile")
+    started = time.monotonic() - b.started
+    b.open("file://" + page)
+    wall = time.monotonic() - b.started
+    t = json.loads(b.evaluate(PAGE_TIMES))
+    print(f"{os.path.basename(page)}: {os.path.getsize(page)} bytes; the page's own time from navigation start: "
+          f"script done {t['drawn'] / 1e3:.2f} s, load event {t['load'] / 1e3:.2f} s, first frame after load "
+          f"{t['frame'] / 1e3:.2f} s; wall time from starting Chromium to that frame {wall:.2f} s "
+          f"(Chromium's start to an empty page {started:.2f} s)")
+    return b
+
+
 def check_page(exe_browser, page, runs, exe, inputs, artifacts):
-    r, seconds = chromium(exe_browser, page, "--dump-dom")
-    print(f"{os.path.basename(page)}: loaded and rendered in {seconds:.2f} s, {os.path.getsize(page)} bytes")
-    check(r.returncode == 0, f"{page}: chromium exit {r.returncode}: {r.stderr[-2000:]}")
-    log = r.stderr
+    b = load_page(exe_browser, page)
+    try:
+        shot = os.path.join(artifacts, os.path.basename(page).replace(".html", ".png"))
+        b.screenshot(shot)  # the top 1280 x 2400 of the page as it opens
+        check(os.path.exists(shot), f"{page}: no screenshot {shot}")
+        check(b.evaluate('document.body.getAttribute("data-rendered")') == "ok", f"{page}: the page did not render (data-rendered)")
+        check(b.evaluate(BUILD_ALL) == 0, f"{page}: parts of the page not built when scrolled into view")
+        for ri, run in enumerate(runs):  # now that nothing above them changes height
+            if os.path.exists(os.path.join(run, "probe_params.csv")):
+                for key in ("grad_norm", "update_ratio"):
+                    check_heatmap(b, page, ri, run, key)
+        html = b.evaluate("document.documentElement.outerHTML")
+        errors = [t for t in b.console if t[0] in ("error", "assert")] + b.exceptions + [e for e in b.log if e[0] == "error"]
+        check(not errors, f"{page}: console errors or exceptions {errors[:5]}")
+        url = "file://" + page
+        check(all(r == url for r in b.requests), f"{page}: requests other than the page: {[r for r in b.requests if r != url][:5]}")
+    finally:
+        log = b.close()
     for bad in ("Uncaught", "Refused to", "ERR_NAME_NOT_RESOLVED", "net::ERR"):
         check(bad not in log, f"{page}: the browser log has {bad!r}: " +
               "".join(line for line in log.splitlines(True) if bad in line)[:1000])
     check(not [line for line in log.splitlines() if ":CONSOLE" in line and "rror" in line], f"{page}: console errors")
     dom = Dom()
-    dom.feed(r.stdout)
-    body = dom.find("body")
-    check(body and body[0][1].get("data-rendered") == "ok", f"{page}: the page did not render (data-rendered)")
+    dom.feed(html)
     pre = dom.find("pre", id="self-check")
     self_check = json.loads(pre[0][2]) if pre and pre[0][2] else {"errors": ["no self-check"]}
     check(self_check["errors"] == [], f"{page}: script errors {self_check['errors']}")
@@ -177,10 +219,59 @@ def check_page(exe_browser, page, runs, exe, inputs, artifacts):
             check(not (v.startswith("http:") or v.startswith("https:") or v.startswith("//")), f"{page}: {key}={v}")
     for ri, run in enumerate(runs):
         check_run_in_dom(dom, ri, run, exe, inputs.get(run))
-    shot = os.path.join(artifacts, os.path.basename(page).replace(".html", ".png"))
-    chromium(exe_browser, page, "--screenshot=" + shot, "--window-size=1280,2400", "--hide-scrollbars")
-    check(os.path.exists(shot), f"{page}: no screenshot {shot}")
     return dom, self_check
+
+
+def is_weight_matrix(param):
+    return param.endswith("weight") and ".ln" not in param and not param.startswith("ln")
+
+
+# In the page: a heat map's cell canvas scrolled into view; its box in the viewport, its size in
+# cells, how many cells it drew (opaque pixels) and the colour of the cells asked for.
+HEAT_CANVAS = """((ri, key, asked) => {
+  const c = document.querySelector(`canvas.heat-cells[data-run="${ri}"][data-key="${key}"]`);
+  if (!c) return null;
+  c.scrollIntoView({ block: "center" });
+  const box = c.getBoundingClientRect(), d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+  let drawn = 0;
+  for (let k = 3; k < d.length; k += 4) drawn += d[k] === 255;
+  return { left: box.left, top: box.top, width: box.width, height: box.height, columns: c.width, rows: c.height, drawn,
+           colours: asked.map(([r, col]) => [...d.subarray(4 * (r * c.width + col), 4 * (r * c.width + col) + 3)]) };
+})"""
+TIP = 'new Promise((done) => requestAnimationFrame(() => { const t = document.getElementById("tip"); done(t.hidden ? null : t.textContent); }))'
+VIRIDIS_ENDS = ([68, 1, 84], [253, 231, 37])  # report.js's VIRIDIS: the colours of the smallest and largest value
+
+
+def check_heatmap(b, page, ri, run, key):
+    """probe_params.csv's heat map of `key`: a cell per weight matrix (rows, in the CSV's order) and
+    probed step (columns); the pointer over a cell shows the matrix, the step and the CSV's value;
+    the smallest and largest values have the colour scale's two ends."""
+    rows = read_csv(os.path.join(run, "probe_params.csv"))
+    steps = list(dict.fromkeys(r["step"] for r in rows))
+    weights = [r for r in rows if is_weight_matrix(r["param"])]
+    names = list(dict.fromkeys(r["param"] for r in weights))
+    value = {(names.index(r["param"]), steps.index(r["step"])): r[key] for r in weights}
+    positive = sorted((float(v), cell) for cell, v in value.items() if 0 < float(v) < float("inf"))
+    ends = [positive[0][1], positive[-1][1]]
+    got = b.evaluate(f"{HEAT_CANVAS}({ri}, {json.dumps(key)}, {json.dumps(ends)})")
+    what = f"{os.path.basename(page)} run {ri} {key} heat map"
+    check(got is not None, f"{what}: no canvas")
+    if got is None:
+        return
+    check((got["rows"], got["columns"], got["drawn"]) == (len(names), len(steps), len(value)),
+          f"{what}: {got['rows']} x {got['columns']} cells, {got['drawn']} drawn; probe_params.csv has "
+          f"{len(names)} weight matrices x {len(steps)} steps, {len(value)} values")
+    check(got["colours"] == list(VIRIDIS_ENDS), f"{what}: smallest and largest values coloured {got['colours']}")
+    cw, ch = got["width"] / len(steps), got["height"] / len(names)
+    last = (len(names) - 1, len(steps) - 1)
+    cells = {(0, 0), last, (len(names) // 2, len(steps) // 3), (1, len(steps) - 2), *ends}
+    for r, c in sorted((r, c) for r, c in cells if 0 <= r < len(names) and 0 <= c < len(steps)):
+        b.move_mouse(got["left"] + (c + 0.5) * cw, got["top"] + (r + 0.5) * ch)
+        want = f"{names[r]}\nstep {steps[c]}: {key} {value[(r, c)]}" if (r, c) in value else None
+        tip = b.evaluate(TIP)
+        check(tip == want, f"{what}: the pointer over cell ({r}, {c}) shows {tip!r}, expected {want!r}")
+    b.move_mouse(got["left"] + got["width"] + 3, got["top"] + 3)  # just right of the cells: no tip
+    check(b.evaluate(TIP) is None, f"{what}: a tip beside the cells")
 
 
 def check_flags(exe_browser, exe, run, self_check, tmp, artifacts):
@@ -189,8 +280,7 @@ def check_flags(exe_browser, exe, run, self_check, tmp, artifacts):
     shows exactly those marked beside the run's own."""
     rows = read_csv(os.path.join(run, "probe_params.csv"))
     last = rows[-1]["step"]
-    weights = [r for r in rows if r["step"] == last and r["param"].endswith("weight") and ".ln" not in r["param"]
-               and not r["param"].startswith("ln")]
+    weights = [r for r in rows if r["step"] == last and is_weight_matrix(r["param"])]
     own = self_check["runs"][0].get("flagged", {})
     chosen = [w for w in weights if w["param"] not in own][:3]
     check(len(chosen) == 3, f"{run}: three unflagged weight matrices to doctor")

@@ -163,6 +163,9 @@ function viridis(t) {
   const i = Math.min(3, Math.floor(t)), f = t - i, a = VIRIDIS[i], b = VIRIDIS[i + 1];
   return "rgb(" + a.map((v, k) => Math.round(v + (b[k] - v) * f)).join(",") + ")";
 }
+// viridis as bytes, 256 steps: the maps' cells are written as pixels, not one fill each.
+const VIRIDIS_BYTES = Array.from({ length: 256 }, (_, k) => viridis(k / 255).slice(4, -1).split(",").map(Number));
+
 function colorbar(lo, hi, label) {
   const box = svg("svg", { width: 420, height: 20, class: "colorbar" });
   for (let k = 0; k < 50; ++k) box.append(svg("rect", { x: 64 + k * 3, y: 4, width: 3, height: 10, fill: viridis(k / 49) }));
@@ -204,37 +207,52 @@ function flagText(p, f) {
   return p + " " + f.kind + " at step " + f.step + " (" + f.value + " against a median of " + fmt(f.median) + ")";
 }
 
-// probe_params.csv as a heat map: weight matrices (rows) x probed steps (columns), log colour;
-// a flagged matrix's name carries its mark.
-function paramHeatmap(table, key, title, flags) {
-  const steps = [...new Set(column(table, "step"))], names = [];
-  const cells = new Map();
-  const P = column(table, "param"), S = column(table, "step"), V = column(table, key);
+// probe_params.csv as a heat map: weight matrices (rows) x probed steps (columns), log colour
+// over the cells drawn; a flagged matrix's name carries its mark. The names and axis are SVG; the
+// cells one canvas pixel each, scaled up without smoothing (crisp at any devicePixelRatio: each
+// cell is a solid block), with one mousemove handler that puts the cell under the pointer in
+// data-tip (the matrix, the step and the CSV's text of the value).
+function paramHeatmap(table, key, title, flags, ri) {
+  const steps = [...new Set(column(table, "step"))], names = [], cells = new Map();
+  const P = column(table, "param"), S = column(table, "step"), V = column(table, key), logs = [];
   P.forEach((p, i) => {
     if (!isWeightMatrix(p)) return;
     if (!cells.has(p)) { cells.set(p, new Map()); names.push(p); }
     cells.get(p).set(S[i], V[i]);
+    if (Number(V[i]) > 0) logs.push(Math.log10(Number(V[i])));
   });
-  const logs = V.filter((v) => Number(v) > 0).map((v) => Math.log10(Number(v)));
   const lo = Math.min(...logs), hi = Math.max(...logs);
   const cw = Math.max(2, Math.min(14, 600 / steps.length)), ch = 12, L = 230;
-  const box = svg("svg", { width: L + cw * steps.length + 10, height: ch * names.length + 30, class: "chart heat" });
+  const wrap = el("div", { class: "chart heat" });
+  const box = svg("svg", { width: L + cw * steps.length + 10, height: ch * names.length + 30 });
   names.forEach((p, r) => {
     const f = flags[p], t = svg("text", { x: L - 4, y: r * ch + ch - 2, "text-anchor": "end" });
     t.textContent = (f ? (f.kind === "vanishing" ? "\u25bc " : "\u25b2 ") : "") + p;
     if (f) { t.setAttribute("class", "flag"); t.setAttribute("data-flag", f.kind); t.setAttribute("data-tip", flagText(p, f)); }
     box.append(t);
-    steps.forEach((s, c) => {
-      const v = cells.get(p).get(s);
-      if (v === undefined) return;
-      const f = Number(v) > 0 ? (Math.log10(Number(v)) - lo) / (hi - lo || 1) : 0;
-      box.append(svg("rect", { x: L + c * cw, y: r * ch, width: cw, height: ch, fill: viridis(f), class: "cell",
-                               "data-tip": p + "\nstep " + s + ": " + key + " " + v }));
-    });
   });
   const xl = svg("text", { x: L, y: ch * names.length + 14 }); xl.textContent = "step " + steps[0] + " \u2192 " + steps[steps.length - 1];
   box.append(xl);
-  return el("div", {}, el("h3", {}, title), box, colorbar(10 ** lo, 10 ** hi, key + " (log colour)"));
+  const canvas = el("canvas", { width: steps.length, height: names.length, class: "heat-cells", "data-run": ri, "data-key": key });
+  Object.assign(canvas.style, { left: L + "px", width: cw * steps.length + "px", height: ch * names.length + "px" });
+  const g = canvas.getContext("2d"), img = g.createImageData(steps.length, names.length);
+  names.forEach((p, r) => steps.forEach((s, c) => {
+    const v = cells.get(p).get(s);
+    if (v === undefined) return;
+    const f = Number(v) > 0 ? (Math.log10(Number(v)) - lo) / (hi - lo || 1) : 0, k = 4 * (r * steps.length + c);
+    img.data.set(VIRIDIS_BYTES[Math.round(Math.max(0, Math.min(1, f)) * 255)], k);
+    img.data[k + 3] = 255;
+  }));
+  g.putImageData(img, 0, 0);
+  canvas.addEventListener("mousemove", (e) => {
+    const at = canvas.getBoundingClientRect();
+    const c = Math.floor(((e.clientX - at.left) / at.width) * steps.length), r = Math.floor(((e.clientY - at.top) / at.height) * names.length);
+    const v = r >= 0 && r < names.length && c >= 0 && c < steps.length ? cells.get(names[r]).get(steps[c]) : undefined;
+    if (v === undefined) canvas.removeAttribute("data-tip");
+    else canvas.setAttribute("data-tip", names[r] + "\nstep " + steps[c] + ": " + key + " " + v);
+  });
+  wrap.append(box, canvas);
+  return el("div", {}, el("h3", {}, title), wrap, colorbar(10 ** lo, 10 ** hi, key + " (log colour)"));
 }
 
 function largestGradient(table) {
@@ -286,8 +304,8 @@ function gradientSection(run, ri) {
                 flagged.length ? "Marked \u25b2 exploding / \u25bc vanishing: " + flagged.map((q) => flagText(q, flags[q])).join("; ") + "."
                                : "No weight matrix's gradient norm was more than " + FLAG_FACTOR +
                                  "\u00d7 above or below the median of its probe, or not finite: no layer vanishing or exploding."));
-  const maps = el("div", { class: "charts" }, paramHeatmap(p.params, "grad_norm", "gradient L2 norm", flags),
-                  paramHeatmap(p.params, "update_ratio", "update / weight ratio \u2016\u0394w\u2016/\u2016w\u2016", flags));
+  const maps = el("div", { class: "charts" }, paramHeatmap(p.params, "grad_norm", "gradient L2 norm", flags, ri),
+                  paramHeatmap(p.params, "update_ratio", "update / weight ratio \u2016\u0394w\u2016/\u2016w\u2016", flags, ri));
   sec.append(maps);
   if (p.stream && p.stream.rows.length) sec.append(streamChart(p.stream));
   if (p.heads && p.heads.rows.length) sec.append(entropyCharts(p.heads));
@@ -304,8 +322,12 @@ function decodeHeads(w) {
   });
 }
 
-// viridis as bytes, 256 steps: the maps' cells are written as pixels, not one fill each.
-const VIRIDIS_BYTES = Array.from({ length: 256 }, (_, k) => viridis(k / 255).slice(4, -1).split(",").map(Number));
+// A map's cell side c and canvas size (w x h) for tq queries and tk keys: the labels take MAP_MARGIN.
+const MAP_MARGIN = 44;
+function mapSide(tq, tk) {
+  const c = Math.max(7, Math.min(16, Math.floor(200 / Math.max(tq, tk))));
+  return { c, w: MAP_MARGIN + c * tk + 4, h: MAP_MARGIN + c * tq + 16 };
+}
 
 // One head's weights (queries x keys) with token labels on both axes, on a canvas (an L-sized
 // model has 48 heads of 64 x 64 per example: too many cells for SVG elements). Hover shows the
@@ -313,10 +335,10 @@ const VIRIDIS_BYTES = Array.from({ length: 256 }, (_, k) => viridis(k / 255).sli
 // for the browser test.
 function attentionMap(layer, w, head, ri, ei) {
   const tq = w.rows, tk = w.cols, at = (i, j) => w.q[i * tk + j] / w.scale;
-  const c = Math.max(7, Math.min(16, Math.floor(200 / Math.max(tq, tk)))), M = 44;
+  const { c, w: width, h: height } = mapSide(tq, tk), M = MAP_MARGIN;
   const rows = [];
   for (let i = 0; i < tq; ++i) rows.push(w.q.subarray(i * tk, (i + 1) * tk).join(","));
-  const canvas = el("canvas", { width: M + c * tk + 4, height: M + c * tq + 16, class: "attn-map", "data-run": ri,
+  const canvas = el("canvas", { width, height, class: "attn-map", "data-run": ri,
                                 "data-example": ei, "data-layer": layer.name, "data-head": head,
                                 "data-scale": w.scale, "data-w": rows.join(";") });
   const g = canvas.getContext("2d");
@@ -350,22 +372,51 @@ function attentionMap(layer, w, head, ri, ei) {
   return canvas;
 }
 
+// Built when first needed: a node registered with later() is filled by its build function when
+// it comes within half a screen of the viewport, or before the page is printed. Until then it keeps
+// the height given (so that links and the scroll bar point where they will).
+const LATER = new Map();
+const NEAR = new IntersectionObserver((entries) => { for (const e of entries) if (e.isIntersecting) buildNow(e.target); },
+                                      { rootMargin: "50% 0px" });
+function later(node, height, build) {
+  node.style.minHeight = height + "px";
+  node.setAttribute("data-built", "no");
+  LATER.set(node, build);
+  NEAR.observe(node);
+}
+function buildNow(node) {
+  const build = LATER.get(node);
+  if (!build) return;
+  LATER.delete(node);
+  NEAR.unobserve(node);
+  build();
+  node.style.minHeight = "";
+  node.setAttribute("data-built", "yes");
+}
+window.addEventListener("beforeprint", () => { for (const node of [...LATER.keys()]) buildNow(node); });
+
+// Every example's layers, each layer's row of head maps built when it nears the viewport (an
+// L-sized model has 48 maps of 64 x 64 per example).
 function attentionSection(run, ri) {
   const sec = el("section", { id: "attention-" + ri }, el("h2", {}, "Attention: " + run.name),
                  el("p", { class: "note" }, "Rows: queries; columns: keys; each row sums to 1. Hover a cell for its weight."),
                  colorbar(0, 1, "attention weight"));
-  let maps = 0;
+  const width = Math.max(300, window.innerWidth - 32);  // not the document's width: that would lay it out now
   run.attention.forEach((ex, ei) => {
     sec.append(el("h3", {}, ex.source + " input: ", el("span", { class: "mono" }, ex.input), " \u2192 ",
                   el("span", { class: "mono" }, ex.output)));
     for (const layer of ex.layers) {
-      const row = el("div", { class: "maps layer-row" }, el("div", { class: "layer-name" }, layer.name));
-      const heads = decodeHeads(layer.weights);
-      for (let h = 0; h < heads.length; ++h) { row.append(attentionMap(layer, heads[h], h, ri, ei)); ++maps; }
+      const row = el("div", { class: "maps layer-row", "data-run": ri, "data-example": ei, "data-layer": layer.name });
+      const side = mapSide(layer.weights.rows, layer.weights.cols), perLine = Math.max(1, Math.floor((width + 8) / (side.w + 10)));
+      row.append(el("div", { class: "layer-name" }, layer.name));
+      later(row, 18 + Math.ceil(layer.heads / perLine) * (side.h + 10), () => {
+        const heads = decodeHeads(layer.weights);
+        for (let h = 0; h < heads.length; ++h) row.append(attentionMap(layer, heads[h], h, ri, ei));
+      });
       sec.append(row);
     }
   });
-  return [sec, maps];
+  return sec;
 }
 
 function examplesSection(run, ri) {
@@ -473,9 +524,8 @@ function render() {
   main.append(curvesSection(runs));
   runs.forEach((run, ri) => {
     main.append(gradientSection(run, ri));
-    const [sec, maps] = attentionSection(run, ri);
-    main.append(sec, examplesSection(run, ri));
-    CHECK.runs[ri] = Object.assign(CHECK.runs[ri] || {}, { name: run.name, metrics_rows: run.metrics.rows.length, attention_maps: maps,
+    main.append(attentionSection(run, ri), examplesSection(run, ri));
+    CHECK.runs[ri] = Object.assign(CHECK.runs[ri] || {}, { name: run.name, metrics_rows: run.metrics.rows.length,
       expected_maps: run.attention.reduce((n, ex) => n + ex.layers.reduce((m, l) => m + l.heads, 0), 0) });
   });
   for (const [id, label] of [["curves", "curves"], ["run-0", "runs"], ["gradients-0", "gradients"],
@@ -488,4 +538,5 @@ try { render(); } catch (e) { CHECK.errors.push(String(e && e.stack || e)); thro
   const pre = document.getElementById("self-check");
   pre.textContent = JSON.stringify(CHECK);
   document.body.setAttribute("data-rendered", CHECK.errors.length ? "error" : "ok");
+  performance.mark("report-drawn");  // the browser test prints the time to here
 }
