@@ -112,8 +112,13 @@ def layer_heads(run):
 def check_run_in_dom(dom, ri, run, exe, run_input):
     name = os.path.basename(run)
     rows = read_csv(os.path.join(run, "metrics.csv"))
-    loss = [e[1]["data-value"] for e in dom.find("circle", data_run=str(ri), data_col="loss")]
+    points = dom.find("circle", data_run=str(ri), data_col="loss")
+    loss = [e[1]["data-value"] for e in points]
     check(loss == [r["loss"] for r in rows], f"{name}: loss points are metrics.csv's loss column ({len(loss)} vs {len(rows)})")
+    tips = [e[1]["data-tip"] for e in points]
+    check(all(t.split("\n")[0].endswith(" loss") for t in tips)
+          and [t.split("\n", 1)[-1] for t in tips] == [f"step {r['step']}: {r['loss']}" for r in rows],
+          f"{name}: loss points' tips {tips[:2]}... are not metrics.csv's steps and values")
     held = [e[1]["data-value"] for e in dom.find("circle", data_run=str(ri), data_col="heldout_exact")]
     check(held == [r["heldout_exact"] for r in rows if r["heldout_exact"] != ""], f"{name}: held-out points")
     summary = json.load(open(os.path.join(run, "summary.json")))
@@ -127,6 +132,9 @@ def check_run_in_dom(dom, ri, run, exe, run_input):
     examples = 3 + (run_input is not None)  # three held-out examples and the --input
     check(len(maps) == examples * layer_heads(run),
           f"{name}: {len(maps)} attention maps, expected {examples} x {layer_heads(run)}")
+    unnamed = [e[1]["data-layer"] for e in dom.find("div", class_="maps layer-row", data_run=str(ri))
+               if e[2] != e[1]["data-layer"]]  # a row's text: its layer's name, nothing else
+    check(not unnamed, f"{name}: attention rows of {unnamed[:3]} do not show their layer's name")
     if run_input is not None:
         check_input_maps(dom, ri, run, exe, run_input)
 
@@ -155,25 +163,27 @@ def maps_cells(dom, ri, example, layer, head):
     return []
 
 
-# In the page: each node still waiting to be built (data-built="no") scrolled into view, one by one,
-# waiting up to 2 s for it; resolves to the number of them left unbuilt.
-BUILD_ALL = """(async () => {
+# In the page: each of `nodes` still waiting to be built (data-built="no") scrolled into view, one
+# by one, waiting up to 2 s for it to be built; resolves to the number of nodes left unbuilt.
+SCROLL_TO_BUILD = """(async () => {
   const frame = () => new Promise((done) => requestAnimationFrame(done));
-  for (const node of document.querySelectorAll('[data-built="no"]')) {
+  for (const node of NODES) {
     node.scrollIntoView({ block: "center" });
     for (let k = 0; k < 120 && node.getAttribute("data-built") === "no"; ++k) await frame();
   }
   window.scrollTo(0, 0);
   return document.querySelectorAll('[data-built="no"]').length;
 })()"""
+BUILD_ALL = SCROLL_TO_BUILD.replace("NODES", """document.querySelectorAll('[data-built="no"]')""")
+BUILD_FIRST = SCROLL_TO_BUILD.replace("NODES", """[document.querySelector('[data-built="no"]')].filter(Boolean)""")
 # The times the page measured itself, in ms from its navigation's start.
 PAGE_TIMES = """JSON.stringify({ drawn: performance.getEntriesByName("report-drawn")[0]?.startTime ?? -1000,
   load: performance.getEntriesByType("navigation")[0].loadEventEnd, frame: performance.now() })"""
 
 
-def load_page(exe_browser, page):
-    """The page opened in a fresh headless Chromium; prints its size and times."""
-    b = Browser(exe_browser, page + ".profile")
+def load_page(exe_browser, page, height=2400):
+    """The page opened in a fresh headless Chromium, 1280 x height; prints its size and times."""
+    b = Browser(exe_browser, page + ".profile", height=height)
     started = time.monotonic() - b.started
     b.open("file://" + page)
     wall = time.monotonic() - b.started
@@ -185,18 +195,27 @@ def load_page(exe_browser, page):
     return b
 
 
-def check_page(exe_browser, page, runs, exe, inputs, artifacts):
-    b = load_page(exe_browser, page)
+def check_page(exe_browser, page, runs, exe, inputs, artifacts, printed=False):
+    """The page's checks; printed: opened in a 1280 x 700 window (so that parts wait to be built),
+    once part of it is built, printed (to PDF), which must build the rest, each part once."""
+    b = load_page(exe_browser, page, 700 if printed else 2400)
     try:
         shot = os.path.join(artifacts, os.path.basename(page).replace(".html", ".png"))
-        b.screenshot(shot)  # the top 1280 x 2400 of the page as it opens
+        b.screenshot(shot)  # the top of the page as it opens
         check(os.path.exists(shot), f"{page}: no screenshot {shot}")
         check(b.evaluate('document.body.getAttribute("data-rendered")') == "ok", f"{page}: the page did not render (data-rendered)")
+        if printed:
+            check(b.evaluate(BUILD_FIRST) > 0, f"{page}: nothing left to build once the first part is built")
+            b.call("Page.printToPDF")
+            check(b.evaluate('document.querySelectorAll(\'[data-built="no"]\').length') == 0,
+                  f"{page}: parts of the page not built for printing")
         check(b.evaluate(BUILD_ALL) == 0, f"{page}: parts of the page not built when scrolled into view")
         for ri, run in enumerate(runs):  # now that nothing above them changes height
             if os.path.exists(os.path.join(run, "probe_params.csv")):
                 for key in ("grad_norm", "update_ratio"):
                     check_heatmap(b, page, ri, run, key)
+            if os.path.exists(os.path.join(run, "probe_heads.csv")):
+                check_entropy(b, page, ri, run)
         html = b.evaluate("document.documentElement.outerHTML")
         errors = [t for t in b.console if t[0] in ("error", "assert")] + b.exceptions + [e for e in b.log if e[0] == "error"]
         check(not errors, f"{page}: console errors or exceptions {errors[:5]}")
@@ -235,11 +254,62 @@ HEAT_CANVAS = """((ri, key, asked) => {
   const box = c.getBoundingClientRect(), d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
   let drawn = 0;
   for (let k = 3; k < d.length; k += 4) drawn += d[k] === 255;
-  return { left: box.left, top: box.top, width: box.width, height: box.height, columns: c.width, rows: c.height, drawn,
+  const frame = c.parentElement.getBoundingClientRect();
+  const inside = frame.left <= box.left && box.right <= frame.right && frame.top <= box.top && box.bottom <= frame.bottom;
+  return { left: box.left, top: box.top, width: box.width, height: box.height, columns: c.width, rows: c.height, drawn, inside,
            colours: asked.map(([r, col]) => [...d.subarray(4 * (r * c.width + col), 4 * (r * c.width + col) + 3)]) };
 })"""
 TIP = 'new Promise((done) => requestAnimationFrame(() => { const t = document.getElementById("tip"); done(t.hidden ? null : t.textContent); }))'
 VIRIDIS_ENDS = ([68, 1, 84], [253, 231, 37])  # report.js's VIRIDIS: the colours of the smallest and largest value
+
+
+# In the page: an entropy chart scrolled into view; each curve's points in viewport coordinates.
+ENTROPY_CURVES = """((ri, layer) => {
+  const box = [...document.querySelectorAll(`#gradients-${ri} svg.chart`)].find((c) => c.dataset.chart === "entropy " + layer);
+  if (!box) return null;
+  box.scrollIntoView({ block: "center" });
+  const m = box.getScreenCTM();
+  return [...box.querySelectorAll("polyline")].map((line) => line.getAttribute("points").split(" ").filter(Boolean)
+    .map((xy) => { const p = new DOMPoint(...xy.split(",").map(Number)).matrixTransform(m); return [p.x, p.y]; }));
+})"""
+
+
+def check_entropy(b, page, ri, run):
+    """Each layer's head-entropy chart has a curve per head with a point per probe_heads.csv row
+    (finite entropy); the pointer on a point shows its head, step and the CSV's value."""
+    rows = [r for r in read_csv(os.path.join(run, "probe_heads.csv")) if finite(r["entropy"])]
+    for layer in dict.fromkeys(r["layer"] for r in rows):
+        heads = {}
+        for r in rows:
+            if r["layer"] == layer:
+                heads.setdefault(r["head"], []).append(r)
+        curves = b.evaluate(f"{ENTROPY_CURVES}({ri}, {json.dumps(layer)})")
+        what = f"{os.path.basename(page)} run {ri} {layer} entropy chart"
+        check(curves is not None and [len(c) for c in curves] == [len(h) for h in heads.values()],
+              f"{what}: points per curve {curves and [len(c) for c in curves]}, probe_heads.csv rows per head "
+              f"{[len(h) for h in heads.values()]}")
+        if curves is None:
+            continue
+        everywhere = [p for c in curves for p in c]
+        hovered = 0
+        for curve, (head, hrows) in zip(curves, heads.items()):
+            for k in sorted({0, len(curve) // 2, len(curve) - 1}):
+                x, y = curve[k]
+                if sum((x - u) ** 2 + (y - v) ** 2 < 4 for u, v in everywhere) > 1:
+                    continue  # another point within 2 px: the one shown may be either
+                b.move_mouse(x, y)
+                want = f"{layer} head {head}\nstep {hrows[k]['step']}: {hrows[k]['entropy']}"
+                tip = b.evaluate(TIP)
+                check(tip == want, f"{what}: the pointer on a point shows {tip!r}, expected {want!r}")
+                hovered += 1
+        check(hovered > 0, f"{what}: no point apart from the others to hover")
+
+
+def finite(text):
+    try:
+        return abs(float(text)) < float("inf")
+    except ValueError:
+        return False
 
 
 def check_heatmap(b, page, ri, run, key):
@@ -262,6 +332,7 @@ def check_heatmap(b, page, ri, run, key):
           f"{what}: {got['rows']} x {got['columns']} cells, {got['drawn']} drawn; probe_params.csv has "
           f"{len(names)} weight matrices x {len(steps)} steps, {len(value)} values")
     check(got["colours"] == list(VIRIDIS_ENDS), f"{what}: smallest and largest values coloured {got['colours']}")
+    check(got["inside"], f"{what}: the cells overflow the chart's frame")
     cw, ch = got["width"] / len(steps), got["height"] / len(names)
     last = (len(names) - 1, len(steps) - 1)
     cells = {(0, 0), last, (len(names) // 2, len(steps) // 3), (1, len(steps) - 2), *ends}
@@ -433,7 +504,8 @@ def main():
         for name, run in runs.items():
             page = os.path.join(tmp, name + ".html")
             attnlab(args.attnlab, "report", run, "--input", inputs[run], "--out", page)
-            _, checks[name] = check_page(exe_browser, page, [run], args.attnlab, inputs, args.artifacts)
+            _, checks[name] = check_page(exe_browser, page, [run], args.attnlab, inputs, args.artifacts,
+                                         printed=name == "seq2seq")
         page = os.path.join(tmp, "comparison.html")
         pair = [runs["decoder"], runs["seq2seq"]]
         attnlab(args.attnlab, "report", *pair, "--input", "3 1 4 1", "--out", page)

@@ -38,7 +38,10 @@ document.addEventListener("mousemove", (e) => {
   tip.hidden = false;
 });
 
-// A line chart: series = [{label, color, dash, points: [{x, y, tip, value}]}].
+// A line chart: series = [{label, color, dash, points: [{x, y, value}]}]. Each point is a circle
+// whose data-tip gives its value, or with opts.dense (too many points for an element each) the
+// chart has one mousemove handler that puts the point nearest the pointer, within 8 px, in the
+// chart's data-tip.
 function lineChart(title, series, opts) {
   const W = 380, H = 230, L = 54, R = 10, T = 22, B = 34;
   const log = !!opts.log;
@@ -69,11 +72,21 @@ function lineChart(title, series, opts) {
     const pts = s.points.filter((p) => !log || p.y > 0);
     box.append(svg("polyline", { points: pts.map((p) => sx(p.x) + "," + sy(p.y)).join(" "), stroke: s.color,
                                  "stroke-dasharray": s.dash || "" }));
-    for (const p of pts)
+    if (!opts.dense) for (const p of pts)
       box.append(svg("circle", { cx: sx(p.x), cy: sy(p.y), r: 2.2, fill: s.color, class: "pt", "data-series": si,
                                  "data-run": s.run, "data-col": s.col, "data-value": p.value, "data-x": p.x,
                                  "data-tip": s.label + "\n" + (opts.xLabel || "step") + " " + p.x + ": " + p.value }));
   });
+  if (opts.dense) {
+    const pts = series.flatMap((s) => s.points.filter((p) => !log || p.y > 0).map((p) => [sx(p.x), sy(p.y), s.label, p]));
+    box.addEventListener("mousemove", (e) => {
+      const at = new DOMPoint(e.clientX, e.clientY).matrixTransform(box.getScreenCTM().inverse());
+      let best = null, d2 = 64;
+      for (const q of pts) { const d = (q[0] - at.x) ** 2 + (q[1] - at.y) ** 2; if (d < d2) { d2 = d; best = q; } }
+      if (best) box.setAttribute("data-tip", best[2] + "\n" + (opts.xLabel || "step") + " " + best[3].x + ": " + best[3].value);
+      else box.removeAttribute("data-tip");
+    });
+  }
   return box;
 }
 
@@ -288,7 +301,7 @@ function entropyCharts(table) {
     const series = heads.map((h, hi) => ({ label: layer + " head " + h, color: COLORS[hi % 8], run: 0, col: "entropy",
       points: E.map((v, i) => ({ i, v })).filter((o) => L[o.i] === layer && H[o.i] === h && finite(o.v))
                .map((o) => ({ x: Number(S[o.i]), y: Number(o.v), value: o.v })) }));
-    div.append(lineChart(layer + ": head entropy (nats)", series, { key: "entropy" }));
+    div.append(lineChart(layer + ": head entropy (nats)", series, { key: "entropy " + layer, dense: true }));
   }
   return el("div", {}, el("h3", {}, "Attention entropy per head over training"), div);
 }
