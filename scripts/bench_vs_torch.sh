@@ -29,6 +29,9 @@
 # relative, times each kept one once, and runs PyTorch with the fastest. It
 # prints every candidate's loss and speed and the choice; the table names it.
 # The environment's OPENBLAS_CORETYPE is left as it is for attnlab.
+# PRECISIONS="fp32 bf16" also runs both at bf16 (attnlab --precision bf16 against
+# PyTorch's torch.autocast("cpu", bfloat16)), alternating with fp32 in each round;
+# the table gets a row per precision, and each side's bf16 over fp32 is printed.
 # The table's "share of FMA peak" is attnlab's model FLOP/s over the fp32 FMA
 # peak bench measured in the same process at the same thread count; "bound" is
 # the share a step would reach if only its matrix products took time (bench
@@ -39,6 +42,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 configs="${1:-S M L}"
 threads_list="${2:-1 2}"
 rounds="${ROUNDS:-2}"
+precisions="${PRECISIONS:-fp32}"
 out="${OUT:-bench-results.jsonl}"
 attnlab="${ATTNLAB_BUILD_DIR:-$root/build}/attnlab"
 [ -x "$attnlab" ] || { echo "bench_vs_torch: build attnlab first (scripts/build.sh)" >&2; exit 1; }
@@ -91,15 +95,17 @@ for c in $configs; do
   pick_torch_kernel "$c"
   for t in $threads_list; do
     for r in $(seq "$rounds"); do
-      decode=()
-      [ "${MODE:-train}" = decode ] && decode=(--decode)
-      "$attnlab" bench --config "$c" --threads "$t" "${decode[@]}" | tee -a "$out"
-      splits=("$t $t")
-      [ "$t" -gt 1 ] && splits+=("1 $t" "$t 1")
-      for split in "${splits[@]}"; do
-        set -- $split
-        OPENBLAS_CORETYPE="${torch_core[$c]}" /usr/bin/python3 "$root/scripts/torch_reference.py" --bench "$c" \
-          "${decode[@]}" --threads "$1" --blas-threads "$2" | tee -a "$out"
+      for p in $precisions; do
+        decode=() precision=(--precision "$p")
+        [ "${MODE:-train}" = decode ] && decode=(--decode) precision=()
+        "$attnlab" bench --config "$c" --threads "$t" "${decode[@]}" "${precision[@]}" | tee -a "$out"
+        splits=("$t $t")
+        [ "$t" -gt 1 ] && splits+=("1 $t" "$t 1")
+        for split in "${splits[@]}"; do
+          set -- $split
+          OPENBLAS_CORETYPE="${torch_core[$c]}" /usr/bin/python3 "$root/scripts/torch_reference.py" --bench "$c" \
+            "${decode[@]}" "${precision[@]}" --threads "$1" --blas-threads "$2" | tee -a "$out"
+        done
       done
     done
   done
@@ -109,16 +115,16 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 best = {}
 for r in rows:
-    key = (r["config"], r["threads"], r["impl"])
+    key = (r["config"], r["threads"], r.get("precision", "fp32"), r["impl"])
     if key not in best or r["tokens_per_s"] > best[key]["tokens_per_s"]:
         best[key] = r
 print()
 
 def pairs():
     """(config, threads, attnlab row, PyTorch row, PyTorch's split) for each cell run by both."""
-    for (c, t, impl), a in sorted(best.items()):
-        if impl == "attnlab" and (c, t, "pytorch") in best:
-            p = best[(c, t, "pytorch")]
+    for (c, t, prec, impl), a in sorted(best.items()):
+        if impl == "attnlab" and (c, t, prec, "pytorch") in best:
+            p = best[(c, t, prec, "pytorch")]
             yield c, t, a, p, f"{p.get('torch_threads', t)} x {p.get('blas_threads', '?')}, {p.get('blas_kernels', '?')}"
 
 if any(r.get("mode") == "decode" for r in rows):
@@ -134,14 +140,20 @@ if att:
           ", ".join(f"{max(r['fma_peak_gflops'] for r in att if r['threads'] == t):.1f} GFLOP/s at {t} thread(s)"
                     for t in sorted({r['threads'] for r in att})))
     print()
-print("| config | threads | attnlab tok/s | attnlab speed-up over 1 thread | PyTorch tok/s (torch x BLAS threads, OpenBLAS kernels) | ratio | attnlab share of FMA peak (GFLOP/s of peak) | bound: products alone | products' share of a step | attnlab RSS MiB | PyTorch RSS MiB |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| config | threads | precision | attnlab tok/s | attnlab speed-up over 1 thread | PyTorch tok/s (torch x BLAS threads, OpenBLAS kernels) | ratio | attnlab share of FMA peak (GFLOP/s of peak) | bound: products alone | products' share of a step | attnlab RSS MiB | PyTorch RSS MiB |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for c, t, a, p, split in pairs():
+    prec = a.get("precision", "fp32")
     mfu = f"{a['mfu']:.0%} ({a['gflops']:.1f} of {a['fma_peak_gflops']:.1f})" if "fma_peak_gflops" in a else "-"
     bound = f"{a['products_mfu_bound']:.0%}" if "products_mfu_bound" in a else "-"
     share = f"{a['products_share_of_step']:.0%}" if "products_share_of_step" in a else "-"
-    one = best.get((c, 1, "attnlab"))  # scaling needs the 1-thread run in the same table
+    one = best.get((c, 1, prec, "attnlab"))  # scaling needs the 1-thread run in the same table
     speedup = f"{a['tokens_per_s'] / one['tokens_per_s']:.2f}x" if one else "-"
-    print(f"| {c} | {t} | {a['tokens_per_s']:,.0f} | {speedup} | {p['tokens_per_s']:,.0f} ({split}) "
+    print(f"| {c} | {t} | {prec} | {a['tokens_per_s']:,.0f} | {speedup} | {p['tokens_per_s']:,.0f} ({split}) "
           f"| {a['tokens_per_s'] / p['tokens_per_s']:.2f}x | {mfu} | {bound} | {share} | {a['peak_rss_mib']:.0f} | {p['peak_rss_mib']:.0f} |")
+print()
+both = [(c, t, impl) for (c, t, prec, impl) in best if prec == "bf16" and (c, t, "fp32", impl) in best]
+for c, t, impl in sorted(set(both)):
+    ratio = best[(c, t, "bf16", impl)]["tokens_per_s"] / best[(c, t, "fp32", impl)]["tokens_per_s"]
+    print(f"{impl} {c} at {t} thread(s): bf16 over fp32 {ratio:.2f}x")
 PY

@@ -416,12 +416,15 @@ BENCH_SHAPES = {  # V, T, d, h, L, d_ff, B (docs/benchmark.md)
 }
 
 
-def bench(name, threads, blas_threads, steps, warmup, seed=0):
+def bench(name, threads, blas_threads, steps, warmup, precision="fp32", seed=0):
     """Times training steps of docs/benchmark.md's encoder tagger; prints one JSON line.
 
     threads: torch's own (intra-op) threads; blas_threads: OpenBLAS's, pinned
     by pin_blas_threads. "threads" in the JSON line is the cores the run may
     use, the larger of the two, so that it compares with attnlab's --threads.
+    precision bf16: forward and loss under torch.autocast("cpu", bfloat16), the
+    field's mixed precision on CPU (products in bf16 on oneDNN, weights and
+    optimizer in fp32), as attnlab's --precision bf16.
     """
     import resource
     import time
@@ -441,7 +444,8 @@ def bench(name, threads, blas_threads, steps, warmup, seed=0):
         inp, y = batches[step % len(batches)]
         t = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(inp).reshape(-1, V), y.reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss = F.cross_entropy(model(inp).reshape(-1, V).float(), y.reshape(-1))
         loss.backward()
         opt.step()
         if step >= warmup:
@@ -453,7 +457,7 @@ def bench(name, threads, blas_threads, steps, warmup, seed=0):
     print(json.dumps({
         "impl": "pytorch", "torch": torch.__version__, "config": name, "threads": max(threads, blas_threads),
         "torch_threads": threads, "blas_threads": blas_threads, "blas_kernels": openblas_kernels(), "steps": steps,
-        "step_ms": median * 1e3, "tokens_per_s": tokens_per_s,
+        "precision": precision, "step_ms": median * 1e3, "tokens_per_s": tokens_per_s,
         "params": sum(p.numel() for p in model.parameters()),
         "gflops": 3 * flops_fwd * tokens_per_s / 1e9, "final_loss": loss.item(),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
@@ -566,6 +570,8 @@ def main():
     ap.add_argument("--blas-threads", type=int, default=0, help="--bench: OpenBLAS threads (0: as --threads)")
     ap.add_argument("--steps", type=int, default=0, help="--bench: timed steps (0: 20 S, 10 M, 5 L)")
     ap.add_argument("--warmup", type=int, default=5, help="--bench: untimed steps first")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                    help="--bench: fp32, or bf16 mixed precision (torch.autocast on the CPU)")
     ap.add_argument("--decode", action="store_true",
                     help="--bench: time KV-cached greedy decoding of the decoder LM instead (as attnlab bench --decode)")
     args = ap.parse_args()
@@ -579,7 +585,7 @@ def main():
         blas_threads = args.blas_threads or args.threads
         if os.environ.get("OPENBLAS_NUM_THREADS") != str(blas_threads):
             sys.exit("torch_reference: OPENBLAS_NUM_THREADS was not pinned before torch loaded")
-        bench(args.bench, args.threads, blas_threads, args.steps, args.warmup)
+        bench(args.bench, args.threads, blas_threads, args.steps, args.warmup, args.precision)
         return
     self_check()
     os.makedirs(args.out, exist_ok=True)
