@@ -12,6 +12,7 @@
 // product, orders of magnitude above that.
 #include <omp.h>
 
+#include <Eigen/Core>
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
@@ -259,6 +260,11 @@ TEST_CASE("bench reports the CPU, the backend, the FMA peak and an MFU below 1, 
   CHECK(j["cpu"].get<std::string>().size() > 0);
   CHECK(j["fma_peak_gflops"].get<double>() > 0);
   CHECK(j["fma_lanes"].get<int>() >= 1);
+#ifdef EIGEN_VECTORIZE_FMA  // the tests are built with the library's -march: the loop's vectors fuse when these do
+  CHECK(j["fma_fused"] == true);
+#else
+  CHECK(j["fma_fused"] == false);
+#endif
   CHECK(j["mfu"].get<double>() > 0);
   CHECK(j["mfu"].get<double>() <= 1);
   CHECK(j["mfu"].get<double>() == Approx(j["gflops"].get<double>() / j["fma_peak_gflops"].get<double>()));
