@@ -32,6 +32,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -164,16 +165,17 @@ def maps_cells(dom, ri, example, layer, head):
 
 
 # In the page: each of `nodes` still waiting to be built (data-built="no") scrolled into view, one
-# by one, waiting up to 2 s for it to be built; resolves to the number of nodes left unbuilt.
+# by one, waiting up to 60 frames (1 s) for it to be built; resolves to the number of nodes left unbuilt.
 SCROLL_TO_BUILD = """(async () => {
   const frame = () => new Promise((done) => requestAnimationFrame(done));
   for (const node of NODES) {
     node.scrollIntoView({ block: "center" });
-    for (let k = 0; k < 120 && node.getAttribute("data-built") === "no"; ++k) await frame();
+    for (let k = 0; k < 60 && node.getAttribute("data-built") === "no"; ++k) await frame();
   }
   window.scrollTo(0, 0);
   return document.querySelectorAll('[data-built="no"]').length;
 })()"""
+UNBUILT = """document.querySelectorAll('[data-built="no"]').length"""
 BUILD_ALL = SCROLL_TO_BUILD.replace("NODES", """document.querySelectorAll('[data-built="no"]')""")
 BUILD_FIRST = SCROLL_TO_BUILD.replace("NODES", """[document.querySelector('[data-built="no"]')].filter(Boolean)""")
 # The times the page measured itself, in ms from its navigation's start.
@@ -205,9 +207,11 @@ def check_page(exe_browser, page, runs, exe, inputs, artifacts, printed=False):
         check(os.path.exists(shot), f"{page}: no screenshot {shot}")
         check(b.evaluate('document.body.getAttribute("data-rendered")') == "ok", f"{page}: the page did not render (data-rendered)")
         if printed:
-            check(b.evaluate(BUILD_FIRST) > 0, f"{page}: nothing left to build once the first part is built")
+            waiting = b.evaluate(UNBUILT)
+            left = b.evaluate(BUILD_FIRST)
+            check(0 < left < waiting, f"{page}: {waiting} parts waiting, {left} once the first is scrolled into view")
             b.call("Page.printToPDF")
-            check(b.evaluate('document.querySelectorAll(\'[data-built="no"]\').length') == 0,
+            check(b.evaluate(UNBUILT) == 0,
                   f"{page}: parts of the page not built for printing")
         check(b.evaluate(BUILD_ALL) == 0, f"{page}: parts of the page not built when scrolled into view")
         for ri, run in enumerate(runs):  # now that nothing above them changes height
@@ -232,10 +236,12 @@ def check_page(exe_browser, page, runs, exe, inputs, artifacts, printed=False):
     pre = dom.find("pre", id="self-check")
     self_check = json.loads(pre[0][2]) if pre and pre[0][2] else {"errors": ["no self-check"]}
     check(self_check["errors"] == [], f"{page}: script errors {self_check['errors']}")
+    ids = {e[1]["id"] for e in dom.elements if "id" in e[1]}
     for e in dom.elements:
         for key in ("src", "href"):
             v = e[1].get(key, "")
             check(not (v.startswith("http:") or v.startswith("https:") or v.startswith("//")), f"{page}: {key}={v}")
+            check(not v.startswith("#") or v[1:] in ids, f"{page}: a link to {v}, which the page does not have")
     for ri, run in enumerate(runs):
         check_run_in_dom(dom, ri, run, exe, inputs.get(run))
     return dom, self_check
@@ -254,9 +260,10 @@ HEAT_CANVAS = """((ri, key, asked) => {
   const box = c.getBoundingClientRect(), d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
   let drawn = 0;
   for (let k = 3; k < d.length; k += 4) drawn += d[k] === 255;
-  const frame = c.parentElement.getBoundingClientRect();
+  const frame = c.parentElement.getBoundingClientRect(), bar = c.parentElement.nextElementSibling;
+  const scale = bar ? [...bar.querySelectorAll("text")].map((t) => t.textContent) : [];
   const inside = frame.left <= box.left && box.right <= frame.right && frame.top <= box.top && box.bottom <= frame.bottom;
-  return { left: box.left, top: box.top, width: box.width, height: box.height, columns: c.width, rows: c.height, drawn, inside,
+  return { left: box.left, top: box.top, width: box.width, height: box.height, columns: c.width, rows: c.height, drawn, inside, scale,
            colours: asked.map(([r, col]) => [...d.subarray(4 * (r * c.width + col), 4 * (r * c.width + col) + 3)]) };
 })"""
 TIP = 'new Promise((done) => requestAnimationFrame(() => { const t = document.getElementById("tip"); done(t.hidden ? null : t.textContent); }))'
@@ -305,6 +312,14 @@ def check_entropy(b, page, ri, run):
         check(hovered > 0, f"{what}: no point apart from the others to hover")
 
 
+def fmt(v):
+    """report.js's fmt: 3 significant digits, or 1 decimal in exponent form outside [1e-3, 1e4)."""
+    if abs(v) >= 1e4 or (v != 0 and abs(v) < 1e-3):
+        return re.sub(r"e([+-])0*(\d)", r"e\1\2", f"{v:.1e}")
+    r = float(f"{v:.3g}")
+    return str(int(r)) if r == int(r) else repr(r)
+
+
 def finite(text):
     try:
         return abs(float(text)) < float("inf")
@@ -333,6 +348,8 @@ def check_heatmap(b, page, ri, run, key):
           f"{len(names)} weight matrices x {len(steps)} steps, {len(value)} values")
     check(got["colours"] == list(VIRIDIS_ENDS), f"{what}: smallest and largest values coloured {got['colours']}")
     check(got["inside"], f"{what}: the cells overflow the chart's frame")
+    want = [fmt(positive[0][0]), fmt(positive[-1][0]) + "  " + key + " (log colour)"]
+    check(got["scale"] == want, f"{what}: colour scale labelled {got['scale']}, expected {want}")
     cw, ch = got["width"] / len(steps), got["height"] / len(names)
     last = (len(names) - 1, len(steps) - 1)
     cells = {(0, 0), last, (len(names) // 2, len(steps) // 3), (1, len(steps) - 2), *ends}
@@ -367,8 +384,11 @@ def check_flags(exe_browser, exe, run, self_check, tmp, artifacts):
             w.writerow(r)
     page = os.path.join(tmp, "doctored.html")
     attnlab(exe, "report", doctored, "--out", page)
-    _, check2 = check_page(exe_browser, page, [doctored], exe, {}, artifacts)
+    dom, check2 = check_page(exe_browser, page, [doctored], exe, {}, artifacts)
     flagged = {p: f["kind"] for p, f in check2["runs"][0]["flagged"].items()}
+    marks = {e[2] for e in dom.find("text", class_="flag")}  # each heat map names each flagged matrix
+    want_marks = {("\u25bc " if kind == "vanishing" else "\u25b2 ") + p for p, kind in flagged.items()}
+    check(marks == want_marks, f"flag marks {sorted(marks)}, expected {sorted(want_marks)} (\u25b2 exploding or not finite)")
     want = dict({p: f["kind"] for p, f in own.items()},
                 **dict(zip(changes, ("exploding", "vanishing", "not finite"))))
     check(flagged == want, f"flagged layers {flagged}, expected {want}")
