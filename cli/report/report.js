@@ -422,7 +422,7 @@ function attentionSection(run, ri) {
       const row = el("div", { class: "maps layer-row", "data-run": ri, "data-example": ei, "data-layer": layer.name });
       const side = mapSide(layer.weights.rows, layer.weights.cols), perLine = Math.max(1, Math.floor((width + 8) / (side.w + 10)));
       row.append(el("div", { class: "layer-name" }, layer.name));
-      later(row, 18 + Math.ceil(layer.heads / perLine) * (side.h + 10), () => {
+      later(row, Math.ceil(layer.heads / perLine) * (side.h + 10) - 8, () => {  // lines of maps (2 px border, 8 px gap)
         const heads = decodeHeads(layer.weights);
         for (let h = 0; h < heads.length; ++h) row.append(attentionMap(layer, heads[h], h, ri, ei));
       });
