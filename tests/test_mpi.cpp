@@ -497,7 +497,6 @@ TEST_CASE("an error after the first step that one rank alone meets ends every ra
     CHECK(fs::exists(model_file(run, 10) + ".safetensors"));
   }
 }
-#endif
 
 TEST_CASE("bench --comm under mpirun -np 2 prints one JSON line: the CPU, and each collective's times by size with "
           "its alpha and beta", "[mpi][bench]") {
@@ -523,3 +522,4 @@ TEST_CASE("bench --comm under mpirun -np 2 prints one JSON line: the CPU, and ea
     CHECK(c["gbit_per_s"].get<double>() == Approx(8 / c["beta_s_per_byte"].get<double>() / 1e9));
   }
 }
+#endif
