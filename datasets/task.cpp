@@ -15,11 +15,11 @@ constexpr int64_t kMaxLen = 1000000;     // a sequence longer than this is a typ
 constexpr int64_t kMaxDigits = 1000;
 
 using Factory = std::unique_ptr<Task> (*)(const TaskConfig&);
-struct Entry {
+struct TaskEntry {
   const char* name;
   Factory make;
 };
-const Entry kTasks[] = {
+const TaskEntry kTasks[] = {
     {"copy", make_copy_task},
     {"reverse", make_reverse_task},
     {"sort", make_sort_task},

@@ -10,7 +10,6 @@ namespace attnlab {
 
 namespace {
 
-const char* const kSpecialTokens[kNumSpecial] = {"<pad>", "<bos>", "<eos>", "<sep>"};
 const char* const kHeader = "# attnlab vocabulary: ";
 
 // Bytes in the UTF-8 character starting with `lead`; 1 for a stray byte, so

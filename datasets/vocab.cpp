@@ -6,10 +6,6 @@
 
 namespace attnlab {
 
-namespace {
-const char* const kSpecialTokens[kNumSpecial] = {"<pad>", "<bos>", "<eos>", "<sep>"};
-}
-
 Vocab::Vocab(std::vector<std::string> symbols, bool char_level) : char_level_(char_level) {
   tokens_.reserve(symbols.size() + kNumSpecial);
   for (const char* s : kSpecialTokens) tokens_.emplace_back(s);

@@ -23,6 +23,8 @@ constexpr int32_t kBos = 1;
 constexpr int32_t kEos = 2;
 constexpr int32_t kSep = 3;
 constexpr int32_t kNumSpecial = 4;  // first task symbol id
+// The specials' written form, indexed by id (Vocab and TokenTable both write and read them).
+inline constexpr const char* kSpecialTokens[kNumSpecial] = {"<pad>", "<bos>", "<eos>", "<sep>"};
 
 class Vocab {
  public:

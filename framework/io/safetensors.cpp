@@ -19,7 +19,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 constexpr const char* kMetadataKey = "__metadata__";
 
-struct Entry {
+struct TensorEntry {
   std::string name;
   std::string dtype;
   Shape shape;
@@ -47,11 +47,11 @@ uint64_t offset_value(const std::string& source, const std::string& name, const 
   return v.get<uint64_t>();
 }
 
-Entry parse_entry(const std::string& source, const std::string& name, const Json& spec, uint64_t data_size) {
+TensorEntry parse_entry(const std::string& source, const std::string& name, const Json& spec, uint64_t data_size) {
   if (!spec.is_object()) bad(source, "tensor '" + name + "': expected an object, got " + spec.dump());
   for (const char* field : {"dtype", "shape", "data_offsets"})
     if (!spec.contains(field)) bad(source, "tensor '" + name + "' has no \"" + field + "\"");
-  Entry e;
+  TensorEntry e;
   e.name = name;
   const Json& dtype = spec["dtype"];
   if (!dtype.is_string()) bad(source, "tensor '" + name + "': dtype must be a string, got " + dtype.dump());
@@ -97,7 +97,7 @@ Entry parse_entry(const std::string& source, const std::string& name, const Json
   return e;
 }
 
-Tensor to_tensor(const Entry& e, const char* data) {
+Tensor to_tensor(const TensorEntry& e, const char* data) {
   Tensor t(e.shape);
   const int64_t n = t.numel();
   if (e.dtype == "F32") {
@@ -163,7 +163,7 @@ namespace {
 // What the header says: the metadata, and the entries in the order of their data.
 struct Header {
   std::map<std::string, std::string> metadata;
-  std::vector<Entry> entries;
+  std::vector<TensorEntry> entries;
 };
 
 // The header length from the first 8 bytes, checked against the file's
@@ -190,7 +190,7 @@ Header parse_header(const std::string& text, uint64_t data_size, const std::stri
   if (!json.is_object()) bad(source, "header must be a JSON object, got " + std::string(json.type_name()));
 
   Header header;
-  std::vector<Entry>& entries = header.entries;
+  std::vector<TensorEntry>& entries = header.entries;
   for (const auto& [key, value] : json.items()) {
     if (key == kMetadataKey) {
       if (!value.is_object()) bad(source, "__metadata__ must be an object of strings, got " + value.dump());
@@ -204,11 +204,11 @@ Header parse_header(const std::string& text, uint64_t data_size, const std::stri
   }
 
   // The tensors must tile the data buffer exactly.
-  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+  std::stable_sort(entries.begin(), entries.end(), [](const TensorEntry& a, const TensorEntry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
   uint64_t cursor = 0;
-  for (const Entry& e : entries) {
+  for (const TensorEntry& e : entries) {
     if (e.begin > cursor)
       bad(source, "gap of " + std::to_string(e.begin - cursor) + " bytes before tensor '" + e.name + "' at offset " +
                       std::to_string(cursor));
@@ -227,7 +227,7 @@ SafetensorsData tensors_of(Header header, const char* data) {
   SafetensorsData out;
   out.metadata = std::move(header.metadata);
   out.tensors.reserve(header.entries.size());
-  for (const Entry& e : header.entries) out.tensors.emplace_back(e.name, to_tensor(e, data));
+  for (const TensorEntry& e : header.entries) out.tensors.emplace_back(e.name, to_tensor(e, data));
   return out;
 }
 

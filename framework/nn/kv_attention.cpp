@@ -3,7 +3,6 @@
 // (cross-attention over keys and values computed once). Inference only: the
 // results carry no graph.
 #include <algorithm>
-#include <limits>
 #include <string>
 
 #include "framework/nn/multi_head_attention.h"
@@ -19,14 +18,8 @@ KvCache::KvCache(int64_t slots, int64_t capacity, int64_t key_width, int64_t val
 
 namespace {
 
-constexpr Real kNegInf = -std::numeric_limits<Real>::infinity();
-// As the fused kernel: below this many multiply-adds a thread team costs more than it saves.
-constexpr int64_t kParallelMinFlops = 1 << 16;
-
 using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
 using Column = Eigen::Matrix<Real, Eigen::Dynamic, 1>;
-
-std::string num(int64_t v) { return std::to_string(v); }
 
 struct HeadDims {
   int64_t h, d_k, d_v;
@@ -41,7 +34,7 @@ Tensor attend_cached(const Tensor& q, const KvCache& c, const std::vector<int64_
   const int64_t kw = n.h * n.d_k, vw = n.h * n.d_v, pairs = b * n.h;
   const Real* pad = c.key_padding.numel() > 0 ? c.key_padding.data() : nullptr;
   Tensor ctx = Tensor::uninitialized({b, vw});
-  const bool parallel = pairs > 1 && pairs * len * (n.d_k + n.d_v) >= kParallelMinFlops;
+  const bool parallel = pairs > 1 && pairs * len * (n.d_k + n.d_v) >= kAttentionParallelMinFlops;
 #pragma omp parallel if (parallel)
   {
     Column w(len);  // scores, then weights; one per thread
@@ -77,14 +70,15 @@ void MultiHeadAttention::check_step_input(const Var& x, const std::vector<int64_
                                           const KvCache& cache) const {
   const int64_t d = opt_.d_model;
   if (x.dim() != 3 || x.size(1) != 1 || x.size(2) != d)
-    throw ShapeError("MultiHeadAttention: a decoding step expects x of shape (B, 1, " + num(d) + "), got " +
-                     x.value().shape_str());
+    throw ShapeError("MultiHeadAttention: a decoding step expects x of shape (B, 1, " + std::to_string(d) +
+                     "), got " + x.value().shape_str());
   if (x.size(0) != static_cast<int64_t>(slots.size()))
-    throw ShapeError("MultiHeadAttention: x " + x.value().shape_str() + " has " + num(x.size(0)) + " rows for " +
-                     num(static_cast<int64_t>(slots.size())) + " cache slots");
+    throw ShapeError("MultiHeadAttention: x " + x.value().shape_str() + " has " + std::to_string(x.size(0)) +
+                     " rows for " + std::to_string(slots.size()) + " cache slots");
   for (int64_t s : slots)
     if (s < 0 || s >= cache.slots())
-      throw ShapeError("MultiHeadAttention: cache slot " + num(s) + " out of range [0, " + num(cache.slots()) + ")");
+      throw ShapeError("MultiHeadAttention: cache slot " + std::to_string(s) + " out of range [0, " +
+                       std::to_string(cache.slots()) + ")");
 }
 
 MultiHeadAttention::StepProjections MultiHeadAttention::project_step(const Var& x, int64_t position) const {
@@ -114,11 +108,11 @@ Var MultiHeadAttention::step_output(Tensor ctx) const {
 Var MultiHeadAttention::forward_step(const Var& x, KvCache& cache, const std::vector<int64_t>& slots) const {
   check_step_input(x, slots, cache);
   if (cache.keys.size(2) != opt_.n_heads * opt_.d_k || cache.values.size(2) != opt_.n_heads * opt_.d_v)
-    throw ShapeError("MultiHeadAttention: cache of widths " + num(cache.keys.size(2)) + ", " +
-                     num(cache.values.size(2)) + " does not fit h·d_k = " + num(opt_.n_heads * opt_.d_k) +
-                     ", h·d_v = " + num(opt_.n_heads * opt_.d_v));
+    throw ShapeError("MultiHeadAttention: cache of widths " + std::to_string(cache.keys.size(2)) + ", " +
+                     std::to_string(cache.values.size(2)) + " does not fit h·d_k = " +
+                     std::to_string(opt_.n_heads * opt_.d_k) + ", h·d_v = " + std::to_string(opt_.n_heads * opt_.d_v));
   if (cache.length >= cache.capacity())
-    throw ShapeError("MultiHeadAttention: the cache is full (" + num(cache.capacity()) + " positions)");
+    throw ShapeError("MultiHeadAttention: the cache is full (" + std::to_string(cache.capacity()) + " positions)");
   const int64_t position = cache.length;
   StepProjections p = project_step(x, position);
   store_rows(p.k, cache.keys, slots, position);
@@ -131,7 +125,7 @@ KvCache MultiHeadAttention::memory_cache(const Var& memory, const Tensor* key_pa
   if (opt_.rope) throw ValueError("MultiHeadAttention: cached cross-attention does not take rotary positions");
   if (memory.dim() != 3 || memory.size(2) != opt_.kv_dim)
     throw ShapeError("MultiHeadAttention: memory of shape " + memory.value().shape_str() +
-                     " does not fit: expected (B, T_k, kv_dim = " + num(opt_.kv_dim) + ")");
+                     " does not fit: expected (B, T_k, kv_dim = " + std::to_string(opt_.kv_dim) + ")");
   const int64_t b = memory.size(0), t_k = memory.size(1);
   if (key_padding) check_shape(key_padding->shape(), {b, t_k}, "MultiHeadAttention key_padding (B, T_k)");
   KvCache c;

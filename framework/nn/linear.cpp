@@ -9,7 +9,7 @@
 namespace attnlab {
 
 namespace {
-Tensor uniform_tensor(Shape shape, Rng& rng, double bound) {
+Tensor symmetric_uniform(Shape shape, Rng& rng, double bound) {
   Tensor t(std::move(shape));
   for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<Real>(rng.uniform(-bound, bound));
   return t;
@@ -21,8 +21,8 @@ Linear::Linear(int64_t in, int64_t out, Rng& init, bool bias) : in_(in), out_(ou
     throw ValueError("Linear: sizes must be positive, got in = " + std::to_string(in) +
                      ", out = " + std::to_string(out));
   const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-  weight = register_parameter("weight", uniform_tensor({out, in}, init, bound));
-  if (bias) this->bias = register_parameter("bias", uniform_tensor({out}, init, bound));
+  weight = register_parameter("weight", symmetric_uniform({out, in}, init, bound));
+  if (bias) this->bias = register_parameter("bias", symmetric_uniform({out}, init, bound));
 }
 
 void Linear::check_input(const Var& x) const {

@@ -5,7 +5,6 @@
 #include "framework/ops/attention.h"
 
 #include <algorithm>
-#include <limits>
 #include <string>
 
 #include "framework/ops/gemm.h"
@@ -13,12 +12,6 @@
 
 namespace attnlab {
 namespace {
-
-constexpr Real kNegInf = -std::numeric_limits<Real>::infinity();
-
-// One (b, h) pair costs ~T_q·T_k·(d_k + d_v) multiply-adds; below this much
-// work in total a thread team costs more than it saves.
-constexpr int64_t kParallelMinFlops = 1 << 16;
 
 struct Dims {
   int64_t B, h, T_q, T_k, d_k, d_v;
@@ -94,7 +87,7 @@ Var attention_core(const std::vector<Var>& inputs, const Dims n, const Layouts& 
   const Var& k = inputs[packed ? 0 : 1];
   const Var& v = inputs[packed ? 0 : 2];
   const int64_t pairs = n.B * n.h;
-  const bool parallel = pairs > 1 && pairs * n.T_q * n.T_k * (n.d_k + n.d_v) >= kParallelMinFlops;
+  const bool parallel = pairs > 1 && pairs * n.T_q * n.T_k * (n.d_k + n.d_v) >= kAttentionParallelMinFlops;
 
   Tensor P = Tensor::uninitialized({n.B, n.h, n.T_q, n.T_k});  // attention weights
   Tensor out = Tensor::uninitialized(lo.interleaved ? Shape{n.B, n.T_q, n.h * n.d_v} : Shape{n.B, n.h, n.T_q, n.d_v});

@@ -5,6 +5,10 @@
 
 namespace attnlab {
 
+// One (batch, head) pair costs ~T_q·T_k·(d_k + d_v) multiply-adds; below this much work in
+// total a thread team costs more than it saves (the fused kernels here and KV-cached decoding).
+inline constexpr int64_t kAttentionParallelMinFlops = 1 << 16;
+
 struct AttentionMask {
   bool causal = false;        // query i may not see key j > i + (T_k - T_q)
   const Tensor* key_padding = nullptr;  // (B, T_k): non-zero = padding key, never attended

@@ -15,10 +15,6 @@ namespace {
 using ArrayMap = Eigen::Map<Eigen::Array<Real, Eigen::Dynamic, 1>>;
 using ConstArrayMap = Eigen::Map<const Eigen::Array<Real, Eigen::Dynamic, 1>>;
 
-constexpr int64_t kParallelMinElements = 1 << 15;
-
-bool worth_parallel(int64_t rows, int64_t n) { return rows > 1 && rows * n >= kParallelMinElements; }
-
 void check_inputs(const Var& logits, const IntTensor& targets, const CrossEntropyOptions& options) {
   if (logits.dim() < 1)
     throw ShapeError("cross_entropy: logits need at least 1 dim (..., V), got " + logits.value().shape_str());
@@ -56,7 +52,7 @@ Var cross_entropy(const Var& logits, const IntTensor& targets, const CrossEntrop
   // depend on the thread count.
   std::vector<double> row_loss(static_cast<size_t>(rows), 0.0);
   const Real* x = logits.value().data();
-#pragma omp parallel if (worth_parallel(rows, V))
+#pragma omp parallel if (softmax_rows_worth_parallel(rows, V))
   {
     Eigen::Array<Real, Eigen::Dynamic, 1> logp(V);  // aligned: its sum does not depend on an address
 #pragma omp for schedule(static)
@@ -85,7 +81,7 @@ Var cross_entropy(const Var& logits, const IntTensor& targets, const CrossEntrop
         // one-hot = (1 - eps) * onehot + eps / V.
         const Real g = self.grad[0] / static_cast<Real>(count);
         const Real* x = self.input_value(0).data();
-#pragma omp parallel if (worth_parallel(rows, V))
+#pragma omp parallel if (softmax_rows_worth_parallel(rows, V))
         {
           std::vector<Real> p(static_cast<size_t>(V));
 #pragma omp for schedule(static)

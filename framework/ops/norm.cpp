@@ -13,7 +13,7 @@ using ArrayMap = Eigen::Map<Eigen::Array<Real, Eigen::Dynamic, 1>>;
 using ConstArrayMap = Eigen::Map<const Eigen::Array<Real, Eigen::Dynamic, 1>>;
 using Array = Eigen::Array<Real, Eigen::Dynamic, 1>;
 
-constexpr int64_t kParallelMinElements = 1 << 14;
+constexpr int64_t kNormParallelMinElements = 1 << 14;
 
 // Rows are staged through aligned Eigen arrays and reductions run over
 // expressions so that no result depends on a row's address: Eigen would
@@ -49,7 +49,7 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, Real eps) {
   const Real* w = weight.defined() ? weight.value().data() : nullptr;
   const Real* b = bias.defined() ? bias.value().data() : nullptr;
   Real* yd = out.data();
-#pragma omp parallel if (rows > 1 && rows * d >= kParallelMinElements)
+#pragma omp parallel if (rows > 1 && rows * d >= kNormParallelMinElements)
   {
     Array xr(d);  // aligned copy of the row
 #pragma omp for schedule(static)
@@ -93,7 +93,7 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, Real eps) {
         if (need_w) dw_part.setZero(chunks, d);
         if (need_b) db_part.setZero(chunks, d);
 
-#pragma omp parallel if (rows > 1 && rows * d >= kParallelMinElements)
+#pragma omp parallel if (rows > 1 && rows * d >= kNormParallelMinElements)
         {
           Array xhat(d), dxhat(d);
 #pragma omp for schedule(static)

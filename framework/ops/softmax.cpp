@@ -11,14 +11,6 @@ namespace {
 using ArrayMap = Eigen::Map<Eigen::Array<Real, Eigen::Dynamic, 1>>;
 using ConstArrayMap = Eigen::Map<const Eigen::Array<Real, Eigen::Dynamic, 1>>;
 
-constexpr Real kNegInf = -std::numeric_limits<Real>::infinity();
-
-// Rows are worth spreading over threads only when there is enough work to pay
-// for waking the team (~ tens of microseconds of exp()).
-constexpr int64_t kParallelMinElements = 1 << 15;
-
-bool worth_parallel(int64_t rows, int64_t n) { return rows > 1 && rows * n >= kParallelMinElements; }
-
 // Alignment independence. Eigen evaluates the first few elements of an
 // unaligned destination (or of a reduction straight over an unaligned map)
 // with scalar code until it reaches an aligned address: std::exp instead of
@@ -37,7 +29,7 @@ Real unpeeled_sum(const ConstArrayMap& a) { return (a + Real(0)).sum(); }
 // Each row is written by one thread only, so results do not depend on the team.
 template <class RowFn>
 void for_each_row(int64_t rows, int64_t n, const RowFn& body) {
-#pragma omp parallel for schedule(static) if (worth_parallel(rows, n))
+#pragma omp parallel for schedule(static) if (softmax_rows_worth_parallel(rows, n))
   for (int64_t r = 0; r < rows; ++r) body(r);
 }
 
