@@ -33,8 +33,10 @@ build="${ATTNLAB_ASAN_BUILD_DIR:-$root/build-asan}"
 # ATTNLAB_MPI=OFF: Open MPI's own libraries keep allocations to exit, which LeakSanitizer
 # reports from every rank; this build tests the one-process stand-in, and the Release suite
 # runs the real mpirun jobs (tests/test_mpi.cpp).
+# ATTNLAB_UNITY=OFF: this build compiles every file on its own, so a file that compiles only
+# beside another one's includes in a unity batch (the Release build's) is found here.
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DATTNLAB_SANITIZE=ON -DATTNLAB_NATIVE=OFF -DATTNLAB_DOCS_TEST=OFF \
-  -DATTNLAB_SCALE_TEST=OFF -DATTNLAB_SCRIPT_TESTS=OFF -DATTNLAB_MPI=OFF -DATTNLAB_BUILD_TESTS=ON >/dev/null
+  -DATTNLAB_SCALE_TEST=OFF -DATTNLAB_SCRIPT_TESTS=OFF -DATTNLAB_MPI=OFF -DATTNLAB_UNITY=OFF -DATTNLAB_BUILD_TESTS=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 cd "$build"
 # allocator_may_return_null: a huge allocation throws std::bad_alloc, as without ASan.
