@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -205,6 +206,29 @@ TEST_CASE("a live run's lock refuses a second train --resume, --overwrite or new
   CHECK(other.wait() == 2);
   CHECK_THAT(slurp(dir / "other.log"), Contains("in use by attnlab process " + std::to_string(replacing.pid)));
   CHECK(replacing.kill9() == 128 + SIGKILL);
+}
+
+TEST_CASE("train --resume on a run being replaced in place (its lock held, config.ini not yet rewritten) names the "
+          "holder, not a missing config.ini",
+          "[cli][run-safety][lock]") {
+  TempDir dir("safety-lock-replacing");
+  const std::string run = dir / "run";
+  REQUIRE(run_attnlab("train" + kTiny + " --steps 2 --eval-every 2 --run " + run).code == 0);
+  fs::remove(run + "/config.ini");  // the moment a replacing run has cleared the old files
+  const int fd = ::open((run + "/.lock").c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  const std::string pid_line = "pid 4242\n";
+  REQUIRE(::pwrite(fd, pid_line.data(), pid_line.size(), 0) == static_cast<ssize_t>(pid_line.size()));
+  const CliResult held = run_attnlab("train --resume " + run + " --steps 4 --threads 1 --quiet");
+  INFO(held.out);
+  CHECK(held.code == 2);
+  CHECK_THAT(held.out, Contains("in use by attnlab process 4242"));
+  ::close(fd);  // released: the directory is then what it is, a run without config.ini
+  const CliResult free = run_attnlab("train --resume " + run + " --steps 4 --threads 1 --quiet");
+  INFO(free.out);
+  CHECK(free.code != 0);
+  CHECK_THAT(free.out, Contains("is not an attnlab run directory (no config.ini)"));
 }
 
 TEST_CASE("a run's .lock that is a symlink or a FIFO is refused by --resume and --overwrite, and what it points to is "

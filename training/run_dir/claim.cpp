@@ -178,6 +178,9 @@ RunClaim RunClaim::start(const RunDir& run, bool overwrite) {
 RunClaim RunClaim::resume(const RunDir& run) {
   std::error_code ec;
   run.require_directory();
+  // A live run replacing this one with --overwrite removes config.ini before it
+  // writes its own: name that run rather than call the directory no run.
+  RunLock::refuse_if_held(run.path());
   if (!fs::exists(run.config_path(), ec))
     throw IoError("'" + run.path() + "' is not an attnlab run directory (no config.ini)");
   RunClaim claim(run);
