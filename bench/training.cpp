@@ -33,6 +33,7 @@
 #include "framework/ops/loss.h"
 #include "framework/optim/optim.h"
 #include "models/sequence_model.h"
+#include "training/thread_slices.h"
 
 namespace attnlab::bench {
 
@@ -93,6 +94,18 @@ void make_batches(const Shape& shape, uint64_t seed, std::vector<ModelInput>& in
   }
 }
 
+// Rows [lo, hi) of a (B, T) batch.
+IntTensor rows(const IntTensor& x, int64_t lo, int64_t hi) {
+  const int64_t T = x.shape[1];
+  IntTensor out({hi - lo, T});
+  std::copy(x.data.begin() + lo * T, x.data.begin() + hi * T, out.data.begin());
+  return out;
+}
+
+bool uses_batch_slices(const Shape& shape, const TrainingOptions& a) {
+  return a.batch_slices && a.threads > 1 && shape.B % a.threads == 0;
+}
+
 struct Timings {
   std::vector<double> step_ms;  // timed steps, sorted
   double last_loss = 0;
@@ -109,6 +122,25 @@ Timings time_steps(const Shape& shape, const TrainingOptions& a, SequenceModel& 
   std::vector<ModelInput> inputs;
   std::vector<IntTensor> targets;
   make_batches(shape, a.seed, inputs, targets);
+  // With batch slices: each batch cut into T slices of B / T sequences, one per thread.
+  const int64_t T = a.threads;
+  std::unique_ptr<ThreadSlices> slices;
+  std::vector<std::vector<ModelInput>> slice_inputs;
+  std::vector<std::vector<IntTensor>> slice_targets;
+  std::vector<double> slice_losses(static_cast<size_t>(T));
+  if (uses_batch_slices(shape, a)) {
+    slices = std::make_unique<ThreadSlices>(model, a.threads);
+    for (size_t b = 0; b < inputs.size(); ++b) {
+      slice_inputs.emplace_back();
+      slice_targets.emplace_back();
+      for (int64_t k = 0; k < T; ++k) {
+        ModelInput slice;
+        slice.src = rows(inputs[b].src, k * shape.B / T, (k + 1) * shape.B / T);
+        slice_inputs.back().push_back(slice);
+        slice_targets.back().push_back(rows(targets[b], k * shape.B / T, (k + 1) * shape.B / T));
+      }
+    }
+  }
   Timings out;
   auto last_between = Clock::now();
   for (int64_t step = 0; step < a.warmup + steps; ++step) {
@@ -118,14 +150,25 @@ Timings time_steps(const Shape& shape, const TrainingOptions& a, SequenceModel& 
     }
     size_t i = static_cast<size_t>(step) % inputs.size();
     auto t = Clock::now();
-    model.zero_grad();
     const uint64_t nodes_before = nodes_created();
-    Var loss = cross_entropy(model.forward(inputs[i]), targets[i]);
+    if (slices) {
+      slices->sum_in_place(T, [&](SequenceModel& on, int64_t k) {
+        on.zero_grad();
+        Var loss = cross_entropy(on.forward(slice_inputs[i][static_cast<size_t>(k)]), slice_targets[i][static_cast<size_t>(k)]);
+        backward(loss, Real(1) / static_cast<Real>(T));  // every slice holds B·T / T targets
+        slice_losses[static_cast<size_t>(k)] = loss.item();
+      });
+      out.last_loss = 0;
+      for (double l : slice_losses) out.last_loss += l / static_cast<double>(T);
+    } else {
+      model.zero_grad();
+      Var loss = cross_entropy(model.forward(inputs[i]), targets[i]);
+      backward(loss);
+      out.last_loss = loss.item();
+    }
     out.nodes_per_step = nodes_created() - nodes_before;
-    backward(loss);
     optimizer->step();
     double ms = seconds_since(t) * 1e3;
-    out.last_loss = loss.item();
     if (step >= a.warmup) out.step_ms.push_back(ms);
   }
   std::sort(out.step_ms.begin(), out.step_ms.end());
@@ -208,6 +251,7 @@ void run_training(const Shape& shape, const TrainingOptions& a) {
   out.update({{"impl", "attnlab"},        {"config", shape.name},     {"threads", a.threads},
                         {"steps", steps},           {"step_ms", median},        {"tokens_per_s", tokens_per_s},
                         {"params", model->parameter_count()}, {"nodes_per_step", timed.nodes_per_step},
+                        {"threads_split", uses_batch_slices(shape, a) ? "batch" : "ops"},
                         {"gflops", gflops},         {"final_loss", timed.last_loss},
                         {"precision", name_of(gemm_precision())}, {"gemm_backend", gemm_backend()},
                         {"gemm_kernel", gemm_kernel()}});

@@ -14,6 +14,9 @@ struct TrainingOptions {
   uint64_t seed = 0;   // of the weights and the data
   bool peaks = true;   // measure the FMA and matrix-product peaks, and the products-only bound
   bool products_table = false;  // after the JSON line, the step's products by shape
+  // With several threads: each runs whole slices of the batch (training/thread_slices.h;
+  // where the batch splits evenly among them), as train does, or false: every op is split.
+  bool batch_slices = true;
 };
 
 // Times the steps and prints one JSON line (and the table when asked).

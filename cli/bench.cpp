@@ -25,6 +25,7 @@ struct BenchArgs {
   std::string arch = "decoder";
   int64_t batch = 0;
   std::string gemm;  // empty: the build's backend
+  std::string thread_split = "batch";
   Precision precision = Precision::fp32;
 };
 
@@ -49,6 +50,9 @@ const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
   OptionSet opts("Options");
   opts.add("config", &a.config_name, "S | M | L (docs/benchmark.md), or graph: a width-4 model whose step is the engine's fixed cost")
       .add("threads", &a.threads, "OpenMP threads")
+      .add("thread-split", &a.thread_split,
+           "how several threads share a step: batch (each runs whole slices of the batch, as train "
+           "does, where the batch splits evenly among them) or ops (every op is split among them)")
       .add("steps", &a.steps, "timed steps; 0 = 20 (S), 10 (M), 5 (L)")
       .add("warmup", &a.warmup, "untimed steps first")
       .add("seed", &a.seed, "seed of weights and data")
@@ -74,6 +78,8 @@ const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
   const bench::Shape* shape = bench::find_shape(a.config_name);
   if (!shape) throw ValueError("--config must be S, M, L or graph, got '" + a.config_name + "'");
   if (a.threads < 1 || a.threads > 1024) throw ValueError("--threads must be in [1, 1024], got " + std::to_string(a.threads));
+  if (a.thread_split != "batch" && a.thread_split != "ops")
+    throw ValueError("--thread-split must be batch or ops, got '" + a.thread_split + "'");
   if (a.steps < 0 || a.warmup < 0) throw ValueError("--steps and --warmup must be >= 0");
   if (a.decode && std::string(shape->name) == "graph") throw ValueError("--decode takes --config S, M or L, got 'graph'");
   if (a.comm && launched_size() <= 1)
@@ -109,7 +115,7 @@ int run_bench(const Args& args) {
                                  a.threads, a.seed, !a.no_reference};
     return bench::run_decoding(d) ? kExitOk : kExitFailure;
   }
-  bench::run_training(*shape, {a.threads, a.steps, a.warmup, a.seed, !a.no_peak, a.products});
+  bench::run_training(*shape, {a.threads, a.steps, a.warmup, a.seed, !a.no_peak, a.products, a.thread_split == "batch"});
   return kExitOk;
 }
 

@@ -111,7 +111,10 @@ std::vector<TrainOption> training_group() {
        may_change},
       {g, "seed", at(&S::seed), "seed of initialisation, data and dropout"},
       {g, "threads", at(&S::threads),
-       "OpenMP threads (results are bitwise reproducible for a fixed seed and thread count)", may_change},
+       "OpenMP threads: each runs whole slices of the batch (N threads give the bits of --grad-accum N on one "
+       "thread) where the batch splits evenly among them and no probe records the step, else every op is split "
+       "among them; bitwise reproducible for a fixed seed and thread count",
+       may_change},
       {g, "precision", at(&S::precision),
        "of the matrix products: fp32 | bf16 (operands rounded to bfloat16, fp32 sums, as torch.autocast; weights, "
        "optimizer, softmax, norms and loss stay fp32; needs a CPU with AVX512_BF16 or AMX; docs/performance.md)"},

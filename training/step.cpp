@@ -10,6 +10,7 @@
 #include "models/batch.h"
 #include "training/distributed/ordered_sum.h"
 #include "training/distributed/shards.h"
+#include "training/thread_slices.h"
 
 namespace attnlab {
 
@@ -21,8 +22,7 @@ struct Forward {
 };
 
 // The batch's logits and loss, recording the instruments' forward half when probed.
-Forward forward_loss(TrainState& state, const FormattedBatch& batch, TrainingProbe* probe) {
-  SequenceModel& model = state.model();
+Forward forward_loss(const TrainState& state, SequenceModel& model, const FormattedBatch& batch, TrainingProbe* probe) {
   if (probe) {
     probe->before_forward();
     model.observe_residual_stream(probe->stream_sink());
@@ -48,28 +48,21 @@ int64_t counted_targets(const IntTensor& targets) {
 // What each micro-batch reports beside its gradient, gathered from every process.
 enum MicroStat { kLossPart, kRightTokens, kTargets, kExactSequences, kTrainedTokens, kMicroStats };
 
-// The gradients of every parameter, one after the other (zeros where a parameter has none).
-void append_gradients(const std::vector<Var>& params, std::vector<Real>& out) {
-  for (const Var& p : params) {
-    if (p.has_grad()) out.insert(out.end(), p.grad().data(), p.grad().data() + p.numel());
-    else out.insert(out.end(), static_cast<size_t>(p.numel()), Real(0));
-  }
+// The threads' share of a step: with T threads, each of a process's
+// grad_accum micro-batches is cut into T, run whole one per thread
+// (training/thread_slices.h), when the batch splits evenly so and no probe
+// records the step (the probes observe one model); else 1, and each op is
+// split among the threads.
+int64_t thread_slices(const TrainState& state, bool probed) {
+  const TrainSettings& s = state.settings();
+  const int64_t T = s.threads, parts = s.grad_accum * T * state.communicator().size();
+  return T > 1 && !probed && s.batch_size % parts == 0 ? T : 1;
 }
 
-// Every parameter's gradient from `summed`, the parameters' gradients one after the other.
-void set_gradients(const std::vector<Var>& params, const std::vector<Real>& summed) {
-  size_t offset = 0;
-  for (Var p : params) {
-    if (!p.has_grad()) p.grad() = Tensor::uninitialized(p.shape());
-    std::copy(summed.begin() + static_cast<std::ptrdiff_t>(offset),
-              summed.begin() + static_cast<std::ptrdiff_t>(offset + static_cast<size_t>(p.numel())), p.grad().data());
-    offset += static_cast<size_t>(p.numel());
-  }
-}
-
-// A step split into M = grad_accum x processes micro-batches of the global
-// batch (every process draws the whole batch from the one stream; process r
-// takes micro-batches r·K .. r·K + K - 1). Micro-batch k's loss is weighed by
+// A step split into M = K x processes micro-batches of the global batch, K =
+// grad_accum x `slices` (every process draws the whole batch from the one
+// stream; process r takes micro-batches r·K .. r·K + K - 1, its threads
+// `slices` at a time). Micro-batch k's loss is weighed by
 // its share of the batch's targets, so the sum is the whole batch's mean loss;
 // its gradient is computed from zero, and the M gradients are summed over the
 // fixed tree of ordered_sum.h, which depends on M alone, so N processes of K
@@ -77,10 +70,10 @@ void set_gradients(const std::vector<Var>& params, const std::vector<Real>& summ
 // a stream per micro-batch, seeded from the step's one draw of the model's
 // dropout stream. With a sharded optimizer and the reduce-scatter, only this
 // process's slice of the gradients holds the sum.
-void micro_batch_gradients(TrainState& state, const std::vector<Example>& examples, StepResult& r) {
+void micro_batch_gradients(TrainState& state, const std::vector<Example>& examples, int64_t slices, StepResult& r) {
   const TrainSettings& s = state.settings();
   const Communicator& comm = state.communicator();
-  const int64_t K = s.grad_accum, M = K * comm.size(), B = s.batch_size / M;
+  const int64_t K = s.grad_accum * slices, M = K * comm.size(), B = s.batch_size / M;
   std::vector<FormattedBatch> batches;
   int64_t targets = 0;
   for (int64_t k = 0; k < M; ++k) {
@@ -91,28 +84,41 @@ void micro_batch_gradients(TrainState& state, const std::vector<Example>& exampl
   SequenceModel& model = state.model();
   const uint64_t dropout_seed = model.dropout_rng().next_u64();
   const Rng stream = model.dropout_rng();
-  std::vector<double> stats;
-  const auto gradient = [&](int64_t k) {  // called for k = r·K, r·K + 1, ... in order
+  const int64_t first = comm.rank() * K;
+  std::vector<double> stats(static_cast<size_t>(K * kMicroStats));
+  // Micro-batch k on `on`, the model or a thread's replica of it: its gradient left in on's parameters.
+  const auto run = [&](SequenceModel& on, int64_t k) {
     const FormattedBatch& batch = batches[static_cast<size_t>(k)];
     const int64_t n = counted_targets(batch.targets);
     const double weight = targets > 0 ? static_cast<double>(n) / static_cast<double>(targets) : 0;
-    model.dropout_rng() = Rng(derive_seed(dropout_seed, static_cast<uint64_t>(k)));
-    model.zero_grad();
-    const Forward f = forward_loss(state, batch, nullptr);
+    on.dropout_rng() = Rng(derive_seed(dropout_seed, static_cast<uint64_t>(k)));
+    on.zero_grad();
+    const Forward f = forward_loss(state, on, batch, nullptr);
     backward(f.loss, static_cast<Real>(weight));
-    std::vector<Real> g;
-    append_gradients(state.parameters(), g);
     const Accuracy acc = teacher_forced_accuracy(f.logits.value(), batch.targets);
     const double trained = static_cast<double>(batch.targets.numel() + batch.input.src.numel() * (s.model.arch == Arch::seq2seq));
-    stats.insert(stats.end(), {weight * static_cast<double>(f.loss.item()), acc.token * static_cast<double>(n),
-                               static_cast<double>(n), acc.exact * static_cast<double>(B), trained});
+    const double mine[kMicroStats] = {weight * static_cast<double>(f.loss.item()), acc.token * static_cast<double>(n),
+                                      static_cast<double>(n), acc.exact * static_cast<double>(B), trained};
+    std::copy(mine, mine + kMicroStats, stats.begin() + (k - first) * kMicroStats);
+  };
+  const auto gradient = [&](SequenceModel& on, int64_t k) {
+    run(on, k);
+    std::vector<Real> g;
+    append_gradients(on.parameters(), g);
     return g;
   };
-  const std::vector<Real> partials = local_partial_sums(M, comm.rank() * K, (comm.rank() + 1) * K, gradient);
+  ThreadSlices& threads = state.thread_slices();
+  if (comm.size() == 1 && K == slices) {  // one micro-batch per thread: summed where they lie
+    threads.sum_in_place(K, run);
+  } else {
+    const auto leaf = slices > 1 ? threads.ordered_leaves(first, first + K, gradient)
+                                 : std::function<std::vector<Real>(int64_t)>([&](int64_t k) { return gradient(model, k); });
+    const std::vector<Real> partials = local_partial_sums(M, first, first + K, leaf);
+    const bool slice_only = state.optimizer().sharded();
+    set_gradients(state.parameters(),
+                  ordered_sum(comm, partials, K, state.shard_bounds(), parse_reduction(s.reduction), slice_only));
+  }
   model.dropout_rng() = stream;
-  const bool slice_only = state.optimizer().sharded();
-  set_gradients(state.parameters(),
-                ordered_sum(comm, partials, K, state.shard_bounds(), parse_reduction(s.reduction), slice_only));
   const std::vector<double> all = comm.allgather(stats);
   double loss = 0, right = 0, exact = 0, trained = 0;
   for (int64_t k = 0; k < M; ++k) {
@@ -152,18 +158,19 @@ StepResult train_step(TrainState& state, const StepHooks& hooks, TrainingProbe* 
   StepResult r;
   r.step = ++state.step;
   const std::vector<Example> examples = state.stream().next_batch(s.batch_size);
-  const bool split = s.grad_accum * state.communicator().size() > 1;
+  const int64_t slices = thread_slices(state, probe != nullptr);
+  const bool split = s.grad_accum * slices * state.communicator().size() > 1;
   if (split && probe) throw ValueError("the probes record one micro-batch per step: not with --grad-accum > 1 or several processes");
   FormattedBatch batch;
   Var logits;
   ++state.steps_run;
   const StepTraffic counted(state);
   if (split) {
-    micro_batch_gradients(state, examples, r);
+    micro_batch_gradients(state, examples, slices, r);
   } else {
     batch = format_batch(state.batch_format(), to_pairs(examples));
     state.model().zero_grad();
-    const Forward f = forward_loss(state, batch, probe);
+    const Forward f = forward_loss(state, state.model(), batch, probe);
     backward(f.loss);
     if (probe) probe->after_backward();
     r.loss = f.loss.item();

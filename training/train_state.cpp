@@ -27,6 +27,11 @@ void TrainState::set_communicator(const Communicator& c) {
   if (settings_.shard_optimizer && c.size() > 1) optimizer_->shard(owned_ranges(sizes, shard_bounds_, c.rank()));
 }
 
+ThreadSlices& TrainState::thread_slices() {
+  if (!thread_slices_) thread_slices_ = std::make_unique<ThreadSlices>(*model_, settings_.threads);
+  return *thread_slices_;
+}
+
 const std::vector<Example>& TrainState::heldout() const {
   const std::vector<Example>* own = task_->own_heldout();
   return own ? *own : drawn_heldout_.examples();

@@ -12,6 +12,7 @@
 #include "models/sequence_model.h"
 #include "training/distributed/communicator.h"
 #include "training/settings.h"
+#include "training/thread_slices.h"
 
 namespace attnlab {
 
@@ -46,6 +47,8 @@ class TrainState {
   // settings().shard_optimizer, shards the optimizer: before any step or restore.
   const Communicator& communicator() const { return *communicator_; }
   void set_communicator(const Communicator& c);
+  // The model's replicas for settings().threads workers, made on first use (training/thread_slices.h).
+  ThreadSlices& thread_slices();
   // The N + 1 boundaries of the processes' slices of the flat parameters (training/distributed/shards.h).
   const std::vector<int64_t>& shard_bounds() const { return shard_bounds_; }
 
@@ -76,6 +79,7 @@ class TrainState {
   BatchFormat batch_format_ = BatchFormat::encoder;
   const Communicator* communicator_ = &single_process();
   std::vector<int64_t> shard_bounds_;
+  std::unique_ptr<ThreadSlices> thread_slices_;
 };
 
 }  // namespace attnlab

@@ -1,5 +1,6 @@
 #include "training/distributed/ordered_sum.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -42,6 +43,22 @@ std::vector<Real> evaluate(int64_t lo, int64_t hi, const std::function<std::vect
   std::vector<Real> sum = evaluate(lo, mid, leaf);
   add_into(sum, evaluate(mid, hi, leaf));
   return sum;
+}
+
+// Node [lo, hi) of `leaves` at elements [at, at + n), n <= kTreeChunk, into out.
+constexpr int64_t kTreeChunk = 1024;
+void tree_chunk(const std::vector<const Real*>& leaves, int64_t lo, int64_t hi, int64_t at, int64_t n, Real* out) {
+  if (hi - lo == 1) {
+    const Real* leaf = leaves[static_cast<size_t>(lo)];
+    if (!leaf) std::fill(out, out + n, Real(0));
+    else if (leaf + at != out) std::copy(leaf + at, leaf + at + n, out);
+    return;
+  }
+  const int64_t mid = split_point(lo, hi);
+  tree_chunk(leaves, lo, mid, at, n, out);
+  Real right[kTreeChunk];
+  tree_chunk(leaves, mid, hi, at, n, right);
+  for (int64_t e = 0; e < n; ++e) out[e] += right[e];
 }
 
 // The given partial sums: node -> its `count` elements.
@@ -129,6 +146,13 @@ std::vector<SumNode> subtrees_within(int64_t micro_batches, int64_t begin, int64
   std::vector<SumNode> out;
   cover(0, micro_batches, begin, end, out);
   return out;
+}
+
+void tree_sum(const std::vector<const Real*>& leaves, Real* out, int64_t count) {
+  if (leaves.empty()) throw std::logic_error("tree_sum: no leaves");
+  const int64_t n = static_cast<int64_t>(leaves.size());
+  for (int64_t at = 0; at < count; at += kTreeChunk)
+    tree_chunk(leaves, 0, n, at, std::min(kTreeChunk, count - at), out + at);
 }
 
 std::vector<Real> local_partial_sums(int64_t micro_batches, int64_t begin, int64_t end,

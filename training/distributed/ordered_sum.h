@@ -40,6 +40,11 @@ struct SumNode {
 // The largest subtrees of the tree over `micro_batches` leaves that lie inside [begin, end), left to right.
 std::vector<SumNode> subtrees_within(int64_t micro_batches, int64_t begin, int64_t end);
 
+// out[i] = leaves[0][i] + ... + leaves[n-1][i] for i < count, summed over the
+// tree of n leaves above (so with the bits of local_partial_sums over n
+// micro-batches); a null leaf counts as zeros, and out may be leaves[0].
+void tree_sum(const std::vector<const Real*>& leaves, Real* out, int64_t count);
+
 // The partial sums of micro-batches [r·K, r·K + K) of M, one buffer after the
 // other in subtrees_within's order. leaf(m) returns micro-batch m's gradient;
 // it is called for m = r·K, r·K + 1, ... in order, and at most about log2(K)

@@ -1,0 +1,147 @@
+// Threads as data-parallel workers inside a step (training/thread_slices.h):
+// each micro-batch computed once, on its own thread's model with the model's
+// values, handed out in order; and at the command line, N threads give the
+// bits of --grad-accum N on one thread.
+#include <catch2/catch.hpp>
+
+#include <omp.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include "framework/error.h"
+#include "tests/cli_harness.h"
+#include "tests/fixtures.h"
+#include "training/thread_slices.h"
+
+using namespace attnlab;
+namespace fs = std::filesystem;
+using attnlab::testing::checkpoint_difference;
+using attnlab::testing::CliResult;
+using attnlab::testing::metrics_without_times;
+using attnlab::testing::model_config;
+using attnlab::testing::run_attnlab;
+using attnlab::testing::TempDir;
+
+namespace {
+
+std::unique_ptr<SequenceModel> tiny_model() { return make_model(model_config("encoder", 7, 6, 8, 2, 1, 16), 5); }
+
+std::string step_file(const std::string& run, int step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "/checkpoints/step-%08d", step);
+  return run + name;
+}
+
+void check_same_run(const std::string& a, const std::string& b, int step) {
+  INFO(a << " against " << b);
+  CHECK(checkpoint_difference(step_file(a, step) + ".safetensors", step_file(b, step) + ".safetensors") == "");
+  CHECK(checkpoint_difference(step_file(a, step) + ".optim.safetensors", step_file(b, step) + ".optim.safetensors") ==
+        "");
+  CHECK(metrics_without_times(a + "/metrics.csv") == metrics_without_times(b + "/metrics.csv"));
+}
+
+}  // namespace
+
+TEST_CASE("thread slices compute each micro-batch once, a block of T at a time on T distinct models holding the "
+          "model's values and mode, one thread each, and hand them out in order",
+          "[thread-slices]") {
+  auto model = tiny_model();
+  model->eval();
+  Var first = model->parameters()[0];
+  first.value()[0] = Real(0.625);  // a value the replicas' own initialisation does not have
+  ThreadSlices slices(*model, 3);
+  REQUIRE(slices.threads() == 3);
+  const int caller_threads = omp_get_max_threads();
+  std::vector<int> computed(7, 0);
+  std::vector<const SequenceModel*> model_of(7, nullptr);
+  std::vector<int> inner_threads(7, 0);
+  auto next = slices.ordered_leaves(2, 9, [&](SequenceModel& on, int64_t k) {
+    const size_t i = static_cast<size_t>(k - 2);
+    ++computed[i];
+    model_of[i] = &on;
+    inner_threads[i] = omp_get_max_threads();
+    CHECK(on.parameters()[0].value()[0] == Real(0.625));
+    CHECK_FALSE(on.training());
+    return std::vector<Real>{static_cast<Real>(k), static_cast<Real>(10 * k)};
+  });
+  for (int64_t k = 2; k < 9; ++k) CHECK(next(k) == std::vector<Real>{static_cast<Real>(k), static_cast<Real>(10 * k)});
+  CHECK(computed == std::vector<int>(7, 1));
+  CHECK(inner_threads == std::vector<int>(7, 1));
+  CHECK(omp_get_max_threads() == caller_threads);
+  // Blocks [2, 5), [5, 8), [8, 9): three models in each full block, the model itself first.
+  for (size_t block : {0, 3}) {
+    CHECK(model_of[block] == model.get());
+    CHECK(std::set<const SequenceModel*>(model_of.begin() + block, model_of.begin() + block + 3).size() == 3);
+  }
+  CHECK(model_of[6] == model.get());
+}
+
+TEST_CASE("thread slices pass a micro-batch's exception to the caller, and one thread runs every leaf on the model",
+          "[thread-slices]") {
+  auto model = tiny_model();
+  ThreadSlices two(*model, 2);
+  auto next = two.ordered_leaves(0, 4, [](SequenceModel&, int64_t k) -> std::vector<Real> {
+    if (k == 3) throw ShapeError("micro-batch 3 failed");
+    return {static_cast<Real>(k)};
+  });
+  CHECK(next(0) == std::vector<Real>{0});
+  CHECK(next(1) == std::vector<Real>{1});
+  CHECK_THROWS_WITH(next(2), "micro-batch 3 failed");
+
+  ThreadSlices one(*model, 1);
+  std::vector<const SequenceModel*> used;
+  auto serial = one.ordered_leaves(0, 3, [&](SequenceModel& on, int64_t k) {
+    used.push_back(&on);
+    return std::vector<Real>{static_cast<Real>(k)};
+  });
+  for (int64_t k = 0; k < 3; ++k) CHECK(serial(k) == std::vector<Real>{static_cast<Real>(k)});
+  CHECK(used == std::vector<const SequenceModel*>(3, model.get()));
+  CHECK_THROWS_AS(ThreadSlices(*model, 0), ValueError);
+}
+
+TEST_CASE("train --threads N gives the bits of --threads 1 --grad-accum N (and of K times N with --grad-accum K), "
+          "not those of one micro-batch; a batch N does not split, or a probed run, trains with its ops split, reproducibly",
+          "[thread-slices][cli]") {
+  TempDir dir("thread-slices");
+  const std::string flags =
+      "train --task reverse --vocab 5 --min-len 4 --max-len 6 --d-model 16 --heads 2 --layers 1 --d-ff 32"
+      " --heldout 30 --target 0 --log-every 5 --eval-every 10 --dropout 0.1 --batch-size 12 --steps 20 --quiet";
+  const auto train = [&](const std::string& name, const std::string& extra) {
+    const CliResult r = run_attnlab(flags + extra + " --run " + (dir / name));
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return dir / name;
+  };
+  check_same_run(train("t2", " --threads 2"), train("a2", " --threads 1 --grad-accum 2"), 20);
+  check_same_run(train("t3", " --threads 3"), train("a3", " --threads 1 --grad-accum 3"), 20);
+  check_same_run(train("t2a2", " --threads 2 --grad-accum 2"), train("a4", " --threads 1 --grad-accum 4"), 20);
+  const std::string one = train("t1", " --threads 1");
+  CHECK(checkpoint_difference(step_file(one, 20) + ".safetensors", step_file(dir / "t2", 20) + ".safetensors") != "");
+  // 12 sequences do not split into 5 threads: every op is split instead, and the run is still reproducible.
+  check_same_run(train("t5", " --threads 5"), train("t5again", " --threads 5"), 20);
+  // The probes observe one model: a probed run's threads split its ops, and it trains.
+  train("probed", " --threads 2 --probe-every 5");
+  CHECK(fs::exists(dir / "probed/probe_params.csv"));
+}
+
+TEST_CASE("bench --threads 2 runs whole slices of the batch on each thread unless --thread-split ops, with the same "
+          "first loss either way; another value is refused with one line naming it",
+          "[thread-slices][cli][bench]") {
+  const auto first_step = [](const std::string& extra) {
+    const CliResult r = run_attnlab("bench --config S --threads 2 --steps 1 --warmup 0 --no-peak" + extra);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  };
+  const nlohmann::json batch = first_step(""), ops = first_step(" --thread-split ops");
+  CHECK(batch["threads_split"] == "batch");
+  CHECK(ops["threads_split"] == "ops");
+  CHECK(batch["final_loss"].get<double>() == Approx(ops["final_loss"].get<double>()).epsilon(1e-5));
+  CHECK(batch["nodes_per_step"].get<int64_t>() == 2 * ops["nodes_per_step"].get<int64_t>());  // one graph per slice
+  const CliResult bad = run_attnlab("bench --config S --threads 2 --thread-split rows --no-peak");
+  CHECK(bad.code == 2);
+  CHECK(bad.out == "attnlab bench: --thread-split must be batch or ops, got 'rows'\n");
+}
