@@ -251,7 +251,7 @@ void run_training(const Shape& shape, const TrainingOptions& a) {
   out.update({{"impl", "attnlab"},        {"config", shape.name},     {"threads", a.threads},
                         {"steps", steps},           {"step_ms", median},        {"tokens_per_s", tokens_per_s},
                         {"params", model->parameter_count()}, {"nodes_per_step", timed.nodes_per_step},
-                        {"threads_split", uses_batch_slices(shape, a) ? "batch" : "ops"},
+                        {"threads_split", uses_batch_slices(shape, a) ? "batch" : a.threads > 1 ? "ops" : "none"},
                         {"gflops", gflops},         {"final_loss", timed.last_loss},
                         {"precision", name_of(gemm_precision())}, {"gemm_backend", gemm_backend()},
                         {"gemm_kernel", gemm_kernel()}});

@@ -34,6 +34,7 @@ const char* const kBenchUsage =
     "Times training steps (forward, backward, AdamW) of the encoder tagger of docs/benchmark.md on\n"
     "fixed random batches and prints one JSON line. Every line names the CPU (cpu, cpu_vendor,\n"
     "cpu_family, cpu_model_number, cpu_isa), the products' precision and gemm_kernel. Training\n"
+    "(threads_split: batch, ops or none, as --thread-split and the thread count decide)\n"
     "adds median step_ms, tokens_per_s, params, achieved GFLOP/s, peak RSS, and MFU against the\n"
     "fp32 FMA peak measured here with the same threads (gemm_mfu against the engine's own\n"
     "matrix product; where the CPU has AVX512_BF16, bf16_dot_peak_gflops, and with --precision\n"

@@ -23,8 +23,10 @@ import sys
 PRODUCTION = ["framework", "models", "datasets", "training", "cli", "bench"]
 # Every line of every .cpp and .h under PRODUCTION: 17,053 on 2026-12-03, when the budget was set
 # at 19,000 with room for the planned scale-out (sharded optimizer) and bf16 kernels; raised to
-# 20,000 the same day for `attnlab report` (about 950 lines of C++, the page itself being HTML/JS).
-LINE_BUDGET = 20000
+# 20,000 the same day for `attnlab report` (about 950 lines of C++, the page itself being HTML/JS);
+# to 20,200 on 2026-12-04 for threads that each run a slice of the batch (training/thread_slices.*
+# and a buffer cache per thread, about 190 lines), which two threads needed to pay on small models.
+LINE_BUDGET = 20200
 FILE_LIMIT = 400
 FUNCTION_LIMIT = 60
 TOP = PRODUCTION + ["scripts", "tests", "docs", "examples", "cmake", ".ci"]

@@ -103,7 +103,7 @@ TEST_CASE("thread slices pass a micro-batch's exception to the caller, and one t
 }
 
 TEST_CASE("train --threads N gives the bits of --threads 1 --grad-accum N (and of K times N with --grad-accum K), "
-          "not those of one micro-batch; a batch N does not split, or a probed run, trains with its ops split, reproducibly",
+          "not those of one micro-batch, and a batch N does not split, or a probed run, trains with its ops split, reproducibly",
           "[thread-slices][cli]") {
   TempDir dir("thread-slices");
   const std::string flags =
@@ -128,10 +128,11 @@ TEST_CASE("train --threads N gives the bits of --threads 1 --grad-accum N (and o
 }
 
 TEST_CASE("bench --threads 2 runs whole slices of the batch on each thread unless --thread-split ops, with the same "
-          "first loss either way; another value is refused with one line naming it",
+          "first loss either way, and another value is refused with one line naming it",
           "[thread-slices][cli][bench]") {
-  const auto first_step = [](const std::string& extra) {
-    const CliResult r = run_attnlab("bench --config S --threads 2 --steps 1 --warmup 0 --no-peak" + extra);
+  const auto first_step = [](const std::string& extra, int threads = 2) {
+    const CliResult r = run_attnlab("bench --config S --threads " + std::to_string(threads) +
+                                    " --steps 1 --warmup 0 --no-peak" + extra);
     INFO(r.out);
     REQUIRE(r.code == 0);
     return nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
@@ -139,6 +140,7 @@ TEST_CASE("bench --threads 2 runs whole slices of the batch on each thread unles
   const nlohmann::json batch = first_step(""), ops = first_step(" --thread-split ops");
   CHECK(batch["threads_split"] == "batch");
   CHECK(ops["threads_split"] == "ops");
+  CHECK(first_step("", 1)["threads_split"] == "none");
   CHECK(batch["final_loss"].get<double>() == Approx(ops["final_loss"].get<double>()).epsilon(1e-5));
   CHECK(batch["nodes_per_step"].get<int64_t>() == 2 * ops["nodes_per_step"].get<int64_t>());  // one graph per slice
   const CliResult bad = run_attnlab("bench --config S --threads 2 --thread-split rows --no-peak");
