@@ -33,22 +33,9 @@ void check_affine(const Var& p, int64_t d, const Shape& x_shape, const char* wha
                      ",) for input " + shape_str(x_shape) + ", got " + shape_str(p.shape()));
 }
 
-}  // namespace
-
-Var layer_norm(const Var& x, const Var& weight, const Var& bias, Real eps) {
-  if (x.dim() < 1) throw ShapeError("layer_norm: input needs at least 1 dim, got " + x.value().shape_str());
-  if (!(eps >= 0)) throw ValueError("layer_norm: eps must be >= 0, got " + std::to_string(eps));
-  const int64_t d = x.size(-1);
-  check_affine(weight, d, x.shape(), "weight");
-  check_affine(bias, d, x.shape(), "bias");
-  const int64_t rows = d ? x.numel() / d : 0;
-
-  Tensor out = Tensor::uninitialized(x.shape());
-  Tensor mean({rows}), rstd({rows});
-  const Real* xd = x.value().data();
-  const Real* w = weight.defined() ? weight.value().data() : nullptr;
-  const Real* b = bias.defined() ? bias.value().data() : nullptr;
-  Real* yd = out.data();
+// Each row of d: y = (x - mean) * rstd * w + b, caching the row's mean and rstd.
+void normalize_rows(const Real* xd, const Real* w, const Real* b, int64_t rows, int64_t d, Real eps, Real* yd,
+                    Tensor& mean, Tensor& rstd) {
 #pragma omp parallel if (rows > 1 && rows * d >= kNormParallelMinElements)
   {
     Array xr(d);  // aligned copy of the row
@@ -68,58 +55,79 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, Real eps) {
       if (b) yr += ConstArrayMap(b, d);
     }
   }
+}
+
+// The backward of layer_norm: the inputs' gradients from the output's, with the
+// forward's mean and rstd (rows,); weight and bias are inputs w_index and b_index (-1: none).
+void layer_norm_backward(Node& self, int64_t d, int64_t rows, int w_index, int b_index, const Tensor& mean,
+                         const Tensor& rstd) {
+  const bool need_x = self.input_needs_grad(0);
+  const bool need_w = w_index >= 0 && self.input_needs_grad(w_index);
+  const bool need_b = b_index >= 0 && self.input_needs_grad(b_index);
+  const Real* xd = self.input_value(0).data();
+  const Real* w = w_index >= 0 ? self.input_value(w_index).data() : nullptr;
+  const Real* dy = self.grad.data();
+  Real* dx = need_x ? self.input_grad(0).data() : nullptr;
+
+  const int64_t chunks = std::min<int64_t>(kGradChunks, std::max<int64_t>(rows, 1));
+  const int64_t per_chunk = (rows + chunks - 1) / chunks;
+  // Partial weight/bias gradients of each chunk: (chunks, d) each.
+  Eigen::Array<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dw_part, db_part;
+  if (need_w) dw_part.setZero(chunks, d);
+  if (need_b) db_part.setZero(chunks, d);
+
+#pragma omp parallel if (rows > 1 && rows * d >= kNormParallelMinElements)
+  {
+    Array xhat(d), dxhat(d);
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t r_end = std::min(rows, (c + 1) * per_chunk);
+      for (int64_t r = c * per_chunk; r < r_end; ++r) {
+        ConstArrayMap xr(xd + r * d, d), dyr(dy + r * d, d);
+        xhat = (xr - mean[r]) * rstd[r];
+        if (need_w) dw_part.row(c) += (dyr * xhat).transpose();
+        if (need_b) db_part.row(c) += dyr.transpose();
+        if (!need_x) continue;
+        // y = x_hat * w + b; x_hat = (x - mean) * rstd. With g = dy * w:
+        // dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)).
+        if (w)
+          dxhat = dyr * ConstArrayMap(w, d);
+        else
+          dxhat = dyr;
+        const Real mean_g = dxhat.sum() / static_cast<Real>(d);
+        const Real mean_gx = (dxhat * xhat).sum() / static_cast<Real>(d);
+        ArrayMap(dx + r * d, d) += rstd[r] * (dxhat - mean_g - xhat * mean_gx);
+      }
+    }
+  }
+  if (need_w) ArrayMap(self.input_grad(w_index).data(), d) += dw_part.colwise().sum().transpose();
+  if (need_b) ArrayMap(self.input_grad(b_index).data(), d) += db_part.colwise().sum().transpose();
+}
+
+}  // namespace
+
+Var layer_norm(const Var& x, const Var& weight, const Var& bias, Real eps) {
+  if (x.dim() < 1) throw ShapeError("layer_norm: input needs at least 1 dim, got " + x.value().shape_str());
+  if (!(eps >= 0)) throw ValueError("layer_norm: eps must be >= 0, got " + std::to_string(eps));
+  const int64_t d = x.size(-1);
+  check_affine(weight, d, x.shape(), "weight");
+  check_affine(bias, d, x.shape(), "bias");
+  const int64_t rows = d ? x.numel() / d : 0;
+
+  Tensor out = Tensor::uninitialized(x.shape());
+  Tensor mean({rows}), rstd({rows});
+  normalize_rows(x.value().data(), weight.defined() ? weight.value().data() : nullptr,
+                 bias.defined() ? bias.value().data() : nullptr, rows, d, eps, out.data(), mean, rstd);
 
   std::vector<Var> inputs{x};
   const int w_index = weight.defined() ? static_cast<int>(inputs.size()) : -1;
   if (weight.defined()) inputs.push_back(weight);
   const int b_index = bias.defined() ? static_cast<int>(inputs.size()) : -1;
   if (bias.defined()) inputs.push_back(bias);
-
-  return make_result(
-      std::move(out), std::move(inputs), "layer_norm",
-      [d, rows, w_index, b_index, mean = std::move(mean), rstd = std::move(rstd)](Node& self) {
-        const bool need_x = self.input_needs_grad(0);
-        const bool need_w = w_index >= 0 && self.input_needs_grad(w_index);
-        const bool need_b = b_index >= 0 && self.input_needs_grad(b_index);
-        const Real* xd = self.input_value(0).data();
-        const Real* w = w_index >= 0 ? self.input_value(w_index).data() : nullptr;
-        const Real* dy = self.grad.data();
-        Real* dx = need_x ? self.input_grad(0).data() : nullptr;
-
-        const int64_t chunks = std::min<int64_t>(kGradChunks, std::max<int64_t>(rows, 1));
-        const int64_t per_chunk = (rows + chunks - 1) / chunks;
-        // Partial weight/bias gradients of each chunk: (chunks, d) each.
-        Eigen::Array<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> dw_part, db_part;
-        if (need_w) dw_part.setZero(chunks, d);
-        if (need_b) db_part.setZero(chunks, d);
-
-#pragma omp parallel if (rows > 1 && rows * d >= kNormParallelMinElements)
-        {
-          Array xhat(d), dxhat(d);
-#pragma omp for schedule(static)
-          for (int64_t c = 0; c < chunks; ++c) {
-            const int64_t r_end = std::min(rows, (c + 1) * per_chunk);
-            for (int64_t r = c * per_chunk; r < r_end; ++r) {
-              ConstArrayMap xr(xd + r * d, d), dyr(dy + r * d, d);
-              xhat = (xr - mean[r]) * rstd[r];
-              if (need_w) dw_part.row(c) += (dyr * xhat).transpose();
-              if (need_b) db_part.row(c) += dyr.transpose();
-              if (!need_x) continue;
-              // y = x_hat * w + b; x_hat = (x - mean) * rstd. With g = dy * w:
-              // dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)).
-              if (w)
-                dxhat = dyr * ConstArrayMap(w, d);
-              else
-                dxhat = dyr;
-              const Real mean_g = dxhat.sum() / static_cast<Real>(d);
-              const Real mean_gx = (dxhat * xhat).sum() / static_cast<Real>(d);
-              ArrayMap(dx + r * d, d) += rstd[r] * (dxhat - mean_g - xhat * mean_gx);
-            }
-          }
-        }
-        if (need_w) ArrayMap(self.input_grad(w_index).data(), d) += dw_part.colwise().sum().transpose();
-        if (need_b) ArrayMap(self.input_grad(b_index).data(), d) += db_part.colwise().sum().transpose();
-      });
+  return make_result(std::move(out), std::move(inputs), "layer_norm",
+                     [d, rows, w_index, b_index, mean = std::move(mean), rstd = std::move(rstd)](Node& self) {
+                       layer_norm_backward(self, d, rows, w_index, b_index, mean, rstd);
+                     });
 }
 
 }  // namespace attnlab
