@@ -68,3 +68,36 @@ TEST_CASE("reductions are named as the flag spells them, and an unknown one is r
   CHECK(reduction_name(Reduction::reduce_scatter) == "reduce-scatter");
   CHECK_THROWS_WITH(parse_reduction("ring"), Catch::Contains("'ring'") && Catch::Contains("reduce-scatter"));
 }
+
+TEST_CASE("tree_sum gives local_partial_sums' bits element by element for 1 to 6 leaves, across its chunks, in place "
+          "into the first leaf, with a missing leaf as zeros",
+          "[distributed]") {
+  constexpr int64_t kCount = 2500;  // past two chunks of 1024
+  std::vector<std::vector<Real>> leaves;
+  for (int64_t k = 0; k < 6; ++k) {
+    std::vector<Real> v(kCount);
+    // Magnitudes 1e8 apart, so a changed grouping changes the bits.
+    const Real scale = k % 2 ? Real(1e8) : Real(1);
+    for (int64_t i = 0; i < kCount; ++i)
+      v[static_cast<size_t>(i)] = static_cast<Real>((i * 7 + k * 13) % 11 - 5) * scale + static_cast<Real>(k);
+    leaves.push_back(v);
+  }
+  for (int64_t n = 1; n <= 6; ++n) {
+    INFO(n << " leaves");
+    const std::vector<Real> expected = local_partial_sums(n, 0, n, [&](int64_t m) { return leaves[static_cast<size_t>(m)]; });
+    std::vector<const Real*> pointers;
+    for (int64_t m = 0; m < n; ++m) pointers.push_back(leaves[static_cast<size_t>(m)].data());
+    std::vector<Real> out(kCount, Real(-7));
+    tree_sum(pointers, out.data(), kCount);
+    CHECK(out == expected);
+    std::vector<Real> first = leaves[0];
+    pointers[0] = first.data();
+    tree_sum(pointers, first.data(), kCount);
+    CHECK(first == expected);
+  }
+  std::vector<Real> zeros(kCount, Real(0)), with_zeros(kCount), with_null(kCount);
+  tree_sum({leaves[0].data(), zeros.data(), leaves[2].data()}, with_zeros.data(), kCount);
+  tree_sum({leaves[0].data(), nullptr, leaves[2].data()}, with_null.data(), kCount);
+  CHECK(with_null == with_zeros);
+  CHECK_THROWS(tree_sum({}, with_null.data(), kCount));
+}
