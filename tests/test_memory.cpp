@@ -97,3 +97,19 @@ TEST_CASE("after warm-up a step of two threads running batch slices allocates no
   step();
   CHECK(memory::stats().fresh == fresh_before);
 }
+
+TEST_CASE("trim gives every cached block back: nothing stays cached and the next allocation is fresh", "[memory]") {
+#if defined(__SANITIZE_ADDRESS__)
+  SUCCEED("the buffer cache is bypassed under AddressSanitizer");
+  return;
+#endif
+  constexpr std::size_t kBytes = 64 * 23456;
+  memory::release(memory::allocate(kBytes), kBytes);
+  REQUIRE(memory::stats().cached_bytes >= kBytes);
+  memory::trim();
+  CHECK(memory::stats().cached_bytes == 0);
+  const uint64_t fresh_before = memory::stats().fresh;
+  void* block = memory::allocate(kBytes);
+  CHECK(memory::stats().fresh == fresh_before + 1);
+  memory::release(block, kBytes);
+}

@@ -117,6 +117,22 @@ TEST_CASE("mpirun -np 2 and -np 3 give byte-identical checkpoints and metrics to
   CHECK(checkpoint_difference(model_file(whole, 30) + ".safetensors", model_file(dir / "np2", 30) + ".safetensors") != "");
 }
 
+TEST_CASE("mpirun -np 2 --threads 2 (each process's threads running batch slices) gives the bits of one process "
+          "with --grad-accum 4, with either reduction and a sharded optimizer",
+          "[mpi][thread-slices]") {
+  TempDir dir("mpi-threads");
+  const std::string one = dir / "accum4";
+  REQUIRE(run_attnlab("train" + kFlags + " --steps 20 --threads 1 --grad-accum 4 --run " + one).code == 0);
+  for (const std::string way : {"gather", "reduce-scatter"}) {
+    const std::string ranks = dir / ("np2-threads2-" + way);
+    const CliResult r =
+        mpirun(2, "train" + kFlags + " --steps 20 --threads 2 --shard-optimizer --reduction " + way + " --run " + ranks);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    require_same_run(ranks, one, 20);
+  }
+}
+
 TEST_CASE("both reductions, gather and reduce-scatter, with and without --shard-optimizer, give the bits of one "
           "process with --grad-accum N*K at N = 2 to 5 (oversubscribed), with a parameter count no N divides",
           "[mpi][reduction]") {

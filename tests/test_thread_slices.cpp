@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "framework/error.h"
+#include "framework/ops/loss.h"
 #include "tests/cli_harness.h"
 #include "tests/fixtures.h"
 #include "training/thread_slices.h"
@@ -79,7 +80,8 @@ TEST_CASE("thread slices compute each micro-batch once, a block of T at a time o
   CHECK(model_of[6] == model.get());
 }
 
-TEST_CASE("thread slices pass a micro-batch's exception to the caller, and one thread runs every leaf on the model",
+TEST_CASE("thread slices pass a micro-batch's exception to the caller, one thread runs every leaf on the model, and "
+          "sum_in_place takes 1 to T micro-batches",
           "[thread-slices]") {
   auto model = tiny_model();
   ThreadSlices two(*model, 2);
@@ -100,6 +102,27 @@ TEST_CASE("thread slices pass a micro-batch's exception to the caller, and one t
   for (int64_t k = 0; k < 3; ++k) CHECK(serial(k) == std::vector<Real>{static_cast<Real>(k)});
   CHECK(used == std::vector<const SequenceModel*>(3, model.get()));
   CHECK_THROWS_AS(ThreadSlices(*model, 0), ValueError);
+
+  // sum_in_place takes 1 to threads() micro-batches; one is the model's own gradient, untouched.
+  ModelInput in;
+  in.src = IntTensor({2, 6}, 3);
+  const IntTensor targets({2, 6}, 4);
+  std::vector<Real> computed;
+  int runs = 0;
+  two.sum_in_place(1, [&](SequenceModel& on, int64_t k) {
+    ++runs;
+    CHECK(&on == model.get());
+    CHECK(k == 0);
+    on.zero_grad();
+    backward(cross_entropy(on.forward(in), targets));
+    computed.assign(on.parameters()[0].grad().data(), on.parameters()[0].grad().data() + on.parameters()[0].numel());
+  });
+  CHECK(runs == 1);
+  const Var first = model->parameters()[0];
+  CHECK(std::vector<Real>(first.grad().data(), first.grad().data() + first.numel()) == computed);
+  const auto nothing = [](SequenceModel&, int64_t) {};
+  CHECK_THROWS_AS(two.sum_in_place(0, nothing), ValueError);
+  CHECK_THROWS_AS(two.sum_in_place(3, nothing), ValueError);
 }
 
 TEST_CASE("train --threads N gives the bits of --threads 1 --grad-accum N (and of K times N with --grad-accum K), "

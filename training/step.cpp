@@ -107,11 +107,10 @@ void micro_batch_gradients(TrainState& state, const std::vector<Example>& exampl
     append_gradients(on.parameters(), g);
     return g;
   };
-  ThreadSlices& threads = state.thread_slices();
-  if (comm.size() == 1 && K == slices) {  // one micro-batch per thread: summed where they lie
-    threads.sum_in_place(K, run);
+  if (slices > 1 && comm.size() == 1 && K == slices) {  // one micro-batch per thread: summed where they lie
+    state.thread_slices().sum_in_place(K, run);
   } else {
-    const auto leaf = slices > 1 ? threads.ordered_leaves(first, first + K, gradient)
+    const auto leaf = slices > 1 ? state.thread_slices().ordered_leaves(first, first + K, gradient)
                                  : std::function<std::vector<Real>(int64_t)>([&](int64_t k) { return gradient(model, k); });
     const std::vector<Real> partials = local_partial_sums(M, first, first + K, leaf);
     const bool slice_only = state.optimizer().sharded();
