@@ -117,4 +117,22 @@ inline std::string metrics_without_times(const std::string& csv_path) {
   return out;
 }
 
+// RUN/checkpoints/step-NNNNNNNN: add ".safetensors" (the model) or ".optim.safetensors".
+inline std::string checkpoint_stem(const std::string& run, int step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "/checkpoints/step-%08d", step);
+  return run + name;
+}
+
+// Two runs of the same bits: model and optimizer checkpoints at `step`, and metrics.csv without its times.
+inline void require_same_run(const std::string& a, const std::string& b, int step) {
+  INFO(a << " against " << b << " at step " << step);
+  REQUIRE(std::filesystem::exists(checkpoint_stem(a, step) + ".safetensors"));
+  CHECK(checkpoint_difference(checkpoint_stem(a, step) + ".safetensors", checkpoint_stem(b, step) + ".safetensors") ==
+        "");
+  CHECK(checkpoint_difference(checkpoint_stem(a, step) + ".optim.safetensors",
+                              checkpoint_stem(b, step) + ".optim.safetensors") == "");
+  CHECK(metrics_without_times(a + "/metrics.csv") == metrics_without_times(b + "/metrics.csv"));
+}
+
 }  // namespace attnlab::testing

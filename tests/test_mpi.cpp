@@ -43,6 +43,8 @@ TEST_CASE("a build without MPI started as one of 2 processes refuses with one li
 
 namespace fs = std::filesystem;
 using attnlab::testing::checkpoint_difference;
+using attnlab::testing::checkpoint_stem;
+using attnlab::testing::require_same_run;
 using attnlab::testing::CliResult;
 using attnlab::testing::metrics_without_times;
 using attnlab::testing::run_attnlab;
@@ -63,22 +65,6 @@ CliResult mpirun(int np, const std::string& args) {
   return run_executable(ATTNLAB_MPIEXEC, "--oversubscribe -np " + std::to_string(np) + " " + ATTNLAB_EXE + " " + args,
                         kMpiEnv);
 }
-
-std::string model_file(const std::string& run, int step) {
-  char name[64];
-  std::snprintf(name, sizeof name, "/checkpoints/step-%08d", step);
-  return run + name;
-}
-
-void require_same_run(const std::string& a, const std::string& b, int step) {
-  INFO(a << " against " << b << " at step " << step);
-  REQUIRE(fs::exists(model_file(a, step) + ".safetensors"));
-  CHECK(checkpoint_difference(model_file(a, step) + ".safetensors", model_file(b, step) + ".safetensors") == "");
-  CHECK(checkpoint_difference(model_file(a, step) + ".optim.safetensors", model_file(b, step) + ".optim.safetensors") ==
-        "");
-  CHECK(metrics_without_times(a + "/metrics.csv") == metrics_without_times(b + "/metrics.csv"));
-}
-
 
 // A refusal that one rank alone meets (rank 0 claims and locks the run
 // directory and checks a resumed run's files) is decided by every rank: each
@@ -114,7 +100,7 @@ TEST_CASE("mpirun -np 2 and -np 3 give byte-identical checkpoints and metrics to
   // the other ranks, or an accumulation that ignored K, would make these equal).
   const std::string whole = dir / "whole";
   REQUIRE(run_attnlab("train" + kFlags + " --steps 30 --run " + whole).code == 0);
-  CHECK(checkpoint_difference(model_file(whole, 30) + ".safetensors", model_file(dir / "np2", 30) + ".safetensors") != "");
+  CHECK(checkpoint_difference(checkpoint_stem(whole, 30) + ".safetensors", checkpoint_stem(dir / "np2", 30) + ".safetensors") != "");
 }
 
 TEST_CASE("mpirun -np 2 --threads 2 (each process's threads running batch slices) gives the bits of one process "
@@ -296,7 +282,7 @@ TEST_CASE("SIGTERM to one rank stops every rank after the same step, which rank 
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     Child job{spawn_program(argv, log)};
-    wait_until(job.pid, [&] { return fs::exists(model_file(run, 40) + ".safetensors"); });
+    wait_until(job.pid, [&] { return fs::exists(checkpoint_stem(run, 40) + ".safetensors"); });
     // The ranks are mpirun's children; signal the last one listed (not rank 0 in general).
     pid_t rank = -1;
     for (const auto& entry : fs::directory_iterator("/proc")) {
@@ -403,8 +389,8 @@ TEST_CASE("a NaN gradient stops every rank under --on-nan stop with one message 
   CHECK(stopped.out.find(line) != std::string::npos);
   CHECK(stopped.out.find(line) == stopped.out.rfind(line));  // printed once, by rank 0
   CHECK(stopped.out.find("The last checkpoint (step 10) is kept") != std::string::npos);
-  CHECK(fs::exists(model_file(dir / "stop", 10) + ".safetensors"));
-  CHECK_FALSE(fs::exists(model_file(dir / "stop", 20) + ".safetensors"));
+  CHECK(fs::exists(checkpoint_stem(dir / "stop", 10) + ".safetensors"));
+  CHECK_FALSE(fs::exists(checkpoint_stem(dir / "stop", 20) + ".safetensors"));
 
   const CliResult skipped = faults("skip", dir / "skip");
   INFO(skipped.out);
@@ -438,7 +424,7 @@ TEST_CASE("under mpirun a refusal that only rank 0 meets ends every rank with ex
   std::ofstream(run + "/config.ini") << edited;
   check_refused_once(mpirun_refused("train --resume " + run + " --steps 20 --quiet"),
                      "config.ini gives d-ff = 64, the checkpoint was trained with 32");
-  CHECK_FALSE(fs::exists(model_file(run, 20) + ".safetensors"));
+  CHECK_FALSE(fs::exists(checkpoint_stem(run, 20) + ".safetensors"));
   CHECK(slurp(run + "/metrics.csv") == metrics);
 
   // A data file with a byte that is not UTF-8: refused by every rank at load, before the first step.
@@ -468,7 +454,7 @@ TEST_CASE("under mpirun a run in use is refused by every rank: a second job on a
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   Child job{spawn_program(argv, dir / "live.log")};
-  wait_until(job.pid, [&] { return fs::exists(model_file(live, 20) + ".safetensors"); });
+  wait_until(job.pid, [&] { return fs::exists(checkpoint_stem(live, 20) + ".safetensors"); });
   const std::string in_use = "run directory '" + live + "' is in use by attnlab process";
   check_refused_once(mpirun_refused("train" + kFlags + " --steps 10 --run " + live), in_use);
   check_refused_once(mpirun_refused("train" + kFlags + " --steps 10 --overwrite --run " + live), in_use);
@@ -510,7 +496,7 @@ TEST_CASE("an error after the first step that one rank alone meets ends every ra
     CHECK(r.out.find(line) != std::string::npos);
     CHECK(r.out.find(line) == r.out.rfind(line));
     CHECK(fs::exists(run + "/config.ini"));
-    CHECK(fs::exists(model_file(run, 10) + ".safetensors"));
+    CHECK(fs::exists(checkpoint_stem(run, 10) + ".safetensors"));
   }
 }
 

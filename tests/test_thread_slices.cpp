@@ -20,8 +20,9 @@
 using namespace attnlab;
 namespace fs = std::filesystem;
 using attnlab::testing::checkpoint_difference;
+using attnlab::testing::checkpoint_stem;
+using attnlab::testing::require_same_run;
 using attnlab::testing::CliResult;
-using attnlab::testing::metrics_without_times;
 using attnlab::testing::model_config;
 using attnlab::testing::run_attnlab;
 using attnlab::testing::TempDir;
@@ -29,20 +30,6 @@ using attnlab::testing::TempDir;
 namespace {
 
 std::unique_ptr<SequenceModel> tiny_model() { return make_model(model_config("encoder", 7, 6, 8, 2, 1, 16), 5); }
-
-std::string step_file(const std::string& run, int step) {
-  char name[64];
-  std::snprintf(name, sizeof name, "/checkpoints/step-%08d", step);
-  return run + name;
-}
-
-void check_same_run(const std::string& a, const std::string& b, int step) {
-  INFO(a << " against " << b);
-  CHECK(checkpoint_difference(step_file(a, step) + ".safetensors", step_file(b, step) + ".safetensors") == "");
-  CHECK(checkpoint_difference(step_file(a, step) + ".optim.safetensors", step_file(b, step) + ".optim.safetensors") ==
-        "");
-  CHECK(metrics_without_times(a + "/metrics.csv") == metrics_without_times(b + "/metrics.csv"));
-}
 
 }  // namespace
 
@@ -138,13 +125,13 @@ TEST_CASE("train --threads N gives the bits of --threads 1 --grad-accum N (and o
     REQUIRE(r.code == 0);
     return dir / name;
   };
-  check_same_run(train("t2", " --threads 2"), train("a2", " --threads 1 --grad-accum 2"), 20);
-  check_same_run(train("t3", " --threads 3"), train("a3", " --threads 1 --grad-accum 3"), 20);
-  check_same_run(train("t2a2", " --threads 2 --grad-accum 2"), train("a4", " --threads 1 --grad-accum 4"), 20);
+  require_same_run(train("t2", " --threads 2"), train("a2", " --threads 1 --grad-accum 2"), 20);
+  require_same_run(train("t3", " --threads 3"), train("a3", " --threads 1 --grad-accum 3"), 20);
+  require_same_run(train("t2a2", " --threads 2 --grad-accum 2"), train("a4", " --threads 1 --grad-accum 4"), 20);
   const std::string one = train("t1", " --threads 1");
-  CHECK(checkpoint_difference(step_file(one, 20) + ".safetensors", step_file(dir / "t2", 20) + ".safetensors") != "");
+  CHECK(checkpoint_difference(checkpoint_stem(one, 20) + ".safetensors", checkpoint_stem(dir / "t2", 20) + ".safetensors") != "");
   // 12 sequences do not split into 5 threads: every op is split instead, and the run is still reproducible.
-  check_same_run(train("t5", " --threads 5"), train("t5again", " --threads 5"), 20);
+  require_same_run(train("t5", " --threads 5"), train("t5again", " --threads 5"), 20);
   // The probes observe one model: a probed run's threads split its ops, and it trains.
   train("probed", " --threads 2 --probe-every 5");
   CHECK(fs::exists(dir / "probed/probe_params.csv"));

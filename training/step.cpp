@@ -48,6 +48,24 @@ int64_t counted_targets(const IntTensor& targets) {
 // What each micro-batch reports beside its gradient, gathered from every process.
 enum MicroStat { kLossPart, kRightTokens, kTargets, kExactSequences, kTrainedTokens, kMicroStats };
 
+// The step's loss, accuracy and tokens from every micro-batch's kMicroStats
+// figures (`all`, M of them in micro-batch order), added in that order.
+void add_micro_stats(const std::vector<double>& all, int64_t M, int64_t targets, int64_t batch_size, StepResult& r) {
+  double loss = 0, right = 0, exact = 0, trained = 0;
+  for (int64_t k = 0; k < M; ++k) {
+    const double* m = all.data() + k * kMicroStats;
+    loss += m[kLossPart];
+    right += m[kRightTokens];
+    exact += m[kExactSequences];
+    trained += m[kTrainedTokens];
+  }
+  r.loss = loss;
+  r.accuracy.token = targets > 0 ? right / static_cast<double>(targets) : 0;
+  r.accuracy.exact = exact / static_cast<double>(batch_size);
+  r.accuracy.sequences = batch_size;
+  r.tokens = static_cast<int64_t>(trained);
+}
+
 // The threads' share of a step: with T threads, each of a process's
 // grad_accum micro-batches is cut into T, run whole one per thread
 // (training/thread_slices.h), when the batch splits evenly so and no probe
@@ -118,20 +136,7 @@ void micro_batch_gradients(TrainState& state, const std::vector<Example>& exampl
                   ordered_sum(comm, partials, K, state.shard_bounds(), parse_reduction(s.reduction), slice_only));
   }
   model.dropout_rng() = stream;
-  const std::vector<double> all = comm.allgather(stats);
-  double loss = 0, right = 0, exact = 0, trained = 0;
-  for (int64_t k = 0; k < M; ++k) {
-    const double* m = all.data() + k * kMicroStats;
-    loss += m[kLossPart];
-    right += m[kRightTokens];
-    exact += m[kExactSequences];
-    trained += m[kTrainedTokens];
-  }
-  r.loss = loss;
-  r.accuracy.token = targets > 0 ? right / static_cast<double>(targets) : 0;
-  r.accuracy.exact = exact / static_cast<double>(s.batch_size);
-  r.accuracy.sequences = s.batch_size;
-  r.tokens = static_cast<int64_t>(trained);
+  add_micro_stats(comm.allgather(stats), M, targets, s.batch_size, r);
 }
 
 // Adds what the collectives of one step moved to state.step_traffic on leaving.
