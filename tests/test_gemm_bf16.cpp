@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "framework/ops/gemm.h"
+#include "framework/ops/ops.h"
 #include "framework/random.h"
 #include "tests/gemm_operands.h"
 
@@ -197,7 +198,8 @@ TEST_CASE("under bf16, products below 32³ multiply-adds stay fp32, bit for bit"
 
 TEST_CASE("a bf16 gemm gives the same bits for the same inputs, one block or split across threads", "[gemm][bf16]") {
   Rng rng(25);
-  const Case t{512, 256, 128};
+  Case t{512, 256, 128};
+  t.tb = true;  // B stored (n, k), read transposed
   Operands x(t, rng);
   Bf16Scope bf16;
   gemm(x.out(), x.a.op(false), x.b.op(true), 1, false);
@@ -205,6 +207,71 @@ TEST_CASE("a bf16 gemm gives the same bits for the same inputs, one block or spl
   for (int repeat = 0; repeat < 2; ++repeat) {
     gemm(x.out(), x.a.op(false), x.b.op(true), 1, false);
     CHECK(x.c.v == first);
+  }
+}
+
+TEST_CASE("a Bf16Copy holds the stored matrix rounded as the products round it, contiguous; a product reading it "
+          "gives the bits of rounding the operand itself: every transpose, padded rows, accumulate", "[gemm][bf16]") {
+  Rng rng(26);
+  Bf16Scope bf16;
+  for (Case t : kShapes)
+    for (int trans = 0; trans < 4; ++trans)
+      for (bool accumulate : {false, true}) {
+        t.ta = trans & 1;
+        t.tb = trans & 2;
+        t.pad = 3;
+        Operands x(t, rng);
+        INFO("m " << t.m << " n " << t.n << " k " << t.k << " ta " << t.ta << " tb " << t.tb << " accumulate "
+                  << accumulate);
+        const Bf16Copy a_copy(x.a.op(t.ta)), b_copy(x.b.op(t.tb));
+        for (int64_t i = 0; i < x.a.rows; ++i)
+          for (int64_t j = 0; j < x.a.cols; ++j)
+            REQUIRE(a_copy.data()[i * x.a.cols + j] == bits(detail::round_to_bf16(x.a.at(i, j, false))) >> 16);
+        const std::vector<float> c_old = x.c.v;
+        gemm(x.out(), x.a.op(t.ta), x.b.op(t.tb), 0.5f, accumulate);
+        const std::vector<float> rounding_itself = x.c.v;
+        for (int copies = 1; copies < 4; ++copies) {  // A's copy, B's, both
+          x.c.v = c_old;
+          GemmOperand a = x.a.op(t.ta), b = x.b.op(t.tb);
+          if (copies & 1) a.bf16 = a_copy.data();
+          if (copies & 2) b.bf16 = b_copy.data();
+          gemm(x.out(), a, b, 0.5f, accumulate);
+          CHECK(x.c.v == rounding_itself);
+        }
+      }
+}
+
+TEST_CASE("under bf16, linear and linear_relu (which round x and W once for forward and backward) give the bits "
+          "of matmul, add and relu: output and every gradient", "[gemm][bf16][linear]") {
+  Rng rng(27);
+  const int64_t rows = 64, in = 96, out = 80;  // every product of forward and backward goes to bf16
+  REQUIRE(gemm_in_bf16(rows, out, in) == false);  // fp32 until the scope below
+  const auto tensor = [&rng](Shape shape) {
+    Tensor t = Tensor::uninitialized(shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<Real>(rng.uniform(-1, 1));
+    return t;
+  };
+  const Tensor x = tensor({2, rows / 2, in}), w = tensor({out, in}), b = tensor({out}), g = tensor({2, rows / 2, out});
+  Bf16Scope bf16;
+  REQUIRE(gemm_in_bf16(rows, out, in));
+  REQUIRE(gemm_in_bf16(rows, in, out));
+  REQUIRE(gemm_in_bf16(out, in, rows));
+  for (bool with_relu : {false, true}) {
+    INFO("relu " << with_relu);
+    std::vector<Tensor> fused, composed;
+    for (bool compose : {false, true}) {
+      Var xv(x, true), wv(w, true), bv(b, true);
+      Var y = compose ? add(matmul(xv, wv, false, true), bv) : with_relu ? linear_relu(xv, wv, bv) : linear(xv, wv, bv);
+      if (compose && with_relu) y = relu(y);
+      backward(sum(mul(y, Var(g))));
+      (compose ? composed : fused) = {y.value(), xv.grad(), wv.grad(), bv.grad()};
+    }
+    const char* names[] = {"output", "dx", "dW", "db"};
+    for (size_t i = 0; i < fused.size(); ++i) {
+      INFO(names[i]);
+      REQUIRE(fused[i].shape() == composed[i].shape());
+      for (int64_t e = 0; e < fused[i].numel(); ++e) REQUIRE(fused[i][e] == composed[i][e]);
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cassert>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "framework/ops/broadcast.h"
 #include "framework/ops/gemm_bf16.h"
@@ -113,6 +114,16 @@ void onednn_gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b
 }  // namespace
 
 namespace {
+// Below this size (the attention heads of S and M) a library's packing and
+// dispatch cost more than the multiply-adds: such products go to the small
+// kernel where their width fits it, else to Eigen (docs/performance.md), in
+// every backend, and stay fp32 under bf16. The choice depends only on the
+// sizes: the same every call.
+bool is_small_product(int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kSmallProduct = 32 * 32 * 32;
+  return m * n * k < kSmallProduct;
+}
+
 // gemm() without the record: what gemm_batched() calls for each of its products.
 void product(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha, bool accumulate) {
   assert(a.op_rows() == c.rows && b.op_cols() == c.cols && a.op_cols() == b.op_rows());
@@ -122,12 +133,7 @@ void product(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Re
       for (int64_t i = 0; i < c.rows; ++i) std::fill(c.data + i * c.ld, c.data + i * c.ld + c.cols, Real(0));
     return;
   }
-  // Below this size (the attention heads of S and M) a library's packing and
-  // dispatch cost more than the multiply-adds: such products go to the small
-  // kernel where their width fits it, else to Eigen (docs/performance.md), in
-  // every backend. The choice depends only on the sizes: the same every call.
-  constexpr int64_t kSmallProduct = 32 * 32 * 32;
-  const bool small = c.rows * c.cols * a.op_cols() < kSmallProduct;
+  const bool small = is_small_product(c.rows, c.cols, a.op_cols());
   if (small && detail::small_gemm_fits(c.cols, a.op_cols())) return detail::small_gemm(c, a, b, alpha, accumulate);
   if (!small && g_precision == Precision::bf16) {
 #ifdef ATTNLAB_USE_ONEDNN
@@ -145,8 +151,11 @@ void product(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Re
 
 void record(int64_t count, const GemmOutput& c, int64_t c_stride, const GemmOperand& a, int64_t a_stride,
             const GemmOperand& b, int64_t b_stride, Real alpha, bool accumulate) {
-  if (GemmLog* log = detail::active_gemm_log())
-    log->record({count, c, c_stride, a, b, a_stride, b_stride, alpha, accumulate, omp_in_parallel() != 0});
+  if (GemmLog* log = detail::active_gemm_log()) {
+    GemmOperand sizes_a = a, sizes_b = b;  // a bf16 copy does not outlive the call
+    sizes_a.bf16 = sizes_b.bf16 = nullptr;
+    log->record({count, c, c_stride, sizes_a, sizes_b, a_stride, b_stride, alpha, accumulate, omp_in_parallel() != 0});
+  }
 }
 }  // namespace
 
@@ -160,6 +169,7 @@ void gemm_batched(int64_t count, const GemmOutput& c, int64_t c_stride, const Ge
   record(count, c, c_stride, a, a_stride, b, b_stride, alpha, accumulate);
   auto nth = [](auto o, int64_t i, int64_t stride) {
     o.data += i * stride;
+    if constexpr (std::is_same_v<decltype(o), GemmOperand>) o.bf16 = nullptr;  // a copy covers one matrix
     return o;
   };
   if (c_stride == 0) {  // one C: the products are summed in order, on this thread
@@ -252,6 +262,10 @@ const std::vector<std::pair<Precision, std::string>>& choice_names(Precision) {
 }
 
 Precision gemm_precision() { return g_precision; }
+
+bool gemm_in_bf16(int64_t m, int64_t n, int64_t k) {
+  return g_precision == Precision::bf16 && !is_small_product(m, n, k);
+}
 
 void check_gemm_precision(Precision p, const std::string& name) {
   std::string why;

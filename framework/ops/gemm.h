@@ -21,8 +21,10 @@
 //          it for matrix products: every product of at least 32³ multiply-adds
 //          (those that go to the library) takes its operands rounded to bfloat16
 //          (round to nearest even; NaN stays NaN) and accumulates and writes
-//          fp32. The operands are converted into per-thread buffers that are
-//          reused (no allocation once warm), the product is oneDNN's matmul
+//          fp32. The operands are rounded in their stored layout into
+//          per-thread buffers that are reused (no allocation once warm), or
+//          read from a Bf16Copy the caller made once for several products
+//          (transposes are strides of the copies), the product is oneDNN's matmul
 //          primitive (bf16 src and weights, f32 dst; alpha an output scale,
 //          accumulate a sum post-op), one cached primitive per shape and thread,
 //          split across threads as above. Smaller products (attention's heads
@@ -32,6 +34,7 @@
 //          bf16 needs oneDNN with a native bf16 kernel (AVX512_BF16 or AMX):
 //          elsewhere set_gemm_precision refuses it, naming the kernel (emulated
 //          bf16 is slower than fp32). The float64 build has fp32 (its Real) only.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -52,6 +55,11 @@ struct GemmOperand {
   const Real* data;
   int64_t rows, cols, ld;
   bool trans = false;
+  // Precision bf16: the same stored matrix already rounded (a Bf16Copy of it:
+  // rows x cols, contiguous), so the product reads it instead of rounding the
+  // matrix again; null: the product rounds it. fp32 products ignore it, and
+  // gemm_batched and the product log drop it (it covers one matrix, one call).
+  const uint16_t* bf16 = nullptr;
   int64_t op_rows() const { return trans ? cols : rows; }
   int64_t op_cols() const { return trans ? rows : cols; }
 };
@@ -101,6 +109,31 @@ void set_gemm_precision(Precision p);
 void check_gemm_precision(Precision p, const std::string& name = "precision");
 // Whether bf16 products are native here; if not, why not (one sentence).
 bool bf16_products_native(std::string* why = nullptr);
+
+// Whether a product of these sizes (op(A) m x k, op(B) k x n) runs in bf16 now:
+// precision bf16 and at least 32³ multiply-adds (smaller ones stay fp32).
+bool gemm_in_bf16(int64_t m, int64_t n, int64_t k);
+
+// A stored matrix rounded to bf16 once for the several products that read it
+// (a linear layer's input: its forward product and its weight gradient), passed
+// as the operands' `bf16`. Rounds as the products do (nearest, ties to even);
+// holds rows x cols contiguous, from the buffer cache of framework/memory_pool.h.
+// An empty one (default) holds nothing.
+class Bf16Copy {
+ public:
+  Bf16Copy() = default;
+  explicit Bf16Copy(const GemmOperand& stored);
+  ~Bf16Copy();
+  Bf16Copy(Bf16Copy&& other) noexcept;
+  Bf16Copy& operator=(Bf16Copy&& other) noexcept;
+  Bf16Copy(const Bf16Copy&) = delete;
+  Bf16Copy& operator=(const Bf16Copy&) = delete;
+  const uint16_t* data() const { return data_; }
+
+ private:
+  uint16_t* data_ = nullptr;
+  size_t count_ = 0;
+};
 
 // Sets a precision for its lifetime, restoring the one before (a training run's).
 class GemmPrecisionScope {

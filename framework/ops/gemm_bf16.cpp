@@ -9,7 +9,10 @@
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
+
+#include "framework/memory_pool.h"
 
 #ifdef ATTNLAB_USE_ONEDNN
 #include <dnnl.hpp>
@@ -135,27 +138,26 @@ void run_matmul(const MatmulKey& key, const uint16_t* a, const uint16_t* b, floa
   stream.wait();
 }
 
-// A reorder of op(o) from fp32 (its stored strides) to bf16, upright and
-// contiguous, made once per (rows, cols, ld, trans) and thread: oneDNN's own
-// conversion, vectorised (VCVTNEPS2BF16 where the CPU has it: round to
-// nearest even like bf16_bits, denormals to zero, which the bf16 products'
-// dot products do to their inputs anyway) and tiled for the transposes.
+// A reorder of a stored fp32 matrix (rows x cols, row stride ld) into bf16,
+// contiguous in the same layout, made once per (rows, cols, ld) and thread:
+// oneDNN's own conversion, vectorised (VCVTNEPS2BF16 where the CPU has it:
+// round to nearest even like bf16_bits, denormals to zero, which the bf16
+// products' dot products do to their inputs anyway). The products read
+// transposed operands through strides, so nothing is transposed here.
 struct Reorder {
   dnnl::reorder prim;
   dnnl::memory from, to;
 };
 
-using ReorderKey = std::tuple<int64_t, int64_t, int64_t, bool>;
+using ReorderKey = std::tuple<int64_t, int64_t, int64_t>;
 
 Reorder& cached_reorder(const GemmOperand& o) {
   thread_local std::map<ReorderKey, Reorder> cache;
-  const ReorderKey key{o.rows, o.cols, o.ld, o.trans};
+  const ReorderKey key{o.rows, o.cols, o.ld};
   auto found = cache.find(key);
   if (found != cache.end()) return found->second;
-  const int64_t rows = o.op_rows(), cols = o.op_cols();
-  // op(o)[r][c] is stored at r·ld + c, or transposed at c·ld + r.
-  const Desc from({rows, cols}, dnnl::memory::data_type::f32, o.trans ? Dims{1, o.ld} : Dims{o.ld, 1});
-  const Desc to({rows, cols}, dnnl::memory::data_type::bf16, Dims{cols, 1});
+  const Desc from({o.rows, o.cols}, dnnl::memory::data_type::f32, Dims{o.ld, 1});
+  const Desc to({o.rows, o.cols}, dnnl::memory::data_type::bf16, Dims{o.cols, 1});
   Reorder& r = cache[key];
   r.from = dnnl::memory(from, cpu_engine(), DNNL_MEMORY_NONE);
   r.to = dnnl::memory(to, cpu_engine(), DNNL_MEMORY_NONE);
@@ -163,17 +165,23 @@ Reorder& cached_reorder(const GemmOperand& o) {
   return r;
 }
 
-// op(o) rounded to bf16, upright and contiguous (row stride op_cols): oneDNN's
-// kernels are fastest on row-major operands (docs/performance.md).
-const uint16_t* converted_upright(const GemmOperand& o, std::vector<uint16_t>& out) {
-  const size_t n = static_cast<size_t>(o.rows * o.cols);
-  if (out.size() < n) out.resize(n);  // grows once to the largest operand, then reused
+// The stored matrix of o rounded to bf16 into out (rows x cols, contiguous).
+void round_stored(const GemmOperand& o, uint16_t* out) {
   Reorder& r = cached_reorder(o);
   r.from.set_data_handle(const_cast<Real*>(o.data));
-  r.to.set_data_handle(out.data());
+  r.to.set_data_handle(out);
   thread_local dnnl::stream stream(cpu_engine());
   r.prim.execute(stream, r.from, r.to);
   stream.wait();
+}
+
+// o's bf16 copy: the caller's (o.bf16), or o rounded into out, which grows
+// once to the largest operand and is then reused.
+const uint16_t* rounded(const GemmOperand& o, std::vector<uint16_t>& out) {
+  if (o.bf16) return o.bf16;
+  const size_t n = static_cast<size_t>(o.rows * o.cols);
+  if (out.size() < n) out.resize(n);
+  round_stored(o, out.data());
   return out.data();
 }
 
@@ -197,27 +205,59 @@ bool detail::onednn_bf16_native(std::string* kernel) {
   return probe.first;
 }
 
-// op(A) (m, k) and op(B) (k, n) are converted whole (stored layout, contiguous),
-// then each block of C is one primitive call on its rows of op(A) or columns of op(B).
+// A and B are rounded whole in their stored layouts (or read from the caller's
+// copies), then each block of C is one primitive call on its rows of op(A) or
+// columns of op(B); a transposed operand is its copy read through strides.
 void detail::onednn_bf16_gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha,
                               bool accumulate) {
   thread_local std::vector<uint16_t> a_buf, b_buf;
-  const uint16_t* ab = converted_upright(a, a_buf);
-  const uint16_t* bb = converted_upright(b, b_buf);
+  const uint16_t* ab = rounded(a, a_buf);
+  const uint16_t* bb = rounded(b, b_buf);
   const int64_t m = c.rows, n = c.cols, k = a.op_cols();
-  // op(A) and op(B) are upright in the copies: row-major, rows of k and n.
-  const int64_t a0 = k, a1 = 1, b0 = n, b1 = 1;
-  const int64_t a_row = k, b_col = 1;
+  // Strides of op(A) (m, k) and op(B) (k, n) in the contiguous copies of the stored matrices.
+  const int64_t a0 = a.trans ? 1 : a.cols, a1 = a.trans ? a.cols : 1;
+  const int64_t b0 = b.trans ? 1 : b.cols, b1 = b.trans ? b.cols : 1;
   uint32_t alpha_bits;
   const float alpha_f = static_cast<float>(alpha);
   std::memcpy(&alpha_bits, &alpha_f, sizeof alpha_bits);
   for_each_block(m, n, k, [&](int64_t lo, int64_t hi, bool by_rows) {
     if (by_rows)
-      run_matmul({hi - lo, n, k, a0, a1, b0, b1, c.ld, alpha_bits, accumulate}, ab + lo * a_row, bb, c.data + lo * c.ld);
+      run_matmul({hi - lo, n, k, a0, a1, b0, b1, c.ld, alpha_bits, accumulate}, ab + lo * a0, bb, c.data + lo * c.ld);
     else
-      run_matmul({m, hi - lo, k, a0, a1, b0, b1, c.ld, alpha_bits, accumulate}, ab, bb + lo * b_col, c.data + lo);
+      run_matmul({m, hi - lo, k, a0, a1, b0, b1, c.ld, alpha_bits, accumulate}, ab, bb + lo * b1, c.data + lo);
   });
 }
 #endif
+
+Bf16Copy::Bf16Copy(const GemmOperand& stored) : count_(static_cast<size_t>(stored.rows * stored.cols)) {
+  if (count_ == 0) return;
+  data_ = static_cast<uint16_t*>(memory::allocate(count_ * sizeof(uint16_t)));
+#ifdef ATTNLAB_USE_ONEDNN
+  if (detail::onednn_bf16_native(nullptr)) {
+    round_stored(stored, data_);
+    return;
+  }
+#endif
+  // Emulated bf16 (the tests, where the CPU has none): its products round their own operands.
+  for (int64_t i = 0; i < stored.rows; ++i)
+    for (int64_t j = 0; j < stored.cols; ++j)
+      data_[i * stored.cols + j] = bf16_bits(static_cast<float>(stored.data[i * stored.ld + j]));
+}
+
+Bf16Copy::~Bf16Copy() {
+  if (data_) memory::release(data_, count_ * sizeof(uint16_t));
+}
+
+Bf16Copy::Bf16Copy(Bf16Copy&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}
+
+Bf16Copy& Bf16Copy::operator=(Bf16Copy&& other) noexcept {
+  if (this != &other) {
+    if (data_) memory::release(data_, count_ * sizeof(uint16_t));
+    data_ = std::exchange(other.data_, nullptr);
+    count_ = std::exchange(other.count_, 0);
+  }
+  return *this;
+}
 
 }  // namespace attnlab

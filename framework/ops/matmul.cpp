@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "framework/ops/broadcast.h"
 #include "framework/ops/gemm.h"
@@ -140,14 +141,23 @@ int64_t check_linear(const char* op, const Var& x, const Var& weight, const Var&
   return shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
 }
 
+// Precision bf16: x and W rounded once, for the forward product and for the
+// backward's (x for dW = gᵀ x, W for dx = g W), released when backward has
+// used them. Empty under fp32.
+struct LinearBf16 {
+  Bf16Copy x, w;
+};
+
 // y = x Wᵀ + b, then max(y, 0) when relu is set, in the same pass over y.
-Tensor linear_forward(const Var& x, const Var& weight, const Var& bias, int64_t rows, bool relu) {
+Tensor linear_forward(const Var& x, const Var& weight, const Var& bias, int64_t rows, bool relu,
+                      const LinearBf16* copies) {
   const int64_t out_features = weight.size(0), in_features = weight.size(1);
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
   Tensor out = Tensor::uninitialized(out_shape);
-  gemm(output(out, rows, out_features), operand(x.value(), rows, in_features),
-       operand(weight.value(), out_features, in_features, true), 1, false);
+  GemmOperand xs = operand(x.value(), rows, in_features), wt = operand(weight.value(), out_features, in_features, true);
+  if (copies) xs.bf16 = copies->x.data(), wt.bf16 = copies->w.data();
+  gemm(output(out, rows, out_features), xs, wt, 1, false);
   if (!bias.defined() && !relu) return out;
   const Real* b = bias.defined() ? bias.value().data() : nullptr;
   Real* yp = out.data();
@@ -168,21 +178,33 @@ Tensor linear_forward(const Var& x, const Var& weight, const Var& bias, int64_t 
 }
 
 // The backward of linear for an upstream gradient g (N, out): dx += g W,
-// dW += gᵀ x, db += column sums of g (row after row: a fixed order).
-void linear_backward(Node& self, const Real* g_data, int64_t rows, int64_t in_features, int64_t out_features) {
-  const GemmOperand g{g_data, rows, out_features, out_features};
-  if (self.input_needs_grad(0)) {  // dx (N, in) = g W
-    const GradTarget dx = self.input_grad_target(0);
-    gemm(output(*dx.grad, rows, in_features), g, operand(self.input_value(1), out_features, in_features), 1,
-         !dx.fresh);
+// dW += gᵀ x, db += column sums of g (row after row: a fixed order). Under
+// bf16, g is rounded once for both products, x and W come from the forward's
+// copies (a backward run again through the same graph rounds them again).
+void linear_backward(Node& self, const Real* g_data, int64_t rows, int64_t in_features, int64_t out_features,
+                     LinearBf16* copies) {
+  GemmOperand g{g_data, rows, out_features, out_features};
+  GemmOperand x = operand(self.input_value(0), rows, in_features);
+  GemmOperand w = operand(self.input_value(1), out_features, in_features);
+  const bool need_dx = self.input_needs_grad(0), need_dw = self.input_needs_grad(1);
+  Bf16Copy g_bf16;
+  if ((need_dx && gemm_in_bf16(rows, in_features, out_features)) ||
+      (need_dw && gemm_in_bf16(out_features, in_features, rows))) {
+    g_bf16 = Bf16Copy(g);
+    g.bf16 = g_bf16.data();
   }
-  if (self.input_needs_grad(1)) {  // dW (out, in) = gᵀ x
+  if (copies) x.bf16 = copies->x.data(), w.bf16 = copies->w.data();
+  if (need_dx) {  // dx (N, in) = g W
+    const GradTarget dx = self.input_grad_target(0);
+    gemm(output(*dx.grad, rows, in_features), g, w, 1, !dx.fresh);
+  }
+  if (need_dw) {  // dW (out, in) = gᵀ x
     const GradTarget dw = self.input_grad_target(1);
     GemmOperand gt = g;
     gt.trans = true;
-    gemm(output(*dw.grad, out_features, in_features), gt, operand(self.input_value(0), rows, in_features), 1,
-         !dw.fresh);
+    gemm(output(*dw.grad, out_features, in_features), gt, x, 1, !dw.fresh);
   }
+  if (copies) *copies = LinearBf16{};
   if (self.inputs.size() > 2 && self.input_needs_grad(2)) {
     // Column sums, each column summed row after row: each thread takes one
     // contiguous range of columns (edges on multiples of 16) and reads its part
@@ -207,12 +229,17 @@ void linear_backward(Node& self, const Real* g_data, int64_t rows, int64_t in_fe
 Var linear_op(const char* op, const Var& x, const Var& weight, const Var& bias, bool relu) {
   const int64_t rows = check_linear(op, x, weight, bias);
   const int64_t out_features = weight.size(0), in_features = weight.size(1);
-  Tensor out = linear_forward(x, weight, bias, rows, relu);
+  std::shared_ptr<LinearBf16> copies;
+  if (gemm_in_bf16(rows, out_features, in_features))
+    copies = std::make_shared<LinearBf16>(LinearBf16{Bf16Copy(operand(x.value(), rows, in_features)),
+                                                     Bf16Copy(operand(weight.value(), out_features, in_features))});
+  Tensor out = linear_forward(x, weight, bias, rows, relu, copies.get());
+  // Where nothing records a backward, make_result drops it, and the copies with it.
   std::vector<Var> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return make_result(std::move(out), std::move(inputs), op, [rows, in_features, out_features, relu](Node& self) {
+  return make_result(std::move(out), std::move(inputs), op, [rows, in_features, out_features, relu, copies](Node& self) {
     if (!relu) {
-      linear_backward(self, self.grad.data(), rows, in_features, out_features);
+      linear_backward(self, self.grad.data(), rows, in_features, out_features, copies.get());
       return;
     }
     // Through the ReLU: g where the output is positive (the pre-activation was
@@ -227,7 +254,7 @@ Var linear_op(const char* op, const Var& x, const Var& weight, const Var& bias, 
       VecMap(m + lo, n).array() =
           (ConstVecMap(y + lo, n).array() > Real(0)).select(ConstVecMap(g + lo, n).array(), Real(0));
     });
-    linear_backward(self, m, rows, in_features, out_features);
+    linear_backward(self, m, rows, in_features, out_features, copies.get());
   });
 }
 
