@@ -98,6 +98,36 @@ TEST_CASE("the row kernels may work in place", "[fused][softmax]") {
   REQUIRE(lrow == lexpect);
 }
 
+TEST_CASE("rows of 16, 32 and 64 values (attention's keys in S, M, L) give the bits of the chunked row kernel: "
+          "masked, fully masked, underflowing, huge, at every alignment, in place", "[fused][softmax]") {
+  Rng rng(7);
+  alignas(64) Real storage[64 + 16];
+  std::vector<Real> fixed(64), chunked(64);
+  int64_t rows = 0;
+  for (int64_t n : {16, 32, 64})
+    for (int kind = 0; kind < 5; ++kind)
+      for (int64_t offset = 0; offset < 16; ++offset) {
+        Real* x = storage + offset;  // every position modulo the SIMD width
+        for (int64_t j = 0; j < n; ++j) x[j] = static_cast<Real>(rng.uniform(-8, 8));
+        if (kind == 1)
+          for (int64_t j = 0; j < n; j += 3) x[j] = kNegInf;  // masked keys
+        if (kind == 2)
+          for (int64_t j = 0; j < n; ++j) x[j] = kNegInf;  // a fully masked row
+        if (kind == 3) x[n / 2] = 200;  // every other exp underflows: exactly 0
+        if (kind == 4) x[1] = 1e30f, x[2] = -1e30f;
+        detail::softmax_row_chunked(x, chunked.data(), n);
+        softmax_row(x, fixed.data(), n);
+        INFO("n " << n << " kind " << kind << " offset " << offset);
+        for (int64_t j = 0; j < n; ++j) REQUIRE(fixed[size_t(j)] == chunked[size_t(j)]);
+        softmax_row(x, x, n);  // in place
+        for (int64_t j = 0; j < n; ++j) REQUIRE(x[j] == chunked[size_t(j)]);
+        if (kind == 1) REQUIRE(fixed[0] == 0);
+        if (kind == 3) REQUIRE(fixed[0] == 0);
+        ++rows;
+      }
+  REQUIRE(rows == 3 * 5 * 16);
+}
+
 TEST_CASE("multi-threaded softmax computes exactly what the row kernel does row by row", "[fused][softmax]") {
   // 512 x 128 is above the parallel threshold; rows are independent, so the
   // result must be bitwise that of the serial row kernel.

@@ -55,9 +55,45 @@ Var rowwise_op(const Var& a, const char* name, ForwardRow forward_row, BackwardR
   });
 }
 
+// softmax_row for a row of exactly N values (the attention rows of S, M and L:
+// 16, 32 and 64 keys), held in fixed-size aligned locals: the steps of
+// detail::softmax_row_chunked, and its bits, without its per-row setup (the
+// loops' bounds, peeling and chunking), which costs more than the arithmetic
+// on a row this short.
+template <int N>
+void softmax_fixed_row(const Real* x, Real* y) {
+  using Row = Eigen::Array<Real, N, 1>;
+  const Row v = Eigen::Map<const Row>(x);
+  const Real m = v.maxCoeff();
+  Eigen::Map<Row> out(y);
+  if (m == kNegInf) {
+    out.setZero();
+    return;
+  }
+  alignas(64) Real buf[N];
+  Eigen::Map<Row, Eigen::Aligned64> e(buf);
+  e = (v - m).exp();
+  // See softmax_row_chunked; a plain loop, which the compiler vectorises
+  // (Eigen's select goes element by element, and its scalar stores stall the
+  // vector reads after them).
+  const Real tiny = std::numeric_limits<Real>::min();
+  for (int i = 0; i < N; ++i) buf[i] = buf[i] < tiny ? Real(0) : buf[i];
+  const Real total = AlignedChunk(buf, N).sum();  // the chunked kernel's order of the sum
+  out = e * (Real(1) / total);
+}
+
 }  // namespace
 
 void softmax_row(const Real* x, Real* y, int64_t n) {
+  switch (n) {
+    case 16: return softmax_fixed_row<16>(x, y);
+    case 32: return softmax_fixed_row<32>(x, y);
+    case 64: return softmax_fixed_row<64>(x, y);
+    default: return detail::softmax_row_chunked(x, y, n);
+  }
+}
+
+void detail::softmax_row_chunked(const Real* x, Real* y, int64_t n) {
   if (n <= 0) return;
   const Real m = ConstArrayMap(x, n).maxCoeff();  // exact in any order
   if (m == kNegInf) {  // fully masked: attends to nothing (see softmax.h)

@@ -22,6 +22,12 @@ Var log_softmax(const Var& a);
 void softmax_row(const Real* x, Real* y, int64_t n);
 void log_softmax_row(const Real* x, Real* y, int64_t n);
 
+namespace detail {
+// softmax_row for any n, chunk by chunk; softmax_row runs rows of 16, 32 and 64
+// values on a fixed-size copy of the same steps, which must give the same bits.
+void softmax_row_chunked(const Real* x, Real* y, int64_t n);
+}  // namespace detail
+
 // Rows of `n` values each are worth spreading over threads only when there is enough work to
 // pay for waking the team (~ tens of microseconds of exp()): softmax's and the loss's kernels.
 inline constexpr int64_t kSoftmaxParallelMinElements = 1 << 15;
