@@ -16,8 +16,10 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "framework/memory_pool.h"
 #include "framework/ops/gemm.h"
 #include "framework/ops/ops.h"
 #include "framework/random.h"
@@ -256,24 +258,52 @@ TEST_CASE("under bf16, linear and linear_relu (which round x and W once for forw
   REQUIRE(gemm_in_bf16(rows, out, in));
   REQUIRE(gemm_in_bf16(rows, in, out));
   REQUIRE(gemm_in_bf16(out, in, rows));
-  for (bool with_relu : {false, true}) {
-    INFO("relu " << with_relu);
-    std::vector<Tensor> fused, composed;
-    for (bool compose : {false, true}) {
-      Var xv(x, true), wv(w, true), bv(b, true);
-      Var y = compose ? add(matmul(xv, wv, false, true), bv) : with_relu ? linear_relu(xv, wv, bv) : linear(xv, wv, bv);
-      if (compose && with_relu) y = relu(y);
-      backward(sum(mul(y, Var(g))));
-      (compose ? composed : fused) = {y.value(), xv.grad(), wv.grad(), bv.grad()};
+  for (bool with_relu : {false, true})
+    for (bool x_needs_grad : {true, false}) {  // a constant x: dW and db only
+      INFO("relu " << with_relu << ", x needs its gradient " << x_needs_grad);
+      std::vector<Tensor> fused, composed;
+      for (bool compose : {false, true}) {
+        Var xv(x, x_needs_grad), wv(w, true), bv(b, true);
+        Var y = compose ? add(matmul(xv, wv, false, true), bv) : with_relu ? linear_relu(xv, wv, bv) : linear(xv, wv, bv);
+        if (compose && with_relu) y = relu(y);
+        backward(sum(mul(y, Var(g))));
+        REQUIRE(xv.has_grad() == x_needs_grad);
+        (compose ? composed : fused) = {y.value(), wv.grad(), bv.grad()};
+        if (x_needs_grad) (compose ? composed : fused).push_back(xv.grad());
+      }
+      const char* names[] = {"output", "dW", "db", "dx"};
+      for (size_t i = 0; i < fused.size(); ++i) {
+        INFO(names[i]);
+        REQUIRE(fused[i].shape() == composed[i].shape());
+        for (int64_t e = 0; e < fused[i].numel(); ++e) REQUIRE(fused[i][e] == composed[i][e]);
+      }
     }
-    const char* names[] = {"output", "dx", "dW", "db"};
-    for (size_t i = 0; i < fused.size(); ++i) {
-      INFO(names[i]);
-      REQUIRE(fused[i].shape() == composed[i].shape());
-      for (int64_t e = 0; e < fused[i].numel(); ++e) REQUIRE(fused[i][e] == composed[i][e]);
-    }
-  }
 }
+
+#if !defined(__SANITIZE_ADDRESS__)  // the buffer cache is bypassed under AddressSanitizer: no such test there
+TEST_CASE("a Bf16Copy takes its buffer from the buffer cache and gives back exactly its size", "[gemm][bf16][memory]") {
+  Rng rng(28);
+  Stored matrix(128, 77, 5, rng);  // 128 x 77 values: 19,712 bytes in bf16 (whole 64-byte blocks), a size no other test allocates
+  const std::size_t bytes = 128 * 77 * sizeof(uint16_t);
+  { const Bf16Copy first(matrix.op(false)); }
+  const memory::PoolStats before = memory::stats();
+  {
+    const Bf16Copy again(matrix.op(false));
+    CHECK(memory::stats().fresh == before.fresh);
+    CHECK(memory::stats().reused == before.reused + 1);
+    CHECK(memory::stats().cached_bytes == before.cached_bytes - bytes);
+  }
+  CHECK(memory::stats().cached_bytes == before.cached_bytes);
+  Bf16Copy moved(matrix.op(false));  // takes the cached block
+  const uint16_t* data = moved.data();
+  Bf16Copy target(matrix.op(false));  // a fresh one
+  CHECK(memory::stats().cached_bytes == before.cached_bytes - bytes);
+  target = std::move(moved);  // target's own block goes back to the cache, moved's buffer moves
+  CHECK(target.data() == data);
+  CHECK(moved.data() == nullptr);
+  CHECK(memory::stats().cached_bytes == before.cached_bytes);
+}
+#endif
 
 TEST_CASE("bf16 is refused, naming the kernel, where products have no native bf16: the Eigen backend", "[gemm][bf16]") {
   const std::string built = gemm_backend();
