@@ -212,7 +212,7 @@ TEST_CASE("a bf16 gemm gives the same bits for the same inputs, one block or spl
   }
 }
 
-TEST_CASE("a Bf16Copy holds the stored matrix rounded as the products round it, contiguous; a product reading it "
+TEST_CASE("a Bf16Copy holds the stored matrix rounded as the products round it, contiguous, and a product reading it "
           "gives the bits of rounding the operand itself: every transpose, padded rows, accumulate", "[gemm][bf16]") {
   Rng rng(26);
   Bf16Scope bf16;
