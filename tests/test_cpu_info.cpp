@@ -104,3 +104,15 @@ TEST_CASE("bench measures the bf16 dot-product peak where the CPU has AVX512_BF1
   CHECK(j["precision"] == "bf16");
   CHECK(j["mfu_bf16"].get<double>() == Approx(j["gflops"].get<double>() / peak));
 }
+
+TEST_CASE("bf16 products are native exactly where the CPU reports AVX512_BF16 or AMX-BF16 and they run on oneDNN",
+          "[bench][bf16]") {
+  const auto& isa = attnlab::bench::cpu_info().isa;
+  const auto has = [&isa](const char* flag) { return std::find(isa.begin(), isa.end(), flag) != isa.end(); };
+  const bool bf16_instructions = has("avx512_bf16") || has("amx_bf16");
+  const bool onednn = std::string(attnlab::gemm_backend()) == "onednn";
+  std::string why;
+  const bool native = attnlab::bf16_products_native(&why);
+  INFO("CPU bf16 instructions " << bf16_instructions << ", backend " << attnlab::gemm_backend() << ": " << why);
+  CHECK(native == (bf16_instructions && onednn));
+}
