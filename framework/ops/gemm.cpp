@@ -135,7 +135,7 @@ void product(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Re
   }
   const bool small = is_small_product(c.rows, c.cols, a.op_cols());
   if (small && detail::small_gemm_fits(c.cols, a.op_cols())) return detail::small_gemm(c, a, b, alpha, accumulate);
-  if (!small && g_precision == Precision::bf16) {
+  if (gemm_in_bf16(c.rows, c.cols, a.op_cols())) {
 #ifdef ATTNLAB_USE_ONEDNN
     if (!g_eigen_only && detail::onednn_bf16_native(nullptr)) return detail::onednn_bf16_gemm(c, a, b, alpha, accumulate);
 #endif
