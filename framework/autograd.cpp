@@ -29,6 +29,35 @@ Tensor& Node::grad_buffer() {
   return grad;
 }
 
+void Node::release_inputs() {
+  for (auto& in : inputs) --in->graph_uses;
+  inputs.clear();
+}
+
+Var& Var::operator=(const Var& other) {
+  if (node_ != other.node_) {
+    let_go();
+    node_ = other.node_;
+  }
+  return *this;
+}
+
+Var& Var::operator=(Var&& other) noexcept {
+  if (this != &other) {
+    let_go();
+    node_ = std::move(other.node_);
+  }
+  return *this;
+}
+
+void Var::let_go() noexcept {
+  // A leaf (no backward) is never freed, and its counts are not read: a
+  // parameter's Vars may go on another thread than the one recording ops on it.
+  Node* n = node_.get();
+  if (n && n->backward && !n->value_read_later && n->graph_uses > 0 && node_.use_count() == n->graph_uses + 1)
+    n->value.release_storage();
+}
+
 Var::Var(Tensor value, bool requires_grad) : node_(new_node(std::move(value))) {
   node_->requires_grad = requires_grad;
 }
@@ -49,14 +78,20 @@ bool any_requires_grad(const std::vector<Var>& inputs) {
   return false;
 }
 
-Var make_result(Tensor value, std::vector<Var> inputs, const char* op, BackwardFn backward) {
+Var make_result(Tensor value, std::vector<Var> inputs, const char* op, BackwardFn backward, ValueReads reads) {
   auto node = new_node(std::move(value));
   node->op = op;
   if (g_grad_enabled && any_requires_grad(inputs)) {
     node->requires_grad = true;
     node->backward = std::move(backward);
+    node->value_read_later = reads.output;
     node->inputs.reserve(inputs.size());
-    for (Var& v : inputs) node->inputs.push_back(v.node_ptr());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Node* in = inputs[i].node();
+      ++in->graph_uses;
+      if (i >= 32 || (reads.inputs >> i) & 1u) in->value_read_later = true;
+      node->inputs.push_back(inputs[i].node_ptr());
+    }
   }
   return Var(std::move(node));
 }
@@ -88,7 +123,7 @@ void backward(const Var& root, Real seed) {
     if (n->backward && !n->grad.empty()) n->backward(*n);
     bool is_leaf = !n->backward;
     n->backward = nullptr;
-    n->inputs.clear();
+    n->release_inputs();
     if (!is_leaf && !n->retain_grad) n->grad = Tensor();
   }
 }

@@ -5,7 +5,9 @@
 // some input needs a gradient and no NoGradGuard is active - records its inputs
 // and a backward closure. backward(root) runs the closures of the nodes
 // reachable from the scalar root in decreasing creation id (each node's id is
-// larger than its inputs'), then releases the graph.
+// larger than its inputs'), then releases the graph. A value that no recorded
+// backward reads is freed as soon as the forward pass lets go of it
+// (ValueReads below), so a step's peak memory holds only what backward needs.
 //
 // The gradient contract: a backward closure adds (+=) its contribution to each
 // input's gradient, for an input may feed several ops. It gets the buffer from
@@ -35,6 +37,17 @@ struct GradTarget {
   bool fresh;  // uninitialised: the writer must write every element (no +=)
 };
 
+// Which values an op's backward closure reads: its own output, and the inputs
+// whose bits in `inputs` are set. A value that no recorded backward reads is
+// freed (its shape kept) once the forward pass no longer holds it, i.e. when
+// the last Var of it goes while only graph edges remain: a linear layer under
+// bf16 reads its bf16 copies, an add reads no value at all.
+struct ValueReads {
+  bool output = true;
+  uint32_t inputs = ~0u;  // bit i: input i
+  static ValueReads none() { return {false, 0}; }
+};
+
 struct Node {
   Tensor value;
   Tensor grad;  // empty until something accumulates into it
@@ -44,6 +57,15 @@ struct Node {
   const char* op = "leaf";
   std::vector<std::shared_ptr<Node>> inputs;
   BackwardFn backward;
+  int graph_uses = 0;              // recorded nodes whose inputs hold this one
+  bool value_read_later = false;   // some recorded backward reads the value
+
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  ~Node() { release_inputs(); }
+  // Drop the edges to the inputs (after backward, or when the node goes).
+  void release_inputs();
 
   // This node's gradient buffer for a writer (see the contract above).
   GradTarget grad_target();
@@ -61,6 +83,11 @@ class Var {
   Var() = default;
   explicit Var(Tensor value, bool requires_grad = false);
   explicit Var(std::shared_ptr<Node> node) : node_(std::move(node)) {}
+  Var(const Var&) = default;
+  Var(Var&&) noexcept = default;
+  Var& operator=(const Var& other);
+  Var& operator=(Var&& other) noexcept;
+  ~Var() { let_go(); }
 
   bool defined() const { return node_ != nullptr; }
   const Tensor& value() const { return node_->value; }
@@ -83,6 +110,9 @@ class Var {
   const std::shared_ptr<Node>& node_ptr() const { return node_; }
 
  private:
+  // Before this handle lets go of its node: if it is the last handle and no
+  // backward reads the value, free the value (see ValueReads).
+  void let_go() noexcept;
   std::shared_ptr<Node> node_;
 };
 
@@ -105,8 +135,10 @@ bool grad_enabled();
 
 // For op implementations: wrap a computed value as the result of an op. Records
 // inputs and the backward closure only when recording is on and some input
-// requires a gradient; otherwise the result is a constant.
-Var make_result(Tensor value, std::vector<Var> inputs, const char* op, BackwardFn backward);
+// requires a gradient; otherwise the result is a constant. `reads` says which
+// values the closure reads (all by default).
+Var make_result(Tensor value, std::vector<Var> inputs, const char* op, BackwardFn backward,
+                ValueReads reads = {});
 bool any_requires_grad(const std::vector<Var>& inputs);
 
 // Number of nodes created so far on this thread (tests use it to see that

@@ -78,6 +78,9 @@ class Tensor {
   void fill_(Real value);
   void zero_() { fill_(0); }
   void reshape_(Shape shape);        // same numel, no copy
+  // Free the storage and keep the shape (a graph node whose value nothing reads
+  // again); data() is then null and numel() 0.
+  void release_storage() noexcept { decltype(data_)().swap(data_); }
   Tensor reshaped(Shape shape) const;  // a copy with a new shape
 
   // Eigen views without copies. matrix() is (numel / last, last); a 0-d or

@@ -28,6 +28,23 @@ Var total(const Var& a) {
     for (int64_t i = 0; i < g.numel(); ++i) g[i] += self.grad[0];
   });
 }
+// y = a + b, declaring that its backward reads no value (ValueReads::none()).
+Var plus(const Var& a, const Var& b) {
+  Tensor out(a.shape());
+  for (int64_t i = 0; i < out.numel(); ++i) out[i] = a.value()[i] + b.value()[i];
+  return make_result(
+      std::move(out), {a, b}, "plus",
+      [](Node& self) {
+        for (size_t k = 0; k < 2; ++k) {
+          if (!self.input_needs_grad(k)) continue;
+          Tensor& g = self.input_grad(k);
+          for (int64_t i = 0; i < g.numel(); ++i) g[i] += self.grad[i];
+        }
+      },
+      ValueReads::none());
+}
+// Whether a (2,) value was freed with its shape kept.
+bool freed(const Node* n) { return n->value.numel() == 0 && n->value.shape() == Shape{2}; }
 }  // namespace
 
 TEST_CASE("a value used twice accumulates both gradient paths", "[autograd]") {
@@ -164,4 +181,56 @@ TEST_CASE("tensor Eigen views alias the storage", "[tensor]") {
   REQUIRE(t.matrix().rows() == 6);
   REQUIRE(t.matrix()(5, 3) == 7);
   REQUIRE(t.batch_count() == 2);
+}
+
+TEST_CASE("a value no backward reads is freed, its shape kept, when its last Var goes, and one a backward reads, "
+          "or a Var still holds, is kept",
+          "[autograd][memory]") {
+  Var x(Tensor::from({2}, {1, 2}), true);
+  Var y, a, held;
+  {
+    a = plus(x, x);          // read by times below: kept
+    Var t = times(a, x);     // read by its own backward (times reads every value): kept
+    Var b = plus(t, x);      // read by no backward (plus reads nothing): freed when b goes
+    Var c = plus(b, x);      // read by nobody: freed when c goes
+    held = plus(x, x);       // read by nobody, but held below
+    Var d = plus(held, x);   // read by nobody: freed when d goes
+    y = total(plus(c, d));   // plus(c, d) is read by total (which reads every value): kept
+    REQUIRE(b.value().numel() == 2);  // a Var holds it still
+  }
+  const Node* sum = y.node()->inputs[0].get();
+  const Node* c = sum->inputs[0].get();
+  const Node* b = c->inputs[0].get();
+  const Node* t = b->inputs[0].get();
+  const Node* d = sum->inputs[1].get();
+  CHECK(freed(b));
+  CHECK_FALSE(freed(a.node()));
+  CHECK_FALSE(freed(t));
+  CHECK(freed(c));
+  CHECK_FALSE(freed(sum));
+  CHECK(freed(d));
+  CHECK_FALSE(freed(held.node()));
+  held = Var();  // its last Var goes by assignment: now it is freed
+  CHECK(freed(d->inputs[0].get()));
+  backward(y);  // y = Σ (2x·x + x + x) + (2x + x): dy/dx = 4x + 5
+  CHECK(x.grad()[0] == 9);
+  CHECK(x.grad()[1] == 13);
+}
+
+TEST_CASE("values are freed only inside a recorded graph: not leaves, not after backward, and not while a Var "
+          "holds one whose consumers went without a backward",
+          "[autograd][memory]") {
+  Var x(Tensor::from({2}, {1, 2}), true);
+  Var p = plus(x, x), q = p;
+  {
+    Var consumer = plus(p, x);  // recorded, then gone without a backward: p's edge goes with it
+  }
+  p = Var();
+  CHECK_FALSE(freed(q.node()));  // q still holds it
+  Var r = plus(x, x), r2 = r;
+  Var y = total(plus(r, x));
+  backward(y);
+  r2 = Var();
+  CHECK_FALSE(freed(r.node()));  // the graph is released: r holds a plain value
+  CHECK_FALSE(freed(x.node()));
 }

@@ -11,6 +11,8 @@
 // On a CPU without native bf16 the products are emulated (allow_emulated_bf16),
 // and the same checks hold.
 #include <catch2/catch.hpp>
+#include <omp.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -278,6 +280,60 @@ TEST_CASE("under bf16, linear and linear_relu (which round x and W once for forw
         for (int64_t e = 0; e < fused[i].numel(); ++e) REQUIRE(fused[i][e] == composed[i][e]);
       }
     }
+}
+
+TEST_CASE("linear and linear_relu free what their backward does not read once the forward is done with it: "
+          "their output, and under bf16 the fp32 x (read as its bf16 copy) and the ReLU's output (kept as bits "
+          "y > 0), and backward gives the bits of matmul, add and relu with every value kept",
+          "[gemm][bf16][linear][memory]") {
+  Rng rng(41);
+  const int64_t in = 96, out = 83;  // 83 columns: the masks' sixteen-at-a-time path and its tail
+  const auto tensor = [&rng](Shape shape) {
+    Tensor t = Tensor::uninitialized(shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<Real>(rng.uniform(-1, 1));
+    return t;
+  };
+  const int saved_threads = omp_get_max_threads();
+  omp_set_num_threads(2);  // 999 rows x 83: the backward's two chunks split a row, mid-byte
+  for (int64_t rows : {64, 999})
+    for (bool bf16 : {false, true})
+      for (bool with_relu : {false, true}) {
+        INFO(rows << " rows, bf16 " << bf16 << ", relu " << with_relu);
+        const Tensor x = tensor({rows, in}), w = tensor({out, in}), b = tensor({out}), c = tensor({rows, out}),
+                     g = tensor({rows, out});
+        AllowEmulation allow;
+        GemmPrecisionScope scope(bf16 ? Precision::bf16 : Precision::fp32);
+        std::vector<Tensor> kept, freed;
+        for (bool keep : {true, false}) {
+          Var xv(x, true), wv(w, true), bv(b, true), zero(Tensor({rows, in}));
+          Var x1, lin;  // held only by the reference: x + 0 (not a leaf) and the layer's output
+          const auto layer = [&](const Var& in_x) { return with_relu ? linear_relu(in_x, wv, bv) : linear(in_x, wv, bv); };
+          Var s;  // add reads no value: nothing but the Vars above holds x + 0 and the layer's output
+          if (keep) {  // the reference: matmul, add and relu, every value held
+            x1 = add(xv, zero);
+            lin = add(matmul(x1, wv, false, true), bv);
+            if (with_relu) lin = relu(lin);
+            s = add(lin, Var(c));
+          } else {
+            s = add(layer(add(xv, zero)), Var(c));
+          }
+          const Node* lin_node = s.node()->inputs[0].get();
+          const Node* x1_node = keep ? x1.node() : lin_node->inputs[0].get();
+          CHECK(lin_node->value.numel() == (keep || (with_relu && !bf16) ? rows * out : 0));
+          CHECK(x1_node->value.numel() == (keep || !bf16 ? rows * in : 0));
+          CHECK(lin_node->value.shape() == Shape{rows, out});
+          CHECK(x1_node->value.shape() == Shape{rows, in});
+          backward(sum(mul(s, Var(g))));
+          (keep ? kept : freed) = {s.value(), xv.grad(), wv.grad(), bv.grad()};
+        }
+        const char* names[] = {"output", "dx", "dW", "db"};
+        for (size_t i = 0; i < kept.size(); ++i) {
+          INFO(names[i]);
+          REQUIRE(kept[i].numel() == freed[i].numel());
+          for (int64_t e = 0; e < kept[i].numel(); ++e) REQUIRE(kept[i][e] == freed[i][e]);
+        }
+      }
+  omp_set_num_threads(saved_threads);
 }
 
 #if !defined(__SANITIZE_ADDRESS__)  // the buffer cache is bypassed under AddressSanitizer: no such test there

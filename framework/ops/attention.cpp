@@ -166,7 +166,7 @@ Var attention_core(const std::vector<Var>& inputs, const Dims n, const Layouts& 
                scale, !gk.fresh);
       }
     }
-  });
+  }, ValueReads{false, ~0u});  // q, k, v and its own weights P, not its output
 }
 
 }  // namespace

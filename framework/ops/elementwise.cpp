@@ -96,7 +96,7 @@ Tensor binary_forward(const BroadcastPlan& p, const Tensor& a, const Tensor& b, 
 // when the target has the output's shape (no two runs touch the same element);
 // otherwise runs are summed serially so the result does not depend on the
 // thread count.
-template <bool overwrite = false, class G>
+template <bool reads_values, bool overwrite = false, class G>
 void binary_accumulate(const BroadcastPlan& p, int which, const Tensor& grad, const Tensor& a, const Tensor& b,
                        Tensor& target, G gfn) {
   const Real* pg = grad.data();
@@ -107,14 +107,18 @@ void binary_accumulate(const BroadcastPlan& p, int which, const Tensor& grad, co
   for_each_run(p, full, [&](int64_t o, int64_t ia, int64_t ib, int64_t n, int64_t sa, int64_t sb) {
     const Real* g = pg + o;
     Real* t = pt + (which == 0 ? ia : ib);
+    // An op that reads no value (add, sub: theirs may be freed) gets g in their
+    // place, which every run may read, and ignores it.
+    const Real* xa = reads_values ? pa + ia : g;
+    const Real* xb = reads_values ? pb + ib : g;
     if ((which == 0 ? sa : sb) == 1) {
       if constexpr (overwrite)
-        run_loop(pa + ia, pb + ib, n, sa, sb, [&](int64_t k, Real x, Real z) { t[k] = gfn(g[k], x, z); });
+        run_loop(xa, xb, n, sa, sb, [&](int64_t k, Real x, Real z) { t[k] = gfn(g[k], x, z); });
       else
-        run_loop(pa + ia, pb + ib, n, sa, sb, [&](int64_t k, Real x, Real z) { t[k] += gfn(g[k], x, z); });
+        run_loop(xa, xb, n, sa, sb, [&](int64_t k, Real x, Real z) { t[k] += gfn(g[k], x, z); });
     } else {  // the target is constant along this run: sum the run into one element
       Real acc = 0;
-      run_loop(pa + ia, pb + ib, n, sa, sb, [&](int64_t k, Real x, Real z) { acc += gfn(g[k], x, z); });
+      run_loop(xa, xb, n, sa, sb, [&](int64_t k, Real x, Real z) { acc += gfn(g[k], x, z); });
       if constexpr (overwrite)
         t[0] = acc;
       else
@@ -128,30 +132,32 @@ void binary_accumulate(const BroadcastPlan& p, int which, const Tensor& grad, co
 // stream) gets an uninitialised one that the op overwrites (the gradient
 // contract, framework/autograd.h): no zero-fill and no read of zeros. A
 // broadcast input (a bias) accumulates.
-template <class G>
+template <bool reads_values, class G>
 void binary_backward(Node& self, const BroadcastPlan& p, int which, G gfn) {
   const Tensor& a = self.input_value(0);
   const Tensor& b = self.input_value(1);
   if (which == 0 ? p.a_full : p.b_full) {
     const GradTarget t = self.input_grad_target(static_cast<size_t>(which));
     if (t.fresh)
-      binary_accumulate<true>(p, which, self.grad, a, b, *t.grad, gfn);
+      binary_accumulate<reads_values, true>(p, which, self.grad, a, b, *t.grad, gfn);
     else
-      binary_accumulate(p, which, self.grad, a, b, *t.grad, gfn);
+      binary_accumulate<reads_values>(p, which, self.grad, a, b, *t.grad, gfn);
     return;
   }
-  binary_accumulate(p, which, self.grad, a, b, self.input_grad(static_cast<size_t>(which)), gfn);
+  binary_accumulate<reads_values>(p, which, self.grad, a, b, self.input_grad(static_cast<size_t>(which)), gfn);
 }
 
 // A broadcasting binary op: forward f(x, y); dL/da = ga(g, x, y), dL/db = gb(g, x, y).
-template <class F, class GA, class GB>
+// Without reads_values, ga and gb ignore x and y, and the inputs' values may
+// be freed before backward (ValueReads).
+template <bool reads_values, class F, class GA, class GB>
 Var binary_op(const Var& a, const Var& b, const char* name, F f, GA ga, GB gb) {
   BroadcastPlan plan = make_broadcast_plan(a.shape(), b.shape(), name);
   Tensor out = binary_forward(plan, a.value(), b.value(), f);
   return make_result(std::move(out), {a, b}, name, [plan = std::move(plan), ga, gb](Node& self) {
-    if (self.input_needs_grad(0)) binary_backward(self, plan, 0, ga);
-    if (self.input_needs_grad(1)) binary_backward(self, plan, 1, gb);
-  });
+    if (self.input_needs_grad(0)) binary_backward<reads_values>(self, plan, 0, ga);
+    if (self.input_needs_grad(1)) binary_backward<reads_values>(self, plan, 1, gb);
+  }, ValueReads{false, reads_values ? ~0u : 0u});
 }
 
 // A unary op written with Eigen array expressions, chunked across threads:
@@ -179,25 +185,25 @@ Var unary_op(const Var& a, const char* name, F f, D d) {
 }  // namespace
 
 Var add(const Var& a, const Var& b) {
-  return binary_op(
+  return binary_op<false>(
       a, b, "add", [](Real x, Real y) { return x + y; }, [](Real g, Real, Real) { return g; },
       [](Real g, Real, Real) { return g; });
 }
 
 Var sub(const Var& a, const Var& b) {
-  return binary_op(
+  return binary_op<false>(
       a, b, "sub", [](Real x, Real y) { return x - y; }, [](Real g, Real, Real) { return g; },
       [](Real g, Real, Real) { return -g; });
 }
 
 Var mul(const Var& a, const Var& b) {
-  return binary_op(
+  return binary_op<true>(
       a, b, "mul", [](Real x, Real y) { return x * y; }, [](Real g, Real, Real y) { return g * y; },
       [](Real g, Real x, Real) { return g * x; });
 }
 
 Var div(const Var& a, const Var& b) {
-  return binary_op(
+  return binary_op<true>(
       a, b, "div", [](Real x, Real y) { return x / y; }, [](Real g, Real, Real y) { return g / y; },
       [](Real g, Real x, Real y) { return -g * x / (y * y); });
 }

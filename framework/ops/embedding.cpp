@@ -40,7 +40,7 @@ Var embedding(const Var& weight, const IntTensor& ids) {
       const Real* gi = g + static_cast<int64_t>(i) * d;
       for (int64_t j = 0; j < d; ++j) row[j] += gi[j];
     }
-  });
+  }, ValueReads::none());
 }
 
 }  // namespace attnlab

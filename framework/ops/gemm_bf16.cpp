@@ -47,6 +47,21 @@ const T* converted(const GemmOperand& o, std::vector<T>& out, Convert convert) {
   return dst;
 }
 
+// o rounded to bf16, as floats in out (contiguous): from its bf16 copy where it
+// has one (the fp32 matrix may be gone: ValueReads), else rounded here.
+const Real* rounded_floats(const GemmOperand& o, std::vector<Real>& out) {
+  if (!o.bf16) return converted(o, out, [](float x) { return static_cast<Real>(detail::round_to_bf16(x)); });
+  const size_t n = static_cast<size_t>(o.rows * o.cols);
+  if (out.size() < n) out.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t u = static_cast<uint32_t>(o.bf16[i]) << 16;
+    float x;
+    std::memcpy(&x, &u, sizeof x);
+    out[i] = static_cast<Real>(x);
+  }
+  return out.data();
+}
+
 // The same operand over a contiguous copy.
 GemmOperand contiguous(const GemmOperand& o, const Real* data) { return {data, o.rows, o.cols, o.cols, o.trans}; }
 
@@ -62,8 +77,7 @@ float detail::round_to_bf16(float x) {
 void detail::bf16_emulated_gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha,
                                 bool accumulate) {
   thread_local std::vector<Real> a_buf, b_buf;
-  const auto round = [](float x) { return static_cast<Real>(round_to_bf16(x)); };
-  const GemmOperand ra = contiguous(a, converted(a, a_buf, round)), rb = contiguous(b, converted(b, b_buf, round));
+  const GemmOperand ra = contiguous(a, rounded_floats(a, a_buf)), rb = contiguous(b, rounded_floats(b, b_buf));
   eigen_gemm(c, ra, rb, alpha, accumulate);
 }
 

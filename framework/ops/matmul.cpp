@@ -5,10 +5,16 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "framework/ops/broadcast.h"
 #include "framework/ops/gemm.h"
+
+#if defined(__AVX512F__) && !defined(ATTNLAB_DOUBLE)
+#include <immintrin.h>
+#define ATTNLAB_AVX512_MASKS  // the ReLU masks of linear_relu under bf16
+#endif
 
 namespace attnlab {
 namespace {
@@ -142,15 +148,51 @@ int64_t check_linear(const char* op, const Var& x, const Var& weight, const Var&
 }
 
 // Precision bf16: x and W rounded once, for the forward product and for the
-// backward's (x for dW = gᵀ x, W for dx = g W), released when backward has
-// used them. Empty under fp32.
+// backward's (x for dW = gᵀ x, W for dx = g W), and with a ReLU the bits
+// y > 0 (the backward's mask): backward reads these, not the fp32 x, W and y,
+// which are freed when the forward is done with them (ValueReads). Released
+// when backward has used them. Absent under fp32.
 struct LinearBf16 {
   Bf16Copy x, w;
+  // relu only: bit k % 8 of byte r * mask_row_bytes(out) + k / 8 says y[r][k] > 0
+  std::vector<uint8_t, TensorAllocator<uint8_t>> positive;
 };
+
+int64_t mask_row_bytes(int64_t cols) { return (cols + 7) / 8; }
+
+// bits[k / 8] bit k % 8 = y[k] > 0, for k < n. Sixteen at a time with AVX-512
+// (one compare gives the sixteen bits), then one at a time.
+void pack_positive(const Real* y, int64_t n, uint8_t* bits) {
+  int64_t k = 0;
+#ifdef ATTNLAB_AVX512_MASKS
+  for (; k + 16 <= n; k += 16) {
+    const __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(y + k), _mm512_setzero_ps(), _CMP_GT_OQ);
+    std::memcpy(bits + k / 8, &m, sizeof m);
+  }
+#endif
+  for (; k < n; ++k) {
+    if (k % 8 == 0) bits[k / 8] = 0;
+    bits[k / 8] |= static_cast<uint8_t>((y[k] > Real(0)) << (k % 8));
+  }
+}
+
+// out[i] = g[i] where bit k0 + i of bits is set, else 0, for i < n.
+void select_positive(const uint8_t* bits, const Real* g, int64_t k0, int64_t n, Real* out) {
+  int64_t i = 0;
+#ifdef ATTNLAB_AVX512_MASKS
+  for (; i < n && (k0 + i) % 8; ++i) out[i] = (bits[(k0 + i) / 8] >> ((k0 + i) % 8)) & 1 ? g[i] : Real(0);
+  for (; i + 16 <= n; i += 16) {
+    __mmask16 m;
+    std::memcpy(&m, bits + (k0 + i) / 8, sizeof m);
+    _mm512_storeu_ps(out + i, _mm512_maskz_mov_ps(m, _mm512_loadu_ps(g + i)));
+  }
+#endif
+  for (; i < n; ++i) out[i] = (bits[(k0 + i) / 8] >> ((k0 + i) % 8)) & 1 ? g[i] : Real(0);
+}
 
 // y = x Wᵀ + b, then max(y, 0) when relu is set, in the same pass over y.
 Tensor linear_forward(const Var& x, const Var& weight, const Var& bias, int64_t rows, bool relu,
-                      const LinearBf16* copies) {
+                      LinearBf16* copies) {
   const int64_t out_features = weight.size(0), in_features = weight.size(1);
   Shape out_shape = x.shape();
   out_shape.back() = out_features;
@@ -161,19 +203,25 @@ Tensor linear_forward(const Var& x, const Var& weight, const Var& bias, int64_t 
   if (!bias.defined() && !relu) return out;
   const Real* b = bias.defined() ? bias.value().data() : nullptr;
   Real* yp = out.data();
-  detail::parallel_chunks(rows * out_features, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi;) {  // one row (or the part of it in this chunk) per pass
-      const int64_t j0 = i % out_features, n = std::min(out_features - j0, hi - i);
-      Real* yr = yp + i;
-      if (b) {
-        for (int64_t k = 0; k < n; ++k) yr[k] += b[j0 + k];
-      }
-      if (relu) {  // std::max(v, 0) keeps a NaN, as torch.relu does
-        for (int64_t k = 0; k < n; ++k) yr[k] = std::max(yr[k], Real(0));
-      }
-      i += n;
+  uint8_t* positive = nullptr;
+  const int64_t row_bytes = mask_row_bytes(out_features);
+  if (relu && copies) {
+    copies->positive.resize(static_cast<size_t>(rows * row_bytes));
+    positive = copies->positive.data();
+  }
+  const bool parallel = rows > 1 && rows * out_features >= 2 * detail::kParallelGrain && omp_get_max_threads() > 1 &&
+                        !omp_in_parallel();
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t r = 0; r < rows; ++r) {  // whole rows: no two threads write one byte of the mask
+    Real* yr = yp + r * out_features;
+    if (b) {
+      for (int64_t k = 0; k < out_features; ++k) yr[k] += b[k];
     }
-  });
+    if (relu) {  // std::max(v, 0) keeps a NaN, as torch.relu does
+      for (int64_t k = 0; k < out_features; ++k) yr[k] = std::max(yr[k], Real(0));
+    }
+    if (positive) pack_positive(yr, out_features, positive + r * row_bytes);
+  }
   return out;
 }
 
@@ -232,11 +280,14 @@ Var linear_op(const char* op, const Var& x, const Var& weight, const Var& bias, 
   std::shared_ptr<LinearBf16> copies;
   if (gemm_in_bf16(rows, out_features, in_features))
     copies = std::make_shared<LinearBf16>(LinearBf16{Bf16Copy(operand(x.value(), rows, in_features)),
-                                                     Bf16Copy(operand(weight.value(), out_features, in_features))});
+                                                     Bf16Copy(operand(weight.value(), out_features, in_features)),
+                                                     {}});
   Tensor out = linear_forward(x, weight, bias, rows, relu, copies.get());
   // Where nothing records a backward, make_result drops it, and the copies with it.
   std::vector<Var> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
+  // fp32 reads x and W, and with a ReLU its own output; bf16 reads its copies.
+  const ValueReads reads{relu && !copies, copies ? 0u : 3u};
   return make_result(std::move(out), std::move(inputs), op, [rows, in_features, out_features, relu, copies](Node& self) {
     if (!relu) {
       linear_backward(self, self.grad.data(), rows, in_features, out_features, copies.get());
@@ -247,15 +298,23 @@ Var linear_op(const char* op, const Var& x, const Var& weight, const Var& bias, 
     Tensor masked = Tensor::uninitialized({rows, out_features});
     const Real* g = self.grad.data();
     const Real* y = self.value.data();
+    const uint8_t* positive = copies ? copies->positive.data() : nullptr;
+    const int64_t row_bytes = mask_row_bytes(out_features);
     Real* m = masked.data();
     detail::parallel_chunks(rows * out_features, [&](int64_t lo, int64_t hi) {
       // A select, not a branch: the signs are random, a branch mispredicts.
+      for (int64_t i = lo; positive && i < hi;) {  // one row (or the part of it in this chunk) per pass
+        const int64_t k0 = i % out_features, n = std::min(out_features - k0, hi - i);
+        select_positive(positive + i / out_features * row_bytes, g + i, k0, n, m + i);
+        i += n;
+      }
+      if (positive) return;
       const int64_t n = hi - lo;
       VecMap(m + lo, n).array() =
           (ConstVecMap(y + lo, n).array() > Real(0)).select(ConstVecMap(g + lo, n).array(), Real(0));
     });
     linear_backward(self, m, rows, in_features, out_features, copies.get());
-  });
+  }, reads);
 }
 
 }  // namespace

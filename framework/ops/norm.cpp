@@ -127,7 +127,8 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, Real eps) {
   return make_result(std::move(out), std::move(inputs), "layer_norm",
                      [d, rows, w_index, b_index, mean = std::move(mean), rstd = std::move(rstd)](Node& self) {
                        layer_norm_backward(self, d, rows, w_index, b_index, mean, rstd);
-                     });
+                     },
+                     ValueReads{false, ~0u});  // x and weight, not the output
 }
 
 }  // namespace attnlab

@@ -176,7 +176,7 @@ Var concat(const std::vector<Var>& parts, int axis) {
             self.grad.matrix(outer, n * inner).middleCols(offset * inner, widths[k] * inner);
       offset += widths[k];
     }
-  });
+  }, ValueReads::none());
 }
 
 }  // namespace attnlab
