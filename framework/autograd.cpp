@@ -54,7 +54,7 @@ void Var::let_go() noexcept {
   // A leaf (no backward) is never freed, and its counts are not read: a
   // parameter's Vars may go on another thread than the one recording ops on it.
   Node* n = node_.get();
-  if (n && n->backward && !n->value_read_later && n->graph_uses > 0 && node_.use_count() == n->graph_uses + 1)
+  if (n && n->backward && !n->value_read_later && node_.use_count() == n->graph_uses + 1)
     n->value.release_storage();
 }
 

@@ -215,9 +215,12 @@ TEST_CASE("a bf16 gemm gives the same bits for the same inputs, one block or spl
 }
 
 TEST_CASE("a Bf16Copy holds the stored matrix rounded as the products round it, contiguous, and a product reading it "
-          "gives the bits of rounding the operand itself: every transpose, padded rows, accumulate", "[gemm][bf16]") {
+          "(or a copy of the padded rows read through their stride, as attention reads a head) gives the bits of "
+          "rounding the operand itself: every transpose, accumulate, natively and emulated",
+          "[gemm][bf16]") {
   Rng rng(26);
-  Bf16Scope bf16;
+  const std::string built = gemm_backend();
+  for (const char* backend : {built.c_str(), "eigen"})  // eigen: the emulated products, whatever the CPU
   for (Case t : kShapes)
     for (int trans = 0; trans < 4; ++trans)
       for (bool accumulate : {false, true}) {
@@ -225,24 +228,32 @@ TEST_CASE("a Bf16Copy holds the stored matrix rounded as the products round it, 
         t.tb = trans & 2;
         t.pad = 3;
         Operands x(t, rng);
-        INFO("m " << t.m << " n " << t.n << " k " << t.k << " ta " << t.ta << " tb " << t.tb << " accumulate "
-                  << accumulate);
+        INFO(backend << ": m " << t.m << " n " << t.n << " k " << t.k << " ta " << t.ta << " tb " << t.tb
+                     << " accumulate " << accumulate);
+        set_gemm_backend(backend);
+        Bf16Scope bf16;
         const Bf16Copy a_copy(x.a.op(t.ta)), b_copy(x.b.op(t.tb));
+        const auto padded = [](GemmOperand o) { return GemmOperand{o.data, o.rows, o.ld, o.ld}; };
+        const Bf16Copy a_wide(padded(x.a.op(t.ta))), b_wide(padded(x.b.op(t.tb)));
         for (int64_t i = 0; i < x.a.rows; ++i)
           for (int64_t j = 0; j < x.a.cols; ++j)
             REQUIRE(a_copy.data()[i * x.a.cols + j] == bits(detail::round_to_bf16(x.a.at(i, j, false))) >> 16);
         const std::vector<float> c_old = x.c.v;
         gemm(x.out(), x.a.op(t.ta), x.b.op(t.tb), 0.5f, accumulate);
         const std::vector<float> rounding_itself = x.c.v;
-        for (int copies = 1; copies < 4; ++copies) {  // A's copy, B's, both
+        for (int copies = 1; copies < 16; ++copies) {  // A's copy, B's, both; contiguous or padded (bits 4, 8)
+          if ((copies & 4 && !(copies & 1)) || (copies & 8 && !(copies & 2))) continue;
+          INFO("copies " << copies);
           x.c.v = c_old;
           GemmOperand a = x.a.op(t.ta), b = x.b.op(t.tb);
-          if (copies & 1) a.bf16 = a_copy.data();
-          if (copies & 2) b.bf16 = b_copy.data();
+          REQUIRE(a.ld > a.cols);
+          if (copies & 1) a.bf16 = copies & 4 ? a_wide.data() : a_copy.data(), a.bf16_ld = copies & 4 ? a.ld : 0;
+          if (copies & 2) b.bf16 = copies & 8 ? b_wide.data() : b_copy.data(), b.bf16_ld = copies & 8 ? b.ld : 0;
           gemm(x.out(), a, b, 0.5f, accumulate);
           CHECK(x.c.v == rounding_itself);
         }
       }
+  set_gemm_backend(built);
 }
 
 TEST_CASE("under bf16, linear and linear_relu (which round x and W once for forward and backward) give the bits "
@@ -334,6 +345,66 @@ TEST_CASE("linear and linear_relu free what their backward does not read once th
         }
       }
   omp_set_num_threads(saved_threads);
+}
+
+// Tolerance: inputs in [-1, 1], d = 32, scale 32^-1/2. Rounding both operands
+// of a product to bf16 moves each term by at most 2^-8 of its size, so a score
+// by at most 2^-8 · 32 · scale < 0.023, the weights P by a factor within
+// e^(±0.045) (a softmax moves by at most twice its inputs' largest change), and
+// an output (a mean of v's rows under P) by less than 0.05 + 2^-8. The gradients
+// are sums of as many terms of the same sizes; 0.1 holds them with room. A head
+// read at another head's columns misses by the size of the values themselves.
+TEST_CASE("under bf16, attention rounds q, k and v once for its six products: output and gradients within bf16's "
+          "rounding of fp32's, the fp32 inputs freed once the forward is done with them, and freeing them changes "
+          "no bit",
+          "[gemm][bf16][attention][memory]") {
+  Rng rng(43);
+  const int64_t B = 2, T = 32, h = 2, d = 32;  // T·T·d = 32³: every product of the heads runs in bf16
+  const Real scale = static_cast<Real>(1 / std::sqrt(double(d)));
+  const auto tensor = [&rng](Shape shape) {
+    Tensor t = Tensor::uninitialized(shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<Real>(rng.uniform(-1, 1));
+    return t;
+  };
+  for (bool packed : {true, false}) {
+    const int64_t width = packed ? 3 * h * d : h * d;
+    const size_t count = packed ? 1 : 3;
+    std::vector<Tensor> x;
+    for (size_t i = 0; i < count; ++i) x.push_back(tensor({B, T, width}));
+    const Tensor g = tensor({B, T, h * d});
+    std::vector<Tensor> results[3];  // fp32; bf16 with the inputs held; bf16 with them freed
+    for (int run = 0; run < 3; ++run) {
+      const bool bf16 = run > 0, hold = run == 1;
+      INFO((packed ? "attention_packed" : "attention_heads") << ", run " << run);
+      AllowEmulation allow;
+      GemmPrecisionScope scope(bf16 ? Precision::bf16 : Precision::fp32);
+      std::vector<Var> leaves, held;
+      for (const Tensor& t : x) leaves.emplace_back(t, true);
+      const auto input = [&](size_t i) {  // x + 0: not a leaf, so it can be freed
+        Var v = add(leaves[i], Var(Tensor(x[i].shape())));
+        if (hold) held.push_back(v);
+        return v;
+      };
+      const AttentionMask causal{true};
+      Var out = packed ? attention_packed(input(0), h, d, d, scale, causal)
+                       : attention_heads(input(0), input(1), input(2), h, scale, causal);
+      for (size_t i = 0; i < count; ++i)
+        CHECK(out.node()->inputs[i]->value.numel() == (bf16 && !hold ? 0 : B * T * width));
+      backward(sum(mul(out, Var(g))));
+      results[run] = {out.value()};
+      for (const Var& l : leaves) results[run].push_back(l.grad());
+    }
+    for (size_t i = 0; i < results[0].size(); ++i) {
+      INFO((packed ? "attention_packed" : "attention_heads") << (i == 0 ? ": output" : ": gradient"));
+      double largest = 0;
+      for (int64_t e = 0; e < results[0][i].numel(); ++e) {
+        REQUIRE(results[1][i][e] == results[2][i][e]);
+        largest = std::max(largest, std::abs(double(results[1][i][e]) - results[0][i][e]));
+      }
+      CHECK(largest > 0);  // bf16 did round
+      CHECK(largest < (i == 0 ? 0.05 + 1.0 / 256 : 0.1));
+    }
+  }
 }
 
 #if !defined(__SANITIZE_ADDRESS__)  // the buffer cache is bypassed under AddressSanitizer: no such test there

@@ -5,7 +5,9 @@
 #include "framework/ops/attention.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "framework/ops/gemm.h"
 #include "framework/ops/softmax.h"
@@ -48,10 +50,25 @@ Layouts unpacked(const Dims& n, bool interleaved) {
           false,
           interleaved ? "attention_heads" : "attention"};
 }
+// An input's values: fp32 (null once freed: ValueReads) and, where every product
+// of the heads runs in bf16, its bf16 copy in the same layout (else null).
+struct Source {
+  const Real* data;
+  const uint16_t* bf16;
+};
 // The (T, w) matrix of batch b, head hh, as a product operand (its transpose
 // with trans set) or as a product's destination.
+GemmOperand head(const Source& s, const HeadLayout& l, int64_t b, int64_t hh, bool trans = false) {
+  const int64_t at = l.offset(b, hh);
+  GemmOperand o{s.data ? s.data + at : nullptr, l.T, l.w, l.stride(), trans};
+  if (s.bf16) o.bf16 = s.bf16 + at, o.bf16_ld = l.stride();
+  return o;
+}
 GemmOperand head(const Real* data, const HeadLayout& l, int64_t b, int64_t hh, bool trans = false) {
-  return {data + l.offset(b, hh), l.T, l.w, l.stride(), trans};
+  return head(Source{data, nullptr}, l, b, hh, trans);
+}
+Source source(const Tensor& value, const std::vector<Bf16Copy>* copies, size_t input) {
+  return {value.data(), copies ? (*copies)[input].data() : nullptr};
 }
 GemmOutput head_out(Real* data, const HeadLayout& l, int64_t b, int64_t hh) {
   return {data + l.offset(b, hh), l.T, l.w, l.stride()};
@@ -89,11 +106,21 @@ Var attention_core(const std::vector<Var>& inputs, const Dims n, const Layouts& 
   const int64_t pairs = n.B * n.h;
   const bool parallel = pairs > 1 && pairs * n.T_q * n.T_k * (n.d_k + n.d_v) >= kAttentionParallelMinFlops;
 
+  // Precision bf16, with every product of the heads in bf16: q, k and v are
+  // rounded once (one copy when packed) for the forward and backward products,
+  // which read the copies, and their fp32 values can go once the forward is done.
+  std::shared_ptr<std::vector<Bf16Copy>> copies;
+  if (gemm_in_bf16(n.T_q, n.T_k, n.d_k) && gemm_in_bf16(n.T_q, n.d_v, n.T_k)) {
+    copies = std::make_shared<std::vector<Bf16Copy>>();
+    for (const Var& in : inputs) {
+      const int64_t w = in.size(-1);
+      copies->emplace_back(GemmOperand{in.value().data(), in.numel() / w, w, w});
+    }
+  }
   Tensor P = Tensor::uninitialized({n.B, n.h, n.T_q, n.T_k});  // attention weights
   Tensor out = Tensor::uninitialized(lo.interleaved ? Shape{n.B, n.T_q, n.h * n.d_v} : Shape{n.B, n.h, n.T_q, n.d_v});
-  const Real* qd = q.value().data();
-  const Real* kd = k.value().data();
-  const Real* vd = v.value().data();
+  const Source qs = source(q.value(), copies.get(), 0), ks = source(k.value(), copies.get(), packed ? 0 : 1),
+               vs = source(v.value(), copies.get(), packed ? 0 : 2);
   const Real* pad = mask.key_padding ? mask.key_padding->data() : nullptr;
   // Query i sees keys j <= i + shift (queries are the last T_q positions).
   const int64_t shift = n.T_k - n.T_q;
@@ -102,7 +129,7 @@ Var attention_core(const std::vector<Var>& inputs, const Dims n, const Layouts& 
   for (int64_t bh = 0; bh < pairs; ++bh) {
     const int64_t b = bh / n.h, hh = bh % n.h;
     Real* S = P.data() + bh * n.T_q * n.T_k;  // (T_q, T_k): scores, then weights in place
-    gemm({S, n.T_q, n.T_k, n.T_k}, head(qd, lq, b, hh), head(kd, lk, b, hh, true), scale, false);  // Q Kᵀ
+    gemm({S, n.T_q, n.T_k, n.T_k}, head(qs, lq, b, hh), head(ks, lk, b, hh, true), scale, false);  // Q Kᵀ
     for (int64_t i = 0; i < n.T_q; ++i) {
       Real* row = S + i * n.T_k;
       if (mask.causal)
@@ -112,7 +139,7 @@ Var attention_core(const std::vector<Var>& inputs, const Dims n, const Layouts& 
           if (pad[b * n.T_k + j] != 0) row[j] = kNegInf;
       softmax_row(row, row, n.T_k);  // masked -> exactly 0; fully masked row -> all 0
     }
-    gemm(head_out(out.data(), lo, b, hh), square(S, n.T_q, n.T_k), head(vd, lv, b, hh), 1, false);  // O = P V
+    gemm(head_out(out.data(), lo, b, hh), square(S, n.T_q, n.T_k), head(vs, lv, b, hh), 1, false);  // O = P V
   }
 
   const bool record = grad_enabled() && any_requires_grad(inputs);
@@ -123,13 +150,13 @@ Var attention_core(const std::vector<Var>& inputs, const Dims n, const Layouts& 
       *weights_out = std::move(P);
   }
 
-  return make_result(std::move(out), inputs, layouts.op, [n, lq, lk, lv, lo, packed, scale, parallel, P = std::move(P)](Node& self) {
+  const ValueReads reads{false, copies ? 0u : ~0u};  // q, k, v (or their copies) and P, not the output
+  return make_result(std::move(out), inputs, layouts.op, [n, lq, lk, lv, lo, packed, scale, parallel, P = std::move(P), copies](Node& self) {
     const size_t iq = 0, ik = packed ? 0 : 1, iv = packed ? 0 : 2;
     const bool need_q = self.input_needs_grad(iq), need_k = self.input_needs_grad(ik),
                need_v = self.input_needs_grad(iv);
-    const Real* qd = self.input_value(iq).data();
-    const Real* kd = self.input_value(ik).data();
-    const Real* vd = self.input_value(iv).data();
+    const Source qs = source(self.input_value(iq), copies.get(), iq), ks = source(self.input_value(ik), copies.get(), ik),
+                 vs = source(self.input_value(iv), copies.get(), iv);
     const Real* dod = self.grad.data();
     // q, k and v may be one and the same Var; each (b, h) still writes only its
     // own slices, so the accumulations below never race. The buffers are taken
@@ -155,18 +182,18 @@ Var attention_core(const std::vector<Var>& inputs, const Dims n, const Layouts& 
         if (need_v)  // dV = Pᵀ dO
           gemm(head_out(gv.grad->data(), lv, b, hh), square(p, n.T_q, n.T_k, true), head(dod, lo, b, hh), 1, !gv.fresh);
         if (!need_q && !need_k) continue;
-        gemm({dS.data(), n.T_q, n.T_k, n.T_k}, head(dod, lo, b, hh), head(vd, lv, b, hh, true), 1, false);  // dP
+        gemm({dS.data(), n.T_q, n.T_k, n.T_k}, head(dod, lo, b, hh), head(vs, lv, b, hh, true), 1, false);  // dP
         row_dot = (dS.array() * Pm.array()).rowwise().sum().matrix();
         dS = (Pm.array() * (dS.array().colwise() - row_dot.array())).matrix();
         if (need_q)  // dQ = dS K · scale
-          gemm(head_out(gq.grad->data(), lq, b, hh), square(dS.data(), n.T_q, n.T_k), head(kd, lk, b, hh), scale,
+          gemm(head_out(gq.grad->data(), lq, b, hh), square(dS.data(), n.T_q, n.T_k), head(ks, lk, b, hh), scale,
                !gq.fresh);
         if (need_k)  // dK = dSᵀ Q · scale
-          gemm(head_out(gk.grad->data(), lk, b, hh), square(dS.data(), n.T_q, n.T_k, true), head(qd, lq, b, hh),
+          gemm(head_out(gk.grad->data(), lk, b, hh), square(dS.data(), n.T_q, n.T_k, true), head(qs, lq, b, hh),
                scale, !gk.fresh);
       }
     }
-  }, ValueReads{false, ~0u});  // q, k, v and its own weights P, not its output
+  }, reads);
 }
 
 }  // namespace

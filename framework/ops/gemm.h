@@ -55,13 +55,16 @@ struct GemmOperand {
   const Real* data;
   int64_t rows, cols, ld;
   bool trans = false;
-  // Precision bf16: the same stored matrix already rounded (a Bf16Copy of it:
-  // rows x cols, contiguous), so the product reads it instead of rounding the
-  // matrix again; null: the product rounds it. fp32 products ignore it, and
-  // gemm_batched and the product log drop it (it covers one matrix, one call).
+  // Precision bf16: the same stored matrix already rounded (from a Bf16Copy),
+  // row stride bf16_ld (0: cols, contiguous), so the product reads it instead
+  // of rounding the matrix again; null: the product rounds it. fp32 products
+  // ignore it, and gemm_batched and the product log drop it (it covers one
+  // matrix, one call).
   const uint16_t* bf16 = nullptr;
+  int64_t bf16_ld = 0;
   int64_t op_rows() const { return trans ? cols : rows; }
   int64_t op_cols() const { return trans ? rows : cols; }
+  int64_t bf16_stride() const { return bf16_ld > 0 ? bf16_ld : cols; }
 };
 
 // The destination: m x n, row stride ld.

@@ -53,12 +53,13 @@ const Real* rounded_floats(const GemmOperand& o, std::vector<Real>& out) {
   if (!o.bf16) return converted(o, out, [](float x) { return static_cast<Real>(detail::round_to_bf16(x)); });
   const size_t n = static_cast<size_t>(o.rows * o.cols);
   if (out.size() < n) out.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t u = static_cast<uint32_t>(o.bf16[i]) << 16;
-    float x;
-    std::memcpy(&x, &u, sizeof x);
-    out[i] = static_cast<Real>(x);
-  }
+  for (int64_t i = 0; i < o.rows; ++i)
+    for (int64_t j = 0; j < o.cols; ++j) {
+      const uint32_t u = static_cast<uint32_t>(o.bf16[i * o.bf16_stride() + j]) << 16;
+      float x;
+      std::memcpy(&x, &u, sizeof x);
+      out[static_cast<size_t>(i * o.cols + j)] = static_cast<Real>(x);
+    }
   return out.data();
 }
 
@@ -228,9 +229,11 @@ void detail::onednn_bf16_gemm(const GemmOutput& c, const GemmOperand& a, const G
   const uint16_t* ab = rounded(a, a_buf);
   const uint16_t* bb = rounded(b, b_buf);
   const int64_t m = c.rows, n = c.cols, k = a.op_cols();
-  // Strides of op(A) (m, k) and op(B) (k, n) in the contiguous copies of the stored matrices.
-  const int64_t a0 = a.trans ? 1 : a.cols, a1 = a.trans ? a.cols : 1;
-  const int64_t b0 = b.trans ? 1 : b.cols, b1 = b.trans ? b.cols : 1;
+  // Strides of op(A) (m, k) and op(B) (k, n) in the copies of the stored matrices (the
+  // caller's with their row strides, or the contiguous ones rounded here).
+  const int64_t lda = a.bf16 ? a.bf16_stride() : a.cols, ldb = b.bf16 ? b.bf16_stride() : b.cols;
+  const int64_t a0 = a.trans ? 1 : lda, a1 = a.trans ? lda : 1;
+  const int64_t b0 = b.trans ? 1 : ldb, b1 = b.trans ? ldb : 1;
   uint32_t alpha_bits;
   const float alpha_f = static_cast<float>(alpha);
   std::memcpy(&alpha_bits, &alpha_f, sizeof alpha_bits);
