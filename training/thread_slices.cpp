@@ -31,21 +31,16 @@ ThreadSlices::ThreadSlices(SequenceModel& model, int threads) : model_(model) {
   if (threads < 1) throw ValueError("thread slices need at least 1 thread, not " + std::to_string(threads));
   // The replicas' own initial values are overwritten before they compute anything.
   for (int t = 1; t < threads; ++t) replicas_.push_back(make_model(model.config(), 0));
-  replica_synced_.assign(replicas_.size(), 0);
 }
 
-void ThreadSlices::sync_replicas() { std::fill(replica_synced_.begin(), replica_synced_.end(), 0); }
-
-void ThreadSlices::sync_replica(int thread) {
-  char& synced = replica_synced_[static_cast<size_t>(thread - 1)];
-  if (synced) return;
-  SequenceModel& replica = *replicas_[static_cast<size_t>(thread - 1)];
-  replica.train(model_.training());
+void ThreadSlices::sync_replicas() {
   const std::vector<Var> source = model_.parameters();
-  std::vector<Var> target = replica.parameters();
-  for (size_t i = 0; i < source.size(); ++i)
-    std::copy(source[i].value().data(), source[i].value().data() + source[i].numel(), target[i].value().data());
-  synced = 1;
+  for (auto& replica : replicas_) {
+    replica->train(model_.training());
+    std::vector<Var> target = replica->parameters();
+    for (size_t i = 0; i < source.size(); ++i)
+      std::copy(source[i].value().data(), source[i].value().data() + source[i].numel(), target[i].value().data());
+  }
 }
 
 void ThreadSlices::on_threads(int64_t count, const std::function<void(SequenceModel& model, int64_t t)>& work) {
@@ -58,7 +53,6 @@ void ThreadSlices::on_threads(int64_t count, const std::function<void(SequenceMo
     omp_set_num_threads(1);  // this thread's ops (and oneDNN's products) stay on it
     for (int64_t j = t; j < count; j += team) {
       try {
-        if (j > 0) sync_replica(static_cast<int>(j));  // beside thread 0's work, not before it
         work(model_of(static_cast<int>(j)), j);
       } catch (...) {
         failed[static_cast<size_t>(j)] = std::current_exception();

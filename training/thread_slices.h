@@ -55,11 +55,8 @@ class ThreadSlices {
   std::function<std::vector<Real>(int64_t)> ordered_leaves(int64_t begin, int64_t end, Leaf leaf);
 
  private:
-  // Marks every replica out of date: the model's parameter values and
-  // train/eval mode are copied into replica t by thread t (sync_replica) before
-  // it next computes, each thread its own, in parallel.
+  // Copies the model's parameter values and train/eval mode into every replica.
   void sync_replicas();
-  void sync_replica(int thread);
   // Runs work(model of thread t, t) for t < count on `count` threads, one
   // thread each for their ops; rethrows the first thread's exception.
   void on_threads(int64_t count, const std::function<void(SequenceModel& model, int64_t t)>& work);
@@ -67,7 +64,6 @@ class ThreadSlices {
 
   SequenceModel& model_;
   std::vector<std::unique_ptr<SequenceModel>> replicas_;
-  std::vector<char> replica_synced_;  // by replica: holds the model's values
 };
 
 }  // namespace attnlab
