@@ -234,3 +234,23 @@ TEST_CASE("values are freed only inside a recorded graph: not leaves, not after 
   CHECK_FALSE(freed(r.node()));  // the graph is released: r holds a plain value
   CHECK_FALSE(freed(x.node()));
 }
+
+TEST_CASE("ValueReads names 32 inputs: the values of inputs past the 32nd count as read and are kept",
+          "[autograd][memory]") {
+  Var x(Tensor::from({2}, {1, 2}), true);
+  std::vector<Var> parts;
+  for (int i = 0; i < 34; ++i) parts.push_back(plus(x, x));
+  Var joined = make_result(
+      Tensor({2}), parts, "gather",
+      [](Node& self) {
+        for (size_t k = 0; k < self.inputs.size(); ++k) self.input_grad(k)[0] += self.grad[0];
+      },
+      ValueReads::none());
+  std::vector<const Node*> nodes;
+  for (const Var& p : parts) nodes.push_back(p.node());
+  parts.clear();
+  CHECK(freed(nodes[0]));
+  CHECK(freed(nodes[31]));
+  CHECK_FALSE(freed(nodes[32]));
+  CHECK_FALSE(freed(nodes[33]));
+}
