@@ -30,6 +30,13 @@ uint16_t bf16_bits(float x) {
   return static_cast<uint16_t>(u >> 16);
 }
 
+float bf16_value(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
 // The stored matrix of `o` (rows x cols, row stride ld) converted into `out`,
 // contiguous (row stride cols), by `convert`; rows in parallel when large.
 template <class T, class Convert>
@@ -54,12 +61,8 @@ const Real* rounded_floats(const GemmOperand& o, std::vector<Real>& out) {
   const size_t n = static_cast<size_t>(o.rows * o.cols);
   if (out.size() < n) out.resize(n);
   for (int64_t i = 0; i < o.rows; ++i)
-    for (int64_t j = 0; j < o.cols; ++j) {
-      const uint32_t u = static_cast<uint32_t>(o.bf16[i * o.bf16_stride() + j]) << 16;
-      float x;
-      std::memcpy(&x, &u, sizeof x);
-      out[static_cast<size_t>(i * o.cols + j)] = static_cast<Real>(x);
-    }
+    for (int64_t j = 0; j < o.cols; ++j)
+      out[static_cast<size_t>(i * o.cols + j)] = static_cast<Real>(bf16_value(o.bf16[i * o.bf16_stride() + j]));
   return out.data();
 }
 
@@ -68,12 +71,7 @@ GemmOperand contiguous(const GemmOperand& o, const Real* data) { return {data, o
 
 }  // namespace
 
-float detail::round_to_bf16(float x) {
-  const uint32_t u = static_cast<uint32_t>(bf16_bits(x)) << 16;
-  float out;
-  std::memcpy(&out, &u, sizeof out);
-  return out;
-}
+float detail::round_to_bf16(float x) { return bf16_value(bf16_bits(x)); }
 
 void detail::bf16_emulated_gemm(const GemmOutput& c, const GemmOperand& a, const GemmOperand& b, Real alpha,
                                 bool accumulate) {

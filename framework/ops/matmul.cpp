@@ -178,16 +178,17 @@ void pack_positive(const Real* y, int64_t n, uint8_t* bits) {
 
 // out[i] = g[i] where bit k0 + i of bits is set, else 0, for i < n.
 void select_positive(const uint8_t* bits, const Real* g, int64_t k0, int64_t n, Real* out) {
+  const auto one = [&](int64_t i) { out[i] = (bits[(k0 + i) / 8] >> ((k0 + i) % 8)) & 1 ? g[i] : Real(0); };
   int64_t i = 0;
 #ifdef ATTNLAB_AVX512_MASKS
-  for (; i < n && (k0 + i) % 8; ++i) out[i] = (bits[(k0 + i) / 8] >> ((k0 + i) % 8)) & 1 ? g[i] : Real(0);
+  for (; i < n && (k0 + i) % 8; ++i) one(i);
   for (; i + 16 <= n; i += 16) {
     __mmask16 m;
     std::memcpy(&m, bits + (k0 + i) / 8, sizeof m);
     _mm512_storeu_ps(out + i, _mm512_maskz_mov_ps(m, _mm512_loadu_ps(g + i)));
   }
 #endif
-  for (; i < n; ++i) out[i] = (bits[(k0 + i) / 8] >> ((k0 + i) % 8)) & 1 ? g[i] : Real(0);
+  for (; i < n; ++i) one(i);
 }
 
 // y = x Wᵀ + b, then max(y, 0) when relu is set, in the same pass over y.
@@ -302,13 +303,15 @@ Var linear_op(const char* op, const Var& x, const Var& weight, const Var& bias, 
     const int64_t row_bytes = mask_row_bytes(out_features);
     Real* m = masked.data();
     detail::parallel_chunks(rows * out_features, [&](int64_t lo, int64_t hi) {
-      // A select, not a branch: the signs are random, a branch mispredicts.
-      for (int64_t i = lo; positive && i < hi;) {  // one row (or the part of it in this chunk) per pass
-        const int64_t k0 = i % out_features, n = std::min(out_features - k0, hi - i);
-        select_positive(positive + i / out_features * row_bytes, g + i, k0, n, m + i);
-        i += n;
+      if (positive) {
+        for (int64_t i = lo; i < hi;) {  // one row (or the part of it in this chunk) per pass
+          const int64_t k0 = i % out_features, n = std::min(out_features - k0, hi - i);
+          select_positive(positive + i / out_features * row_bytes, g + i, k0, n, m + i);
+          i += n;
+        }
+        return;
       }
-      if (positive) return;
+      // A select, not a branch: the signs are random, a branch mispredicts.
       const int64_t n = hi - lo;
       VecMap(m + lo, n).array() =
           (ConstVecMap(y + lo, n).array() > Real(0)).select(ConstVecMap(g + lo, n).array(), Real(0));
