@@ -1,7 +1,8 @@
 // Single-precision matrix products of attnlab's S/M/L training shapes on every
 // candidate library, one thread, row-major operands as the engine stores them.
 // Prints one Markdown row per shape: GFLOP/s of each library (best of 9
-// rounds, the libraries taking turns in each, each turn >= ~20 ms of work).
+// rounds, the libraries taking turns in each, each turn >= ~20 ms of work);
+// oneDNN twice: its sgemm (attnlab's fp32 products) and its matmul primitive.
 // This is how the default backend of framework/ops/gemm.cpp was chosen
 // (docs/performance.md holds the table).
 //
@@ -13,7 +14,7 @@
 // OpenBLAS picks its kernels by CPU model and falls back to slow generic ones
 // on a model it does not know; OPENBLAS_CORETYPE names the kernels to use.
 #include <blis.h>
-#include <dnnl.h>
+#include <dnnl.hpp>
 #include <libxsmm.h>
 #include <omp.h>
 
@@ -23,6 +24,8 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include <dlfcn.h>
@@ -69,6 +72,35 @@ void blis_gemm(const Gemm& g, const float* a, const float* b, float* c) {
 
 void onednn_gemm(const Gemm& g, const float* a, const float* b, float* c) {
   dnnl_sgemm(g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.m, g.n, g.k, 1.f, a, lda(g), b, ldb(g), 0.f, c, g.n);
+}
+
+// oneDNN's matmul primitive (the interface of its bf16 products, framework/ops/gemm_bf16.cpp),
+// made once per shape: transposed operands are read through their strides.
+void onednn_matmul(const Gemm& g, const float* a, const float* b, float* c) {
+  using Desc = dnnl::memory::desc;
+  using Dims = dnnl::memory::dims;
+  struct Made { dnnl::matmul prim; dnnl::memory a, b, c; };
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static dnnl::stream stream(engine);
+  static std::map<std::tuple<int, int, int, bool, bool>, Made> made;
+  auto found = made.find({g.m, g.n, g.k, g.ta, g.tb});
+  if (found == made.end()) {
+    const auto f32 = dnnl::memory::data_type::f32;
+    const Desc ad({g.m, g.k}, f32, g.ta ? Dims{1, g.m} : Dims{g.k, 1});
+    const Desc bd({g.k, g.n}, f32, g.tb ? Dims{1, g.k} : Dims{g.n, 1});
+    const Desc cd({g.m, g.n}, f32, Dims{g.n, 1});
+    const dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), engine));
+    found = made.insert({{g.m, g.n, g.k, g.ta, g.tb},
+                         Made{prim, dnnl::memory(ad, engine, DNNL_MEMORY_NONE), dnnl::memory(bd, engine, DNNL_MEMORY_NONE),
+                              dnnl::memory(cd, engine, DNNL_MEMORY_NONE)}})
+                .first;
+  }
+  Made& mm = found->second;
+  mm.a.set_data_handle(const_cast<float*>(a));
+  mm.b.set_data_handle(const_cast<float*>(b));
+  mm.c.set_data_handle(c);
+  mm.prim.execute(stream, {{DNNL_ARG_SRC, mm.a}, {DNNL_ARG_WEIGHTS, mm.b}, {DNNL_ARG_DST, mm.c}});
+  stream.wait();
 }
 
 // out (cols, rows) = in (rows, cols) transposed, in 16 x 16 tiles.
@@ -159,13 +191,14 @@ int main(int argc, char** argv) {
       {16, 16, 16, false, true, "S head Q K^T"},             {16, 16, 16, false, false, "S head P V"},
       {16, 16, 16, true, false, "S head dV = P^T dO"},
   };
-  std::printf("| product (m x n x k) | Eigen | OpenBLAS | BLIS | oneDNN | libxsmm (tiled JIT) |\n|---|---|---|---|---|---|\n");
-  const std::vector<Kernel> kernels = {eigen_gemm, openblas_gemm, blis_gemm, onednn_gemm, xsmm_gemm};
+  std::printf("| product (m x n x k) | Eigen | OpenBLAS | BLIS | oneDNN sgemm | oneDNN matmul | libxsmm (tiled JIT) |\n"
+              "|---|---|---|---|---|---|---|\n");
+  const std::vector<Kernel> kernels = {eigen_gemm, openblas_gemm, blis_gemm, onednn_gemm, onednn_matmul, xsmm_gemm};
   for (const Gemm& g : shapes) {
     if (argc > 1 && !std::strstr(g.what, argv[1])) continue;
     const std::vector<double> r = gflops(g, kernels);
-    std::printf("| %s (%d x %d x %d%s%s) | %.1f | %.1f | %.1f | %.1f | %.1f |\n", g.what, g.m, g.n, g.k,
-                g.ta ? ", A^T" : "", g.tb ? ", B^T" : "", r[0], r[1], r[2], r[3], r[4]);
+    std::printf("| %s (%d x %d x %d%s%s) | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", g.what, g.m, g.n, g.k,
+                g.ta ? ", A^T" : "", g.tb ? ", B^T" : "", r[0], r[1], r[2], r[3], r[4], r[5]);
     std::fflush(stdout);
   }
 }

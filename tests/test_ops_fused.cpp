@@ -350,6 +350,19 @@ TEST_CASE("attention shape errors name the offending shapes", "[fused][attention
                                                        Catch::Contains("(2, 4)"));
 }
 
+TEST_CASE("attention_heads refuses q, k or v that is not 3-d, each in turn, and names the shapes",
+          "[fused][attention]") {
+  const Shape good{2, 5, 8};  // (B, T, h*d) with 2 heads of 4
+  for (int wrong = 0; wrong < 3; ++wrong)
+    for (const Shape& bad : {Shape{2, 5, 2, 4}, Shape{10, 8}}) {
+      INFO("input " << wrong << " of shape " << shape_str(bad));
+      Var q(Tensor(wrong == 0 ? bad : good)), k(Tensor(wrong == 1 ? bad : good)), v(Tensor(wrong == 2 ? bad : good));
+      REQUIRE_THROWS_WITH(attention_heads(q, k, v, 2, 1),
+                          Catch::Contains("must be 3-d") && Catch::Contains(shape_str(bad)));
+    }
+  REQUIRE_NOTHROW(attention_heads(Var(Tensor(good)), Var(Tensor(good)), Var(Tensor(good)), 2, 1));
+}
+
 TEST_CASE("multi-threaded attention equals attention on each (batch, head) pair alone", "[fused][attention]") {
   // B * h = 64 pairs is above the parallel threshold; a single pair runs
   // serially through the same per-pair code, so the results must be bitwise
