@@ -112,6 +112,37 @@ TEST_CASE("thread slices pass a micro-batch's exception to the caller, one threa
   CHECK_THROWS_AS(two.sum_in_place(3, nothing), ValueError);
 }
 
+TEST_CASE("sum_in_place sums every element of a gradient cut into pieces with a short last one, and a gradient that "
+          "only a replica has",
+          "[thread-slices]") {
+  // d 8, d_ff 2100: the first feed-forward weight has 16,800 elements, summed as
+  // pieces of 16,384 and 416 (under AddressSanitizer, a piece read or written
+  // past a gradient's end is reported).
+  auto model = make_model(model_config("encoder", 7, 6, 8, 2, 1, 2100), 5);
+  const std::vector<Var> own = model->parameters();
+  int64_t largest = 0;
+  for (const Var& p : own) largest = std::max(largest, p.numel());
+  REQUIRE(largest == 16800);
+  ThreadSlices slices(*model, 2);
+  // Micro-batch k's gradient of parameter i, element e: exact in floats, and so is the sum of two.
+  const auto value = [](int64_t k, size_t i, int64_t e) { return Real(k + 1) + Real(i % 5) + Real(e % 7) / 8; };
+  slices.sum_in_place(2, [&](SequenceModel& on, int64_t k) {
+    std::vector<Var> params = on.parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (k == 0 && i == 0) continue;  // the model itself: no gradient for its first parameter
+      params[i].grad() = Tensor::uninitialized(params[i].shape());
+      for (int64_t e = 0; e < params[i].numel(); ++e) params[i].grad()[e] = value(k, i, e);
+    }
+  });
+  int64_t wrong = 0;
+  for (size_t i = 0; i < own.size(); ++i) {
+    REQUIRE(own[i].has_grad());
+    for (int64_t e = 0; e < own[i].numel(); ++e)
+      wrong += own[i].grad()[e] != (i == 0 ? value(1, i, e) : value(0, i, e) + value(1, i, e));
+  }
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("train --threads N gives the bits of --threads 1 --grad-accum N (and of K times N with --grad-accum K), "
           "not those of one micro-batch, and a batch N does not split, or a probed run, trains with its ops split, reproducibly",
           "[thread-slices][cli]") {
