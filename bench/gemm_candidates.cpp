@@ -83,19 +83,17 @@ void onednn_matmul(const Gemm& g, const float* a, const float* b, float* c) {
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   static dnnl::stream stream(engine);
   static std::map<std::tuple<int, int, int, bool, bool>, Made> made;
-  auto found = made.find({g.m, g.n, g.k, g.ta, g.tb});
-  if (found == made.end()) {
+  const auto [found, fresh] = made.try_emplace({g.m, g.n, g.k, g.ta, g.tb});
+  Made& mm = found->second;
+  if (fresh) {
     const auto f32 = dnnl::memory::data_type::f32;
     const Desc ad({g.m, g.k}, f32, g.ta ? Dims{1, g.m} : Dims{g.k, 1});
     const Desc bd({g.k, g.n}, f32, g.tb ? Dims{1, g.k} : Dims{g.n, 1});
     const Desc cd({g.m, g.n}, f32, Dims{g.n, 1});
-    const dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), engine));
-    found = made.insert({{g.m, g.n, g.k, g.ta, g.tb},
-                         Made{prim, dnnl::memory(ad, engine, DNNL_MEMORY_NONE), dnnl::memory(bd, engine, DNNL_MEMORY_NONE),
-                              dnnl::memory(cd, engine, DNNL_MEMORY_NONE)}})
-                .first;
+    mm = {dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), engine)),
+          dnnl::memory(ad, engine, DNNL_MEMORY_NONE), dnnl::memory(bd, engine, DNNL_MEMORY_NONE),
+          dnnl::memory(cd, engine, DNNL_MEMORY_NONE)};
   }
-  Made& mm = found->second;
   mm.a.set_data_handle(const_cast<float*>(a));
   mm.b.set_data_handle(const_cast<float*>(b));
   mm.c.set_data_handle(c);
