@@ -54,7 +54,7 @@ const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
       .add("thread-split", &a.thread_split,
            "how several threads share a step: batch (each runs whole slices of the batch, as train "
            "does, where the batch splits evenly among them) or ops (every op is split among them)")
-      .add("steps", &a.steps, "timed steps; 0 = 20 (S), 10 (M), 5 (L)")
+      .add("steps", &a.steps, "timed steps; 0 = 200 (S), 20 (M), 5 (L)")
       .add("warmup", &a.warmup, "untimed steps first")
       .add("seed", &a.seed, "seed of weights and data")
       .add("gemm", &a.gemm, "matrix-product backend for this run: eigen or onednn (default: the build's)")

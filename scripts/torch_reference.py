@@ -430,7 +430,7 @@ def bench(name, threads, blas_threads, steps, warmup, precision="fp32", seed=0):
     import time
     torch.set_num_threads(threads)
     V, T, d, h, L, d_ff, B = BENCH_SHAPES[name]
-    steps = steps or {"S": 20, "M": 10, "L": 5, "graph": 2000}[name]
+    steps = steps or {"S": 200, "M": 20, "L": 5, "graph": 2000}[name]
     torch.manual_seed(seed)
     model = Model(base_config(vocab_size=V, max_len=T, d_model=d, n_heads=h, n_layers=L, d_ff=d_ff))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
@@ -568,7 +568,7 @@ def main():
     ap.add_argument("--bench", choices=sorted(BENCH_SHAPES), help="time the benchmark model instead")
     ap.add_argument("--threads", type=int, default=1, help="--bench: torch threads")
     ap.add_argument("--blas-threads", type=int, default=0, help="--bench: OpenBLAS threads (0: as --threads)")
-    ap.add_argument("--steps", type=int, default=0, help="--bench: timed steps (0: 20 S, 10 M, 5 L)")
+    ap.add_argument("--steps", type=int, default=0, help="--bench: timed steps (0: 200 S, 20 M, 5 L)")
     ap.add_argument("--warmup", type=int, default=5, help="--bench: untimed steps first")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
                     help="--bench: fp32, or bf16 mixed precision (torch.autocast on the CPU)")

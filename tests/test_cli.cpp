@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -162,6 +163,19 @@ TEST_CASE("bench prints one JSON line with the documented keys, a fixed graph si
   CHECK(ja["step_ms"].get<double>() > 0);
   // Same seed and threads: the same loss to the last bit.
   CHECK(ja["final_loss"].get<double>() == jb["final_loss"].get<double>());
+}
+
+TEST_CASE("bench without --steps times 200 steps of S, 20 of M and 2000 of graph: half a second or more even at two "
+          "threads",
+          "[cli][bench]") {
+  // Fewer steps (20 of S took 55 ms at two threads) let a process starting beside the run, a
+  // reader of its output, set the median (docs/benchmark.md). L's 5 take seconds already.
+  for (const auto& [config, steps] : {std::pair<std::string, int>{"S", 200}, {"M", 20}, {"graph", 2000}}) {
+    const Result r = run_attnlab("bench --config " + config + " --warmup 0 --no-peak");
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    CHECK(nlohmann::json::parse(r.out.substr(0, r.out.find('\n')))["steps"] == steps);
+  }
 }
 
 namespace {
