@@ -440,3 +440,35 @@ TEST_CASE("linear's bias gradient is each column summed row after row, the same 
     REQUIRE(grads[1][j] == want);
   }
 }
+
+TEST_CASE("linear_relu masks the upstream gradient in place unless the output keeps its gradient (retain_grad): "
+          "a kept one stays unmasked, and the inputs get the composed ops' gradients either way",
+          "[fused][linear]") {
+  Rng rng(7);
+  const int64_t rows = 64, in = 8, out = 24;
+  Tensor x = random_tensor({rows, in}, rng), w = random_tensor({out, in}, rng), b = random_tensor({out}, rng);
+  Tensor g = random_tensor({rows, out}, rng);
+  const auto same_bits = [](const Tensor& a, const Tensor& c) {
+    REQUIRE(a.numel() == c.numel());
+    for (int64_t i = 0; i < a.numel(); ++i) REQUIRE(a[i] == c[i]);
+  };
+  Var cx(x, true), cw(w, true), cb(b, true);  // the composed ops: relu's backward masks a copy
+  backward(sum(mul(relu(linear(cx, cw, cb)), Var(g))));
+  for (bool keep : {false, true}) {
+    INFO("retain_grad " << keep);
+    Var xv(x, true), wv(w, true), bv(b, true);
+    Var y = linear_relu(xv, wv, bv);
+    if (keep) y.retain_grad();
+    backward(sum(mul(y, Var(g))));
+    if (keep) {
+      REQUIRE(y.has_grad());
+      same_bits(y.grad(), g);  // dL/dy, not masked
+      int64_t zeros = 0;
+      for (int64_t i = 0; i < y.numel(); ++i) zeros += y.value()[i] == Real(0);
+      REQUIRE(zeros > 0);  // the mask has entries to hide
+    }
+    same_bits(xv.grad(), cx.grad());
+    same_bits(wv.grad(), cw.grad());
+    same_bits(bv.grad(), cb.grad());
+  }
+}

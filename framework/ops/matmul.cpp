@@ -296,12 +296,13 @@ Var linear_op(const char* op, const Var& x, const Var& weight, const Var& bias, 
     }
     // Through the ReLU: g where the output is positive (the pre-activation was
     // > 0; the derivative at 0 is 0, as torch takes it).
-    Tensor masked = Tensor::uninitialized({rows, out_features});
+    // In place over g unless the gradient is kept (retain_grad): backward frees it after this.
+    Tensor masked = self.retain_grad ? Tensor::uninitialized({rows, out_features}) : Tensor();
     const Real* g = self.grad.data();
     const Real* y = self.value.data();
     const uint8_t* positive = copies ? copies->positive.data() : nullptr;
     const int64_t row_bytes = mask_row_bytes(out_features);
-    Real* m = masked.data();
+    Real* m = self.retain_grad ? masked.data() : self.grad.data();
     detail::parallel_chunks(rows * out_features, [&](int64_t lo, int64_t hi) {
       if (positive) {
         for (int64_t i = lo; i < hi;) {  // one row (or the part of it in this chunk) per pass
