@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -16,6 +17,8 @@
 #include "bench/gemm_replay.h"
 #include "framework/ops/gemm_log.h"
 #include "framework/ops/loss.h"
+#include "framework/ops/matmul.h"
+#include "framework/ops/reduce.h"
 #include "models/sequence_model.h"
 #include "tests/cli_harness.h"
 #include "tests/fixtures.h"
@@ -65,6 +68,27 @@ TEST_CASE("a GemmLog records each gemm and gemm_batched call once, with its size
   CHECK_FALSE(calls[1].in_parallel);
   CHECK(calls[1].flops() == Approx(2.0 * 3 * 6 * 4 * 5));
   GemmLog again;  // the first log's end freed the place
+}
+
+TEST_CASE("matmul stacks the batches of an upright operand times a shared matrix into one product, and its "
+          "weight gradient's batches along k, where a batched call would make one product per batch",
+          "[gemm]") {
+  Var a(Tensor({4, 8, 16}, 0.5f), true), w(Tensor({16, 8}, 0.25f), true), b3(Tensor({4, 16, 8}, 0.25f));
+  std::vector<GemmCall> calls;
+  {
+    GemmLog log;
+    backward(sum(matmul(a, w, false, false)));
+    matmul(a, b3, false, false);  // batch against batch: nothing to stack
+    calls = log.calls();
+  }
+  REQUIRE(calls.size() == 4);  // forward, dA, dW, then the batched product
+  CHECK(calls[0].count == 1);  // (4·8, 16)·(16, 8)
+  CHECK(calls[0].c.rows == 32);
+  const auto dw = std::find_if(calls.begin() + 1, calls.begin() + 3, [](const GemmCall& c) { return c.a.trans; });
+  REQUIRE(dw != calls.begin() + 3);
+  CHECK(dw->count == 1);  // (16, 4·8)·(4·8, 8)
+  CHECK(dw->a.op_cols() == 32);
+  CHECK(calls[3].count == 4);
 }
 
 TEST_CASE("one training step of the benchmark's S encoder makes 3x its documented forward FLOPs in products",
