@@ -28,8 +28,11 @@ PRODUCTION = ["framework", "models", "datasets", "training", "cli", "bench"]
 # and a buffer cache per thread, about 190 lines), which two threads needed to pay on small models;
 # to 20,400 the same day for freeing the values no backward reads (ValueReads in framework/autograd.h,
 # linear's ReLU mask as bits, attention's bf16 copies of q, k and v: about 170 lines), which took
-# peak RSS at bf16 L from 0.70 of PyTorch's to 0.45.
-LINE_BUDGET = 20400
+# peak RSS at bf16 L from 0.70 of PyTorch's to 0.45; to 21,000 on 2026-12-06 for issue 42 (the
+# tools keep attnlab's promises): a run directory claimed atomically, an interrupted evaluation
+# completed on resume, readers that retry a rotated checkpoint, and one ownership rule for the
+# directories the sweep and tuning tools write, asked of attnlab by the Python tools.
+LINE_BUDGET = 21000
 FILE_LIMIT = 400
 FUNCTION_LIMIT = 60
 TOP = PRODUCTION + ["scripts", "tests", "docs", "examples", "cmake", ".ci"]
