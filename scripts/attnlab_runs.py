@@ -92,7 +92,8 @@ def ask_attnlab(exe, args):
 def claim_directory(tool, exe, kind, out):
     """attnlab's rule for a tool's directory (training/run_dir/tool_dir.h): `out` created and marked as
     this tool's, or accepted as its own; anything else refused with attnlab's reason, exit 2."""
-    code, _, line = ask_attnlab(exe, ["claim-dir", "--kind", kind, f"--dir={out}"])
+    where = [f"--dir={out}"] if out else [out]  # --dir=PATH: a PATH that starts with - is no option; '' positional
+    code, _, line = ask_attnlab(exe, ["claim-dir", "--kind", kind] + where)
     if code != 0:
         refuse(tool, line.removeprefix("attnlab claim-dir: "))
 
