@@ -160,22 +160,29 @@ def run_points(exe, out, mine, shared, jobs, stop):
     """Runs this process's points, `jobs` at a time. On a signal, no new point starts; the running ones
     get the same signal once (attnlab checkpoints and exits) and are waited for."""
     pending, running, forwarded = list(mine), {}, False
-    while pending or running:
-        while pending and len(running) < jobs and stop.signal is None:
-            name, _, flags = pending.pop(0)
-            proc = start_point(exe, out, name, flags, shared)
-            running[name] = (proc, proc.exit is None)  # started here (not finished before): its CPU time counts
-        if stop.signal is not None and not forwarded:
-            forwarded = True
-            for proc, _ in running.values():
-                proc.terminate(stop.signal)
-            pending = []
-        for name, (proc, started) in list(running.items()):
-            if proc.poll() is not None:
-                record_result(out, name, proc, started)
-                del running[name]
-        if running:
-            time.sleep(POLL_SECONDS)
+    try:
+        while pending or running:
+            while pending and len(running) < jobs and stop.signal is None:
+                name, _, flags = pending.pop(0)
+                proc = start_point(exe, out, name, flags, shared)
+                running[name] = (proc, proc.exit is None)  # started here (not finished before): its CPU time counts
+            if stop.signal is not None and not forwarded:
+                forwarded = True
+                for proc, _ in running.values():
+                    proc.terminate(stop.signal)
+                pending = []
+            for name, (proc, started) in list(running.items()):
+                if proc.poll() is not None:
+                    record_result(out, name, proc, started)
+                    del running[name]
+            if running:
+                time.sleep(POLL_SECONDS)
+    except BaseException:  # the sweep's own failure (a full disk): no run is left training unsupervised
+        for proc, _ in running.values():
+            proc.terminate()
+        for proc, _ in running.values():
+            proc.wait()
+        raise
 
 
 def read_results(out, names, wait):
@@ -291,15 +298,14 @@ def main():
         print(f"sweep: {len(points)} runs, {args.jobs} at a time{where}; shared flags: {shlex.join(shared) or '(none)'}",
               flush=True)
     run_points(args.attnlab, args.out, points[rank::size], shared, args.jobs, stop)
-    code = 0 if stop.signal is None else 128 + stop.signal
     if rank != 0:
-        sys.exit(code)  # rank 0 reports the whole sweep
+        return  # rank 0 reports the whole sweep, and says how it ended (a rank's non-zero exit would end the job)
     results = read_results(args.out, [name for name, _, _ in points], wait=stop.signal is None)
     failed = summarise(args.out, args.grid, points, results)
     if stop.signal is not None:
         print(f"sweep: interrupted ({signal.Signals(stop.signal).name}); {sum(r['exit'] == 0 for r in results.values())} "
               f"of {len(points)} points finished; the same command resumes the sweep", file=sys.stderr)
-        sys.exit(code)
+        sys.exit(128 + stop.signal)
     if failed:
         for n in failed:  # the reason is the log's last line: attnlab's one-line error
             reason = last_line(os.path.join(args.out, n + ".log")) or "(no log)"

@@ -39,7 +39,6 @@ workers never propose the same values (the worker that creates the study uses --
 Exit codes: 0 done, 2 bad arguments (or a file the tuner cannot write), 130 interrupted.
 """
 import argparse
-import os
 import sys
 
 from attnlab_runs import (OneLineParser, check_train_flags, default_exe, default_flags, flag_names, flag_value, refuse,

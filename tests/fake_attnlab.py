@@ -64,7 +64,7 @@ def check(flags):
     if not 0 <= float(flags.get("target", "0")) <= 1:
         refuse(f"--target must be in [0, 1], got {flags['target']}")
     if float(flags.get("lr", "1e-3")) <= 0:
-        refuse(f"--lr must be positive, got {flags['lr']}")
+        refuse(f"--lr must be > 0, got {flags['lr']}")
 
 
 def read_config(run):

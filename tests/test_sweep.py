@@ -178,7 +178,7 @@ def check_signals(real, tmp):
 def check_validation(real, tmp):
     cases = [(GRID + ["--", "--bogus", "1"], "unrecognised option '--bogus'", "an unknown flag after --"),
              (["--grid", "bogus=1,2"], "unrecognised option '--bogus'", "an unknown grid axis"),
-             (["--grid", "lr=0.01,-1"], "--lr must be positive, got -1", "a value out of range"),
+             (["--grid", "lr=0.01,-1"], "--lr must be > 0, got -1", "a value out of range"),
              (GRID + ["--", "--target", "2"], "--target must be in [0, 1], got 2", "--target 2")]
     for args, message, what in cases:
         out = os.path.join(tmp, "checked")

@@ -114,7 +114,7 @@ def check_refusals(tmp):
          "attnlab train: unrecognised option '--bogus'"),
         (lr + ["--target", "2"], "the flags after -- are refused: attnlab train: --target must be in [0, 1], got 2"),
         (["--param", "lr=float:-1:1"], "--param lr=float:-1.0:1.0: the value -1 (with the flags after --) is refused: "
-         "attnlab train: --lr must be positive, got -1"),
+         "attnlab train: --lr must be > 0, got -1"),
         (lr + ["--objective", "loss"], "--objective loss needs the held-out loss that only language models (--task text) "
          "write; this study trains --task reverse"),
         (lr + ["--out", ""], "--out needs a path, got an empty one"),

@@ -67,7 +67,7 @@ std::string unmarked_refusal(const std::string& dir, ToolKind kind) {
   const ToolKind other = kind == ToolKind::kSweep ? ToolKind::kStudy : ToolKind::kSweep;
   std::error_code ec;
   if (fs::exists(fs::symlink_status(fs::path(dir) / marker, ec)))
-    return "its " + marker + " is not a regular file attnlab wrote (a symbolic link or another kind of file)";
+    return "its " + marker + " is not the marker attnlab writes (a symbolic link, another kind of file, or other content)";
   if (has_tool_marker(dir, other))
     return std::string("it is ") + tool_of(other) + "'s " + what_of(other) + " (" + tool_marker_name(other) + "), not a " +
            what_of(kind);
