@@ -143,15 +143,19 @@ def check_with_attnlab(args):
 def main():
     args = parse_args(sys.argv[1:])
     check_args(args)  # before Optuna loads (seconds): a refusal is immediate
-    if not args.report:
-        check_with_attnlab(args)
-    import tune_study
     try:
-        tune_study.main(args)
-    except tune_study.Refused as e:
-        fail(str(e))
+        if not args.report:
+            check_with_attnlab(args)
+        import tune_study  # Optuna loads here (seconds)
+        try:
+            tune_study.main(args)
+        except tune_study.Refused as e:
+            fail(str(e))
     except OSError as e:  # a full disk, a directory that became unwritable: one line, never a traceback
         fail(f"cannot write {e.filename or 'a file'}: {e.strerror}")
+    except KeyboardInterrupt:  # Ctrl-C before the worker answers it (Optuna loading): nothing ran
+        print("tune: interrupted before the first trial", file=sys.stderr)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

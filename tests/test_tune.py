@@ -385,10 +385,13 @@ def check_workers_apart_and_flags(tmp):
     for trial in ("trial0000", "trial0001"):
         for i, seed in enumerate((3, 4)):
             run = os.path.join(out, f"{trial}-seed{i}")
-            with open(os.path.join(run, "config.ini")) as f:
-                config = f.read()
-            with open(os.path.join(run, "fake_argv.txt")) as f:
-                argv = f.read().split()
+            try:
+                with open(os.path.join(run, "config.ini")) as f:
+                    config = f.read()
+                with open(os.path.join(run, "fake_argv.txt")) as f:
+                    argv = f.read().split()
+            except OSError as e:
+                config, argv = f"(no run: {e})", []
             check(f"seed = {seed}\n" in config and "--overwrite" not in argv,
                   f"{trial}-seed{i}: trained with --seed {seed} (from --seed=3), without --overwrite", config + str(argv))
 
