@@ -115,17 +115,20 @@ def open_study(args):
     created_dir = not os.path.lexists(args.out)
     claim_directory("tune", args.attnlab, "study", args.out)
     created_db = not args.storage and not os.path.lexists(db)
+    created = False
     try:
         study, created = create_or_load(args)
         study.sampler = sampler_of(args, worker_seed(args.study_seed, created))
         check_settings(args, study)
     except BaseException:
-        # A refusal leaves nothing behind: no study.db this worker began, no directory it made.
-        for path in ([db, db + "-journal"] if created_db else []) + \
-                ([os.path.join(args.out, ".attnlab-study")] if created_dir else []):
-            if os.path.lexists(path):
-                os.remove(path)
-        if created_dir and not os.listdir(args.out):
+        # A refusal leaves nothing of this worker's behind: a study.db it began (one it created, or one
+        # left empty) and a directory it made, unless another worker started at the same moment uses them.
+        if created_db and os.path.exists(db) and (created or os.path.getsize(db) == 0):
+            for path in (db, db + "-journal"):
+                if os.path.lexists(path):
+                    os.remove(path)
+        if created_dir and os.listdir(args.out) == [".attnlab-study"]:
+            os.remove(os.path.join(args.out, ".attnlab-study"))
             os.rmdir(args.out)
         raise
     return study
