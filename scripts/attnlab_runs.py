@@ -89,6 +89,13 @@ def ask_attnlab(exe, args):
     return r.returncode, r.stdout, lines[-1] if lines else f"attnlab {args[0]} exited {r.returncode}"
 
 
+def require_attnlab(tool, exe):
+    """One line and exit 2 when `exe` cannot be run at all (not found, not executable)."""
+    code, _, line = ask_attnlab(exe, ["--version"])
+    if code is None:
+        refuse(tool, line)
+
+
 def claim_directory(tool, exe, kind, out):
     """attnlab's rule for a tool's directory (training/run_dir/tool_dir.h): `out` created and marked as
     this tool's, or accepted as its own; anything else refused with attnlab's reason, exit 2."""

@@ -49,7 +49,7 @@ import time
 
 from attnlab_runs import (OneLineParser, Run, check_train_flags, claim_directory, default_exe, default_flags,
                           flag_names, job_id, last_line, launcher_rank_size, print_table, read_summary, refuse,
-                          train_args, write_table)
+                          require_attnlab, train_args, write_table)
 
 POLL_SECONDS = 0.1
 
@@ -84,6 +84,7 @@ def check_shared(shared, grid):
 def check_points(exe, points, shared):
     """attnlab's own check of every point's flags (train --check writes nothing): the first refusal
     ends the sweep before anything runs."""
+    require_attnlab("sweep", exe)
     for name, _, flags in points:
         refusal, _ = check_train_flags(exe, flags + shared)
         if refusal is not None:

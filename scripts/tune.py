@@ -42,7 +42,7 @@ import argparse
 import sys
 
 from attnlab_runs import (OneLineParser, check_train_flags, default_exe, default_flags, flag_names, flag_value, refuse,
-                          resolved_value, without_flag)
+                          require_attnlab, resolved_value, without_flag)
 from tune_space import ParamError, format_value, parse_space
 
 
@@ -125,6 +125,7 @@ def check_with_attnlab(args):
     """attnlab's own check (train --check, which writes nothing) of the flags after -- with each value of
     every --param (a categorical's every value, a range's two ends as they would be passed), before the
     first trial: a refusal is one line naming the value, and nothing runs."""
+    require_attnlab("tune", args.attnlab)
     base = default_flags(args.fixed, [p.name for p in args.space]) + args.fixed
     alone, _ = check_train_flags(args.attnlab, base)
     for p in args.space:

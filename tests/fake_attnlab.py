@@ -110,6 +110,9 @@ def main():
     args = sys.argv[1:]
     if args and args[0] == "claim-dir":
         os.execv(os.environ["FAKE_ATTNLAB_REAL"], [os.environ["FAKE_ATTNLAB_REAL"]] + args)
+    if args == ["--version"]:
+        print("attnlab (tests/fake_attnlab.py)")
+        return
     assert args[0] == "train"
     flags = parse(args[1:])
     check(flags)
