@@ -3,6 +3,7 @@
 // marked, the tool's own accepted, everything else refused and left as it was.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
