@@ -66,7 +66,7 @@ TEST_CASE("a tool's directory: a new one (with its parents) and an empty one are
 }
 
 TEST_CASE("a tool's directory: a user's files, a file, a symlink as the directory, as its marker or inside it are "
-          "refused, nothing written; a marker with other content is none; a killed claim's temporary is no obstacle",
+          "refused, nothing written, a marker with other content is none, a killed claim's temporary no obstacle",
           "[run-dir][tool-dir]") {
   TempDir dir("tool-dir-refused");
   fs::create_directories(dir / "mine");
