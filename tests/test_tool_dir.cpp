@@ -2,8 +2,11 @@
 // rule (training/run_dir/tool_dir.h): new or empty directories are taken and
 // marked, the tool's own accepted, everything else refused and left as it was.
 #include <catch2/catch.hpp>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -114,4 +117,34 @@ TEST_CASE("a tool's directory: workers claiming one new directory at the same mo
     for (const std::string& r : refusals) CHECK(r.empty());
     CHECK(entries(study) == std::vector<std::string>{".attnlab-study"});
   }
+}
+
+TEST_CASE("a tool's directory: the root and $HOME are refused as such, and a disk that will not take the marker "
+          "leaves no directory the claim made",
+          "[run-dir][tool-dir]") {
+  TempDir dir("tool-dir-protected");
+  CHECK(refusal("/", ToolKind::kSweep) == "--out refuses to write into '/': it is the root directory");
+  const char* home = std::getenv("HOME");
+  const std::string saved = home ? home : "";
+  fs::create_directories(dir / "home");
+  ::setenv("HOME", (dir / "home").c_str(), 1);
+  const std::string why = refusal(dir / "home", ToolKind::kStudy);
+  if (home) ::setenv("HOME", saved.c_str(), 1); else ::unsetenv("HOME");
+  CHECK(why == "--out refuses to write into '" + (dir / "home") + "': it is the home directory ($HOME)");
+  CHECK(fs::is_empty(dir / "home"));
+  // RLIMIT_FSIZE 0 makes the marker's write fail with EFBIG, even for root, once SIGXFSZ is ignored.
+  fs::create_directories(dir / "empty");
+  rlimit old_limit;
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit none = old_limit;
+  none.rlim_cur = 0;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &none) == 0);
+  const std::string in_new = refusal(dir / "a/b/new", ToolKind::kSweep), in_empty = refusal(dir / "empty", ToolKind::kSweep);
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK(in_new.find(".attnlab-sweep") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "a"));
+  CHECK(in_empty.find(".attnlab-sweep") != std::string::npos);
+  CHECK(fs::is_empty(dir / "empty"));
 }
