@@ -23,6 +23,7 @@ int run_gradcheck(const Args& args);
 int run_attention(const Args& args);
 int run_sample(const Args& args);
 int run_report(const Args& args);
+int run_claim_dir(const Args& args);
 
 // Exit codes: 0 success, 1 a failure during a run (e.g. NaN loss, a
 // checkpoint the disk would not take), 2 bad input (flags, values, files),

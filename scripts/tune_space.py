@@ -51,6 +51,10 @@ class Param:
             return trial.suggest_int(self.name, self.low, self.high)
         return trial.suggest_float(self.name, self.low, self.high, log=self.kind == "log")
 
+    def check_values(self):
+        """The values attnlab checks before the first trial: a categorical's every value, a range's two ends."""
+        return list(self.choices) if self.kind == "cat" else [self.low, self.high]
+
     def grid_values(self):
         """The values the grid sampler visits: a categorical's list, an integer range's every integer."""
         if self.kind == "cat":

@@ -1,19 +1,21 @@
 """scripts/tune.py's study: its storage, sampler and pruner, the worker that asks it for trials and
 runs them (--jobs at a time) within the budget, and what a worker does when Ctrl-C stops it."""
+import hashlib
 import os
 import random
 import signal
 import sys
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import optuna
 
-from attnlab_runs import default_flags, launcher_rank_size
+from attnlab_runs import claim_directory, default_flags, launcher_rank_size
 from tune_results import counted, report
 from tune_space import train_flags
-from tune_trial import Objective, TrialRunner
+from tune_trial import Objective, TrialRunner, run_base
 
 
 class Refused(Exception):
@@ -47,12 +49,17 @@ def sampler_of(args, seed):
     return optuna.samplers.TPESampler(seed=seed)
 
 
-def worker_seed(args, trials_before):
-    """--study-seed as given for the one worker of a fresh study; a resumed study (trials already there)
-    and each mpirun rank get it offset, or they would propose the first run's (rank 0's) values again."""
-    if args.study_seed is None:
+def worker_seed(study_seed, created):
+    """The sampler's seed: --study-seed itself for the worker that created the study (a fresh study with
+    one worker proposes the same values for the same seed); every other worker (another process, an
+    mpirun rank, a resume) mixes it with an identity of its own, so no two workers draw the same values,
+    whatever their --study-seed and however many trials there are."""
+    if study_seed is None:
         return None
-    return args.study_seed + trials_before + 100003 * launcher_rank_size()[0]
+    if created:
+        return study_seed
+    identity = f"{study_seed}:{uuid.uuid4()}".encode()
+    return int.from_bytes(hashlib.sha256(identity).digest()[:4], "little")
 
 
 def pruner_of(args):
@@ -67,27 +74,31 @@ def settings_record(args):
             "seeds": args.seeds, "sampler": args.sampler}
 
 
-def open_study(args):
-    if args.report and not args.storage and not os.path.exists(os.path.join(args.out, "study.db")):
-        raise Refused(f"no study in {args.out} (no study.db): nothing to report")
-    created = not os.path.exists(args.out)
-    os.makedirs(args.out, exist_ok=True)
+def storage_name(args):
+    return args.storage or os.path.join(args.out, "study.db")
+
+
+def create_or_load(args):
+    """The study, and whether this worker created it. Workers that start together race to create a new
+    database's tables ("already exists", a unique constraint, "database is locked"): the loser tries again."""
     direction = Objective(args.objective).direction
     for attempt in range(5):
         try:
-            study = optuna.create_study(study_name="tune", storage=storage_of(args), sampler=sampler_of(args, None),
-                                        pruner=pruner_of(args), direction=direction, load_if_exists=True)
-            break
-        except Exception as e:  # noqa: BLE001 (a bad URL, an unreadable file: one line)
-            # Workers that start together race to create a new database's tables ("already exists",
-            # a unique constraint, "database is locked"); the loser tries again.
-            if type(e).__name__ in ("IntegrityError", "OperationalError") and attempt < 4:
+            storage = storage_of(args)
+            try:
+                return optuna.create_study(study_name="tune", storage=storage, sampler=sampler_of(args, None),
+                                           pruner=pruner_of(args), direction=direction), True
+            except optuna.exceptions.DuplicatedStudyError:
+                return optuna.load_study(study_name="tune", storage=storage, sampler=sampler_of(args, None),
+                                         pruner=pruner_of(args)), False
+        except Exception as e:  # noqa: BLE001 (a bad URL, an unreadable or garbage file: one line)
+            if type(e).__name__ in ("IntegrityError", "OperationalError") and attempt < 4 and "disk" not in str(e):
                 time.sleep(0.5 + random.random())
                 continue
-            if created and not os.listdir(args.out):
-                os.rmdir(args.out)  # a refusal leaves nothing behind
-            raise Refused(f"cannot open the study's storage {args.storage or 'DIR/study.db'}: {str(e).splitlines()[0]}")
-    study.sampler = sampler_of(args, worker_seed(args, len(study.get_trials(deepcopy=False))))
+            raise Refused(f"cannot open the study's storage {storage_name(args)}: {str(e).splitlines()[0]}") from None
+
+
+def check_settings(args, study):
     record = settings_record(args)
     stored = study.user_attrs.get("settings")
     if stored is None:
@@ -95,6 +106,31 @@ def open_study(args):
     elif stored != record:
         differ = ", ".join(k for k in record if stored.get(k) != record[k])
         raise Refused(f"{args.out} holds a study with other settings ({differ}); use another --out, or the same command")
+
+
+def open_study(args):
+    db = os.path.join(args.out, "study.db")
+    if args.report and not args.storage and not os.path.exists(db):
+        raise Refused(f"no study in {args.out} (no study.db): nothing to report")
+    created_dir = not os.path.lexists(args.out)
+    claim_directory("tune", args.attnlab, "study", args.out)
+    created_db = not args.storage and not os.path.lexists(db)
+    created = False
+    try:
+        study, created = create_or_load(args)
+        study.sampler = sampler_of(args, worker_seed(args.study_seed, created))
+        check_settings(args, study)
+    except BaseException:
+        # A refusal leaves nothing of this worker's behind: a study.db it began (one it created, or one
+        # left empty) and a directory it made, unless another worker started at the same moment uses them.
+        if created_db and os.path.exists(db) and (created or os.path.getsize(db) == 0):
+            for path in (db, db + "-journal"):
+                if os.path.lexists(path):
+                    os.remove(path)
+        if created_dir and os.listdir(args.out) == [".attnlab-study"]:
+            os.remove(os.path.join(args.out, ".attnlab-study"))
+            os.rmdir(args.out)
+        raise
     return study
 
 
@@ -119,8 +155,9 @@ class Worker:
         return True
 
     def _ask(self):
-        """A new trial within the budget, or None. Another worker may have asked at the same moment: a
-        trial whose earlier ones already fill the budget is recorded as surplus and not run."""
+        """A new trial within the budget, with its run directories' name (an interrupted trial queued again
+        names its own, to resume), or None. Another worker may have asked at the same moment: a trial
+        whose earlier ones already fill the budget is recorded as surplus and not run."""
         with self.lock:
             if self.stop.is_set() or not self._budget_left(self.study.get_trials(deepcopy=False)):
                 return None
@@ -132,9 +169,9 @@ class Worker:
                 trial.set_user_attr("ended", "surplus")
                 self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 return None
-            return trial, params
+            return trial, params, trial.user_attrs.get("resume_run")
 
-    def _tell(self, trial, params, outcome):
+    def _tell(self, trial, params, outcome, base):
         with self.lock:
             for k, v in outcome.attrs.items():
                 trial.set_user_attr(k, v)
@@ -149,8 +186,9 @@ class Worker:
                 system = {"fixed_params": params}
                 own = self.study._storage.get_trial_system_attrs(trial._trial_id)
                 system.update({k: own[k] for k in ("grid_id", "search_space") if k in own})
-                self.study.add_trial(optuna.trial.create_trial(state=optuna.trial.TrialState.WAITING,
-                                                               system_attrs=system, user_attrs={"retry_of": trial.number}))
+                self.study.add_trial(optuna.trial.create_trial(
+                    state=optuna.trial.TrialState.WAITING, system_attrs=system,
+                    user_attrs={"retry_of": trial.number, "resume_run": base}))
         line = f"trial {trial.number}: {outcome.state}"
         if outcome.value is not None:
             line += f", objective {outcome.value:g}"
@@ -165,13 +203,23 @@ class Worker:
             asked = self._ask()
             if asked is None:
                 return
-            trial, params = asked
-            self._tell(trial, params, runner.run(trial, trial.number, train_flags(params) + self.flags))
+            trial, params, resume_run = asked
+            base = resume_run or run_base(trial.number)
+            outcome = runner.run(trial, base, train_flags(params) + self.flags, resume=resume_run is not None)
+            self._tell(trial, params, outcome, base)
 
     def run(self):
+        """The --jobs loops; an error in one (a full disk) stops the others' trials, then is raised."""
+        errors = []
         with ThreadPoolExecutor(max_workers=self.args.jobs) as pool:
             for f in [pool.submit(self.loop) for _ in range(self.args.jobs)]:
-                f.result()
+                try:
+                    f.result()
+                except Exception as e:  # noqa: BLE001 (raised below, once every loop has ended)
+                    errors.append(e)
+                    self.stop.set()
+        if errors:
+            raise errors[0]
 
 
 def main(args):
@@ -182,6 +230,7 @@ def main(args):
         report(study, args.space, args.objective, args.attnlab, args.out, args.fixed)
         return
     worker = Worker(args, study)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})  # whatever was inherited
     signal.signal(signal.SIGINT, lambda *_: worker.stop.set())
     signal.signal(signal.SIGTERM, lambda *_: worker.stop.set())
     if rank == 0:

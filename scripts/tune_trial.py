@@ -14,7 +14,7 @@ import os
 import statistics
 import time
 
-from attnlab_runs import Run, first_line, heldout_rows, read_summary
+from attnlab_runs import Run, heldout_rows, read_summary, train_args
 
 POLL_SECONDS = 0.2
 
@@ -52,8 +52,11 @@ class Outcome:
         self.state, self.value, self.attrs = state, value, attrs or {}
 
 
-def run_names(number, seeds):
-    base = f"trial{number:04d}"
+def run_base(number):
+    return f"trial{number:04d}"
+
+
+def run_names(base, seeds):
     return [base] if seeds == 1 else [f"{base}-seed{i}" for i in range(seeds)]
 
 
@@ -68,12 +71,18 @@ class TrialRunner:
         self.exe, self.out, self.objective = exe, out, objective
         self.seeds, self.base_seed, self.stop = seeds, base_seed, stop_event
 
-    def start(self, number, flags):
+    def start(self, base, flags, resume):
+        """Each seed's run: new (a directory already there is attnlab's to refuse, never replaced), or,
+        for an interrupted trial queued again (resume), continued from its checkpoint or taken as finished."""
         self.runs = []
-        for i, name in enumerate(run_names(number, self.seeds)):
+        for i, name in enumerate(run_names(base, self.seeds)):
             seed = ["--seed", str(self.base_seed + i)] if self.seeds > 1 else []
-            self.runs.append(Run(self.exe, os.path.join(self.out, name), ["--overwrite"] + flags + seed,
-                                 os.path.join(self.out, name + ".log")))
+            run, log = os.path.join(self.out, name), os.path.join(self.out, name + ".log")
+            if resume and read_summary(run) is not None:
+                self.runs.append(Run.finished(run, log))
+            else:
+                self.runs.append(Run(self.exe, run, train_args(run, flags + seed) if resume else ["--run", run] + flags + seed,
+                                     log))
 
     def _ready_steps(self, rows, reported):
         """Steps every seed has evaluated (a seed that has ended counts with its last row), not yet reported,
@@ -141,7 +150,7 @@ class TrialRunner:
         failed = [r for r in self.runs if r.exit != 0 and not r.terminated]
         if failed:
             r = failed[0]
-            attrs.update(exit=r.exit, error=first_line(r.log) or "(no output)", failed_run=os.path.basename(r.run))
+            attrs.update(exit=r.exit, error=r.first_line() or "(no output)", failed_run=os.path.basename(r.run))
             return Outcome("failed", attrs=attrs)
         values = []
         for r in self.runs:
@@ -160,6 +169,6 @@ class TrialRunner:
         attrs["spread"] = max(values) - min(values)
         return Outcome("complete", statistics.median(values), attrs)
 
-    def run(self, trial, number, flags):
-        self.start(number, flags)
+    def run(self, trial, base, flags, resume=False):
+        self.start(base, flags, resume)
         return self.outcome(self.watch(trial))

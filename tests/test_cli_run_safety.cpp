@@ -332,12 +332,13 @@ TEST_CASE("scripts/sweep.py: the user's --threads wins over the sweep's own, --r
   TempDir dir("safety-sweep");
   const std::string sweep = "python3 '" + std::string(ATTNLAB_TEST_DATA) + "/../../scripts/sweep.py' --attnlab '" +
                             std::string(ATTNLAB_EXE) + "' --out '" + (dir / "sweep") + "' --jobs 1";
-  // --heads 4 does not divide --d-model 30: that point fails, the other trains.
-  CliResult r = shell(sweep + " --grid d-model=30,32 --" + kShape + " --heads 4 --threads 1 --steps 2 --eval-every 2");
+  // --lr 1e30 passes attnlab's check (the sweep's, before anything runs) and fails in training: that point
+  // fails, the other trains. (--heads 4 with --d-model 30 is refused before any point runs: tests/test_sweep.py.)
+  CliResult r = shell(sweep + " --grid lr=1e30,1e-3 --" + kShape + " --d-model 32 --heads 4 --threads 1 --steps 2 --eval-every 2");
   INFO(r.out);
   CHECK(r.code == 1);
-  CHECK(read_summary(dir / "sweep/d-model32")["steps"] == 2);
-  CHECK_THAT(r.out, Contains("d-model30 failed") && Contains("--heads 4 does not divide --d-model 30"));
+  CHECK(read_summary(dir / "sweep/lr1e-3")["steps"] == 2);
+  CHECK_THAT(r.out, Contains("lr1e30 failed") && Contains("non-finite loss at step"));
   CHECK_THAT(r.out, !Contains("cannot be specified more than once"));
 
   CliResult run_given = shell(sweep + " --grid d-model=32 -- --run " + (dir / "elsewhere"));

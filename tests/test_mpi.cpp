@@ -307,25 +307,25 @@ TEST_CASE("mpirun -np 2 scripts/sweep.py deals the grid points to both ranks, ea
   TempDir dir("mpi-sweep");
   const std::string out = dir / "sweep";
   const std::string script = std::string(ATTNLAB_TEST_DATA) + "/../../scripts/sweep.py";
-  // heads 3 does not divide d-model 16: that point fails (exit 2), the others train.
+  // lr 1e30 passes attnlab's check (before any point runs) and fails in training (exit 1), the others train.
   const CliResult r = run_executable(
       ATTNLAB_MPIEXEC,
       "--oversubscribe -np 2 /usr/bin/python3 " + script + " --attnlab " + ATTNLAB_EXE + " --out " + out +
-          " --jobs 1 --grid heads=2,3,4 -- --task reverse --vocab 5 --min-len 4 --max-len 4 --d-model 16 --layers 1"
+          " --jobs 1 --grid lr=1e-3,1e30,2e-3 -- --task reverse --vocab 5 --min-len 4 --max-len 4 --d-model 16 --layers 1"
           " --d-ff 32 --steps 10 --eval-every 10 --heldout 20",
       kMpiEnv);
   INFO(r.out);
   CHECK(r.code != 0);  // a point failed
-  CHECK(r.out.find("sweep: heads3 failed: attnlab train: --heads 3 does not divide --d-model 16") != std::string::npos);
+  CHECK(r.out.find("sweep: lr1e30 failed: attnlab train: non-finite loss at step") != std::string::npos);
   std::ifstream csv(out + "/summary.csv");
   std::string header, row;
   std::getline(csv, header);
   std::vector<std::string> rows;
   while (std::getline(csv, row)) rows.push_back(row.substr(0, row.find('\r')));  // Python's csv ends lines with \r\n
   REQUIRE(rows.size() == 3);
-  CHECK(rows[1].substr(0, 8) == "heads3,3");  // the point's run name, then its grid value
-  CHECK(rows[1].substr(rows[1].rfind(',') + 1) == "2");
-  for (const char* point : {"heads2", "heads4"}) {
+  CHECK(rows[1].substr(0, 11) == "lr1e30,1e30");  // the point's run name, then its grid value
+  CHECK(rows[1].substr(rows[1].rfind(',') + 1) == "1");
+  for (const char* point : {"lr1e-3", "lr2e-3"}) {
     CHECK(attnlab::testing::read_summary(out + "/" + point)["steps"] == 10);
     CHECK(fs::exists(out + "/" + std::string(point) + "/.attnlab-run"));
   }
@@ -334,9 +334,9 @@ TEST_CASE("mpirun -np 2 scripts/sweep.py deals the grid points to both ranks, ea
     std::ifstream in(out + "/" + name + ".result.json");
     return nlohmann::json::parse(in).at("rank").get<int>();
   };
-  CHECK(rank_of("heads2") == 0);
-  CHECK(rank_of("heads3") == 1);
-  CHECK(rank_of("heads4") == 0);
+  CHECK(rank_of("lr1e-3") == 0);
+  CHECK(rank_of("lr1e30") == 1);
+  CHECK(rank_of("lr2e-3") == 0);
   if (std::system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0) CHECK(fs::exists(out + "/summary.png"));
 }
 TEST_CASE("a held-out evaluation shared out between processes gives the figures of one process: 600 examples in 3 "

@@ -3,18 +3,25 @@
 
 Most checks drive the tuner with tests/fake_attnlab.py, whose held-out figures follow from its flags,
 so which trials win, lose, fail and get pruned is known; one check trains real attnlab runs.
-1. A malformed --param, or settings the tuner cannot use: one line naming it, exit 2, nothing written.
+1. A malformed --param, or settings the tuner cannot use: one line naming it, exit 2, nothing written;
+   so are what attnlab's own check refuses before the first trial (an unknown flag after -- or --param
+   name, --target 2, --objective loss without held-out loss, a value out of range), an --out that is
+   not the tuner's (a directory of the user's, a file, ''), a garbage study.db, a full disk (no 0-byte
+   study.db left); under mpirun the refusal is printed once, by rank 0.
 2. Pruning: with the median pruner, trials with a hopeless learning rate are pruned mid-run: stopped
    with SIGTERM (checkpoint, exit 143), recorded as pruned with their last figures, fewer steps.
 3. A refused and a crashed trial are recorded as failed with exit code and first error line; the
    study goes on to its full trial count.
 4. Ctrl-C: the tuner stops the running trial (checkpoint), exits 130; the same command resumes the
-   study, reruns the interrupted configuration first and ends with the same trial count; a resume
-   with other settings is refused.
+   study, reruns the interrupted configuration first, resuming its run from its checkpoint (train
+   --resume), and ends with the same trial count; a resume with other settings is refused.
 5. --seeds 3: the objective is the seeds' median and the spread their max - min (fake: known values).
    --jobs 2 runs two trials at once; --cpu-budget stops new trials; --objective loss minimises the
    last held-out loss, and a run without one fails its trial with the reason.
-6. Two workers (two processes on one SQLite study; mpirun -np 2): every trial run once, by one worker.
+6. Two workers (two processes on one SQLite study; mpirun -np 2): every trial run once, by one worker;
+   a worker joining with another --study-seed never repeats the first one's values (1 + 1 met 2 + 0).
+   --overwrite after -- is dropped (no trial fails on it, no run is replaced); --seeds 2 -- --seed=3
+   trains seeds 3 and 4.
 7. Real attnlab: a pruned trial's run holds a checkpoint and exited 143; `attnlab report DIR` writes
    the study's page; the best command reruns.
 
@@ -53,9 +60,16 @@ def check(cond, what, detail=""):
             print(detail)
 
 
+REAL = None  # the attnlab under test: the fake passes `claim-dir` to it (FAKE_ATTNLAB_REAL)
+
+
+def with_real(env):
+    return dict(env or os.environ, FAKE_ATTNLAB_REAL=REAL)
+
+
 def tune(out, args, exe=FAKE, env=None):
     cmd = [sys.executable, TUNE, "--out", out, "--attnlab", exe] + args
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=with_real(env))
 
 
 def table(out):
@@ -92,12 +106,103 @@ def check_refusals(tmp):
         (["--param", "lr=log:1e-3:1e-2", "--storage", "nosuch://x"], "cannot open the study's storage nosuch://x"),
         (["--param", "lr=log:1e-3:1e-2", "--report"], "no study in"),
     ]
+    lr = ["--param", "lr=log:1e-3:1e-2"]
+    # What attnlab's own check (train --check) refuses, before the first trial: the fake's check, then the real one.
+    cases += [
+        (lr + ["--", "--bogus", "1"], "the flags after -- are refused: attnlab train: unrecognised option '--bogus'"),
+        (lr + ["--param", "bogus=int:1:2"], "--param bogus=int:1:2: the value 1 (with the flags after --) is refused: "
+         "attnlab train: unrecognised option '--bogus'"),
+        (lr + ["--target", "2"], "the flags after -- are refused: attnlab train: --target must be in [0, 1], got 2"),
+        (["--param", "lr=float:-1:1"], "--param lr=float:-1.0:1.0: the value -1 (with the flags after --) is refused: "
+         "attnlab train: --lr must be > 0, got -1"),
+        (lr + ["--objective", "loss"], "--objective loss needs the held-out loss that only language models (--task text) "
+         "write; this study trains --task reverse"),
+        (lr + ["--out", ""], "--out needs a path, got an empty one"),
+    ]
+    real = [
+        (lr + ["--", "--bogus", "1"], "attnlab train: unrecognised option '--bogus'"),
+        (lr + ["--param", "bogus=int:1:2"], "attnlab train: unrecognised option '--bogus'"),
+        (lr + ["--target", "2"], "attnlab train: --target must be in [0, 1], got 2"),
+        (["--param", "d-model=int:0:8"], "attnlab train: --d-model"),
+        (lr + ["--objective", "loss", "--", "--task", "reverse"], "--objective loss needs the held-out loss"),
+    ]
     for args, message in cases:
         r = tune(out, args)
         lines = r.stderr.strip().splitlines()
         check(r.returncode == 2 and len(lines) == 1 and lines[0].startswith("tune: " + message),
               f"refused with one line and exit 2: {' '.join(args)}", f"exit {r.returncode}\n{r.stderr}")
+    for args, message in real:
+        r = tune(out, args, exe=REAL)
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode == 2 and len(lines) == 1 and message in lines[0],
+              f"real attnlab: refused before the first trial, one line, exit 2: {' '.join(args)}",
+              f"exit {r.returncode}\n{r.stderr}")
     check(not os.path.exists(out), "a refused command writes nothing")
+    check_refused_directories(tmp)
+    check_once_under_mpirun(tmp)
+
+
+def check_refused_directories(tmp):
+    mine = os.path.join(tmp, "mine")
+    os.makedirs(mine)
+    with open(os.path.join(mine, "summary.csv"), "w") as f:
+        f.write("the user's own table\n")
+    afile = os.path.join(tmp, "afile")
+    with open(afile, "w") as f:
+        f.write("mine\n")
+    lr = ["--param", "lr=log:1e-3:1e-2", "--trials", "1", "--", "--steps", "20"]
+    for out, why in ((mine, "it holds files and is not a tuning study directory (no .attnlab-study marker)"),
+                     (afile, "it is not a directory")):
+        r = tune(out, lr)
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"tune: --out refuses to write into '{out}': {why}"),
+              f"--out {os.path.basename(out)}: refused with one line and exit 2", f"exit {r.returncode}\n{r.stderr}")
+    check(sorted(os.listdir(mine)) == ["summary.csv"] and open(os.path.join(mine, "summary.csv")).read() ==
+          "the user's own table\n", "the user's directory is left as it was")
+    garbage = os.path.join(tmp, "garbage")
+    subprocess.run([REAL, "claim-dir", "--kind", "study", garbage], check=True)
+    with open(os.path.join(garbage, "study.db"), "w") as f:
+        f.write("not a database\n" * 100)
+    r = tune(garbage, lr)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 2 and len(lines) == 1 and
+          lines[0].startswith(f"tune: cannot open the study's storage {os.path.join(garbage, 'study.db')}: "),
+          "a garbage study.db: one line naming it, exit 2", f"exit {r.returncode}\n{r.stderr}")
+    # A disk that fills while the new study.db is created: one line, and neither study.db nor DIR is left.
+    out = os.path.join(tmp, "full")
+    full = ("import os, runpy, sqlite3, sys\n"
+            "import optuna\n"
+            "def full(*a, **k):\n"
+            f"    open(os.path.join({out!r}, 'study.db'), 'w').close()\n"
+            "    raise sqlite3.OperationalError('database or disk is full')\n"
+            "optuna.create_study = full\n"
+            f"sys.argv = [{TUNE!r}] + sys.argv[1:]\n"
+            f"sys.path.insert(0, {os.path.dirname(TUNE)!r})\n"
+            f"runpy.run_path({TUNE!r}, run_name='__main__')\n")
+    r = subprocess.run([sys.executable, "-c", full, "--out", out, "--attnlab", FAKE] + lr, capture_output=True, text=True,
+                       timeout=120, env=with_real(None))
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 2 and len(lines) == 1 and "database or disk is full" in lines[0] and not os.path.exists(out),
+          "a full disk at the study's creation: one line, exit 2, no 0-byte study.db, no directory left",
+          f"exit {r.returncode}\n{r.stderr}\n{os.listdir(out) if os.path.exists(out) else ''}")
+
+
+def check_once_under_mpirun(tmp):
+    """Every rank meets the same bad input; rank 0 alone says so, every rank exits 2."""
+    out = os.path.join(tmp, "mpi-refused")
+    rank1 = dict(os.environ, OMPI_COMM_WORLD_RANK="1", OMPI_COMM_WORLD_SIZE="2")
+    for args in (["--param", "lr"], ["--param", "lr=log:1e-3:1e-2", "--objective", "bogus"]):
+        r = tune(out, args, env=rank1)
+        check(r.returncode == 2 and r.stderr == "", f"rank 1 of 2: exit 2 and silent ({' '.join(args)})", r.stderr)
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        print("skip  mpirun -np 2 refusal (no mpirun)")
+        return
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = subprocess.run([mpirun, "--oversubscribe", "-np", "2", sys.executable, TUNE, "--out", out, "--attnlab", FAKE,
+                        "--param", "lr"], capture_output=True, text=True, timeout=120, env=env)
+    said = [line for line in (r.stdout + r.stderr).splitlines() if line.startswith("tune: ")]
+    check(r.returncode != 0 and len(said) == 1, "mpirun -np 2: the refusal printed once", r.stdout + r.stderr)
 
 
 def check_pruning(tmp):
@@ -117,7 +222,7 @@ def check_pruning(tmp):
         steps = int(row["steps"])
         check(0 < steps < 100 and row["heldout_exact"] != "" and row["exit"] == "143",
               f"pruned {row['run']} recorded with its last figures (step {steps}, exact {row['heldout_exact']}) and exit 143")
-        check(os.path.exists(os.path.join(run, "checkpoints", f"step_{steps}.safetensors")),
+        check(os.path.exists(os.path.join(run, "checkpoints", f"step-{steps:08d}.safetensors")),
               f"pruned {row['run']} stopped with SIGTERM and checkpointed")
     check("fake_attnlab.py train --lr 0.12 --steps 100 --eval-every 10 --run runs/best" in r.stdout,
           "the best configuration printed as a command line", r.stdout)
@@ -148,7 +253,7 @@ def check_resume(tmp):
             "--steps", "100"]
     env = dict(os.environ, FAKE_ATTNLAB_EVAL_SECONDS="0.1")
     proc = subprocess.Popen([sys.executable, TUNE, "--out", out, "--attnlab", FAKE] + args, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=with_real(env))
     seen = ""
     while proc.poll() is None and "trial 1: " not in seen:
         seen += proc.stdout.readline()
@@ -156,7 +261,7 @@ def check_resume(tmp):
         time.sleep(0.05)  # until trial 2's run is under way (it lasts about a second)
     proc.send_signal(signal.SIGINT)
     rest, err = proc.communicate(timeout=60)
-    check(proc.returncode == 130 and "the same command resumes the study" in err,
+    check(proc.returncode == 130 and "the same command resumes the study" in err and "Traceback" not in err,
           "Ctrl-C: exit 130, told how to resume", f"exit {proc.returncode}\n{seen}{rest}{err}")
     rows = table_rows_now(out, args)
     interrupted = [row for row in rows if row["state"] == "interrupted"]
@@ -174,6 +279,14 @@ def check_resume(tmp):
         retry = [row for row in rows if int(row["trial"]) > int(interrupted[0]["trial"]) and row["state"] == "complete"]
         check(retry and retry[0]["lr"] == interrupted[0]["lr"], "the interrupted configuration is run again first",
               str(rows))
+        run = os.path.join(out, interrupted[0]["run"])
+        with open(os.path.join(run, "fake_argv.txt")) as f:
+            argv = [line.split() for line in f]
+        check(retry and retry[0]["run"] == interrupted[0]["run"] and len(argv) == 2 and
+              argv[1][:3] == ["train", "--resume", run] and "--overwrite" not in argv[1],
+              "the interrupted trial's run is resumed from its checkpoint (train --resume), not started again", str(argv))
+        steps = [row["step"] for row in csv.DictReader(open(os.path.join(run, "metrics.csv")))]
+        check(steps == [str(s) for s in range(10, 101, 10)], "its metrics continue where it stopped", str(steps))
     lrs = [row["lr"] for row in rows if row["state"] == "complete"]
     check(len(set(lrs)) == len(lrs), "the resumed sampler does not propose the first run's values again", str(lrs))
     r = tune(out, args[:-2] + ["--steps", "50"], env=env)
@@ -222,8 +335,8 @@ def check_budget_jobs_loss(tmp):
     out = os.path.join(tmp, "noloss")
     r = tune(out, ["--param", "lr=cat:0.01", "--sampler", "grid", "--trials", "1", "--objective", "loss", "--",
                    "--steps", "20"])
-    check("failed (exit 0): metrics.csv has no heldout_loss" in r.stdout,
-          "--objective loss on a run without held-out loss: the trial fails and says why", r.stdout)
+    check(r.returncode == 2 and "needs the held-out loss that only language models" in r.stderr and not os.path.exists(out),
+          "--objective loss on a task without held-out loss: refused before the first trial", r.stdout + r.stderr)
 
 
 def check_two_workers(tmp, mpirun):
@@ -234,7 +347,8 @@ def check_two_workers(tmp, mpirun):
     # machine) before the first could run them all.
     slow = dict(os.environ, FAKE_ATTNLAB_EVAL_SECONDS="0.25")
     procs = [subprocess.Popen([sys.executable, TUNE, "--out", out, "--attnlab", FAKE] + args + ["--seed", "0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=slow) for _ in range(2)]
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=with_real(slow))
+             for _ in range(2)]
     outputs = [p.communicate(timeout=300)[0] for p in procs]
     check(all(p.returncode == 0 for p in procs), "two workers on one SQLite study end with exit 0", "\n".join(outputs))
     check_shared(out, outputs, "two processes")
@@ -242,15 +356,44 @@ def check_two_workers(tmp, mpirun):
         print("skip  mpirun -np 2 (no mpirun)")
         return
     out = os.path.join(tmp, "mpi")
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env = with_real(dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
     r = subprocess.run([mpirun, "--oversubscribe", "-np", "2", sys.executable, TUNE, "--out", out, "--attnlab", FAKE,
                         "--study-seed", "5"] + args, capture_output=True, text=True, timeout=300, env=env)
     check(r.returncode == 0, "mpirun -np 2 scripts/tune.py ends with exit 0", r.stdout + r.stderr)
-    check_shared(out, [r.stdout], "mpirun -np 2")
+    check_shared(out, [r.stdout], "mpirun -np 2")  # (the fake's claim-dir: FAKE_ATTNLAB_REAL from this process)
     check(r.stdout.count("trials: 6 complete") == 1 and r.stdout.count("best: trial") == 1,
           "mpirun: rank 0 alone prints the results and the best configuration", r.stdout)
     lrs = [row["lr"] for row in table(out)]
     check(len(set(lrs)) == len(lrs), "mpirun: the ranks' samplers, one --study-seed, propose different values", str(lrs))
+
+
+def check_workers_apart_and_flags(tmp):
+    """Worker 1 creates a study with --study-seed 2 and runs a trial; worker 2 joins with --study-seed 1.
+    Seeded from the trial count (1 + 1 = 2 + 0), worker 2 would propose worker 1's values again."""
+    out = os.path.join(tmp, "apart")
+    common = ["--param", "lr=float:0.001:0.05", "--sampler", "random", "--pruner", "none", "--", "--steps", "20"]
+    first = tune(out, ["--study-seed", "2", "--trials", "1"] + common)
+    second = tune(out, ["--study-seed", "1", "--trials", "2"] + common)
+    rows = table(out) if second.returncode == 0 else []
+    check(first.returncode == 0 and len(rows) == 2 and rows[0]["lr"] != rows[1]["lr"],
+          "a worker joining with another --study-seed proposes other values", first.stderr + second.stdout + second.stderr)
+    out = os.path.join(tmp, "flags")
+    r = tune(out, ["--param", "lr=cat:0.01,0.02", "--sampler", "grid", "--trials", "2", "--seeds", "2", "--pruner", "none",
+                   "--", "--steps", "20", "--seed=3", "--overwrite"])
+    check(r.returncode == 0 and [row["state"] for row in table(out)] == ["complete", "complete"],
+          "--seeds 2 -- --seed=3 --overwrite: every trial completes", r.stdout + r.stderr)
+    for trial in ("trial0000", "trial0001"):
+        for i, seed in enumerate((3, 4)):
+            run = os.path.join(out, f"{trial}-seed{i}")
+            try:
+                with open(os.path.join(run, "config.ini")) as f:
+                    config = f.read()
+                with open(os.path.join(run, "fake_argv.txt")) as f:
+                    argv = f.read().split()
+            except OSError as e:
+                config, argv = f"(no run: {e})", []
+            check(f"seed = {seed}\n" in config and "--overwrite" not in argv,
+                  f"{trial}-seed{i}: trained with --seed {seed} (from --seed=3), without --overwrite", config + str(argv))
 
 
 def check_shared(out, outputs, how):
@@ -315,11 +458,14 @@ def main():
     ap.add_argument("--mpirun", default=shutil.which("mpirun"))
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="test_tune-")
+    global REAL
+    REAL = os.path.abspath(args.attnlab)
     steps = [lambda: check_refusals(tmp), lambda: check_failures(tmp), lambda: check_seeds(tmp),
              lambda: check_pruning(tmp), lambda: check_resume(tmp), lambda: check_budget_jobs_loss(tmp),
-             lambda: check_two_workers(tmp, args.mpirun),
+             lambda: check_two_workers(tmp, args.mpirun), lambda: check_workers_apart_and_flags(tmp),
              lambda: check_real(tmp, os.path.abspath(args.attnlab))]
-    names = ["refusals", "failures", "seeds", "pruning", "resume", "budget, jobs, loss", "workers", "real attnlab"]
+    names = ["refusals", "failures", "seeds", "pruning", "resume", "budget, jobs, loss", "workers",
+             "workers apart, flags", "real attnlab"]
     try:
         for name, step in zip(names, steps):
             start = time.time()
