@@ -161,9 +161,9 @@ void write_summary(const TrainOutcome& out, const TrainState& state, const RunDi
       {"cpu", bench::cpu_model()},  // learning figures differ in their last bits between CPU kinds
   };
   const Communicator& comm = state.communicator();
+  if (comm.size() > 1) summary["processes"] = comm.size();
   if (comm.size() > 1 && state.steps_run > 0) {  // rank 0's figures; every rank moves about as much
     const double steps = static_cast<double>(state.steps_run);
-    summary["processes"] = comm.size();
     const double received = static_cast<double>(state.step_traffic.bytes_received) / steps,
                  sent = static_cast<double>(state.step_traffic.bytes_sent) / steps;
     summary["comm_bytes_per_step"] = received + sent;

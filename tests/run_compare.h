@@ -16,7 +16,7 @@ namespace attnlab::testing {
 namespace fs = std::filesystem;
 
 // A file's content without what differs between two runs of the same bits:
-// metrics.csv's times, summary.json's seconds, a checkpoint's elapsed_s
+// metrics.csv's times, summary.json's seconds and traffic, a checkpoint's elapsed_s
 // (and the checksum of the metadata holding it).
 inline std::string timeless(const fs::path& file) {
   const std::string name = file.filename().string();
@@ -24,6 +24,10 @@ inline std::string timeless(const fs::path& file) {
   if (name == "summary.json") {
     nlohmann::json summary = nlohmann::json::parse(slurp(file.string()));
     summary.erase("seconds");
+    // Measurements of the steps the last process ran (none when it only finished an owed evaluation).
+    for (const char* key : {"comm_bytes_per_step", "comm_bytes_received_per_step", "comm_bytes_sent_per_step",
+                            "comm_seconds_per_step"})
+      summary.erase(key);
     return summary.dump();
   }
   if (file.extension() != ".safetensors") return slurp(file.string());
