@@ -64,9 +64,9 @@ const char* const kTrainUsage =
     "(safetensors), summary.json.\n"
     "SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed; not under nohup)\n"
     "stop it cleanly: the current step is finished (a held-out evaluation under\n"
-    "way is abandoned) and checkpointed; exit code 130, 143 or 129 (128 + the\n"
-    "signal). A second SIGINT or SIGTERM exits at once, keeping the last\n"
-    "checkpoint.\n\n";
+    "way is abandoned, and done first by --resume) and checkpointed; exit code\n"
+    "130, 143 or 129 (128 + the signal). A second SIGINT or SIGTERM exits at\n"
+    "once, keeping the last checkpoint.\n\n";
 const char* const kTrainExamples =
     "\nexamples:\n"
     "  attnlab train --task reverse --run runs/rev\n"

@@ -104,7 +104,7 @@ void install_signal_point() {
     points.push_back(std::stoll(at.substr(begin, comma - begin)));
     begin = comma + 1;
   }
-  set_test_point_hook([points] {
+  test_point_hook() = [points] {
     const long long now = ++g_points;
     for (size_t i = 0; i < points.size(); ++i) {
       if (points[i] != now) continue;
@@ -112,7 +112,7 @@ void install_signal_point() {
       if (i == 0) wait_for_watcher();
       else ::sleep(5);  // a second one ends the process from the watcher thread
     }
-  });
+  };
 }
 
 }  // namespace

@@ -122,8 +122,6 @@ void Trainer::restore(int64_t step) {
   const std::string stem = checkpoints_->stem(step);
   const Metadata meta = read_checkpoint_metadata(stem);
   owed_ = metadata_value(meta, kOwedKey);
-  if (!owed_.empty() && owed_ != kOwedWithRow && owed_ != kOwedFinal)
-    throw IoError(model_path(stem) + ": unknown " + kOwedKey + " '" + shortened(owed_) + "' in its metadata");
   const bool root = state_.communicator().is_root();
   metrics_.emplace(root ? options_.run_dir + "/metrics.csv" : "", step);
   const std::string interval = metadata_value(meta, kIntervalKey);

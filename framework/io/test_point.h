@@ -3,13 +3,19 @@
 // to answer (a file written but not yet renamed into place, a run directory
 // made but not yet locked or marked, a training step or a held-out batch
 // done) call test_point(). It does nothing unless a test build installed a
-// hook (cli/test_seams.h, tests/fault_injection_main.cpp); the attnlab
-// executable never does, so production pays one branch per call.
+// hook (tests/fault_injection_main.cpp); the attnlab executable never does,
+// so production pays one branch per call.
 #include <functional>
 
 namespace attnlab {
 
-void test_point();
-void set_test_point_hook(std::function<void()> hook);
+inline std::function<void()>& test_point_hook() {
+  static std::function<void()> hook;
+  return hook;
+}
+
+inline void test_point() {
+  if (test_point_hook()) test_point_hook()();
+}
 
 }  // namespace attnlab
