@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -121,4 +122,20 @@ TEST_CASE("SIGINT at any instant of a run that reaches its target at step 9 of 3
           "included, and the continued run stops at step 9 too, with the same files", "[cli][signals][instants]") {
   const long long points = interrupt_everywhere("instants-target", kSolved, 30, false, 0);
   CHECK(points < 40);  // it stopped at step 9: 30 steps alone would be 30 test points and more
+}
+
+TEST_CASE("a directory a second signal left mid-claim, holding only .lock and the marker's temporary, is taken by the "
+          "same command and by --overwrite", "[cli][signals]") {
+  TempDir dir("instants-half-claimed");
+  for (const std::string extra : {"", " --overwrite"}) {
+    const std::string run = dir / ("run" + extra.substr(extra.empty() ? 0 : 3));
+    fs::create_directories(run);
+    std::ofstream(run + "/.lock") << "pid 999999\n";
+    std::ofstream(run + "/..attnlab-run.tmp.Ab12Cd") << "attnlab run";
+    const CliResult r = run_attnlab("train" + kShape + " --steps 3" + extra + " --run " + run);
+    INFO(extra << ": " << r.out);
+    CHECK(r.code == 0);
+    CHECK_FALSE(fs::exists(run + "/..attnlab-run.tmp.Ab12Cd"));
+    CHECK(slurp(run + "/.attnlab-run") == "attnlab run directory, format 1\n");
+  }
 }
