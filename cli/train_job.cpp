@@ -97,11 +97,11 @@ std::string resume_command(const TrainJob& job) {
     try {
       check_checkpoint_step(load_safetensors(model_path(stem)).metadata, previous, model_path(stem));
       load_safetensors(optimizer_path(stem));
-      note = "; the checkpoint of step " + std::to_string(previous) + " before it is intact: to resume from it, move " +
+      note = "; the checkpoint before it (step " + std::to_string(previous) + ") is intact: to resume from it, move " +
              shell_quote(model_path(latest)) + " and " + shell_quote(optimizer_path(latest)) +
              " out of the run directory, then run: " + resume_command(job);
     } catch (const IoError&) {
-      note = "; the checkpoint of step " + std::to_string(previous) + " before it cannot be read either";
+      note = "; the checkpoint before it (step " + std::to_string(previous) + ") cannot be read either";
     }
   }
   throw IoError(e.what() + note);

@@ -59,7 +59,7 @@ TEST_CASE("a corrupt latest checkpoint is refused on --resume with one line that
   INFO(refused.out);
   CHECK(refused.code == 2);
   CHECK(std::count(refused.out.begin(), refused.out.end(), '\n') == 1);
-  const std::string said = "; the checkpoint of step 4 before it is intact: to resume from it, move " + model + " and " +
+  const std::string said = "; the checkpoint before it (step 4) is intact: to resume from it, move " + model + " and " +
                            optim + " out of the run directory, then run: attnlab train --resume " + run + " --steps 8\n";
   REQUIRE(refused.out.size() > said.size());
   CHECK(refused.out.substr(refused.out.size() - said.size()) == said);
