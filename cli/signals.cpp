@@ -16,6 +16,7 @@ constexpr int kWatched[] = {SIGINT, SIGTERM, SIGHUP};
 
 std::atomic<int> g_signal{0};         // the first stop request under the guard
 std::atomic<bool> g_guarded{false};   // an InterruptGuard lives
+std::atomic<bool> g_checkpointed{false};  // the run has a checkpoint on disk (set_checkpoint_exists)
 sigset_t g_ignored_at_start;          // dispositions the process started with: SIG_IGN
 sigset_t g_taken;                     // the signals the watcher waits for
 struct sigaction g_old_xfsz, g_old_xfsz_only;  // InterruptGuard's and FileSizeSignalGuard's
@@ -42,8 +43,12 @@ void on_signal(int signal) {
   // job, then the shell to each of its jobs): only a user's second SIGINT or
   // SIGTERM means "leave now".
   if (signal == SIGHUP) return;
-  static const char kMessage[] = "\nattnlab: interrupted again; exiting at once (the last checkpoint is intact)\n";
-  const ssize_t ignored = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  static const char kIntact[] = "\nattnlab: interrupted again; exiting at once (the last checkpoint is intact)\n";
+  static const char kNone[] =
+      "\nattnlab: interrupted again; exiting at once (no checkpoint had been written yet: start the run again, "
+      "with --overwrite if its directory exists)\n";
+  const bool intact = g_checkpointed.load();
+  const ssize_t ignored = ::write(STDERR_FILENO, intact ? kIntact : kNone, (intact ? sizeof kIntact : sizeof kNone) - 1);
   (void)ignored;
   ::_exit(128 + signal);
 }
@@ -88,6 +93,7 @@ void start_signal_watcher() { std::call_once(g_started, start_once); }
 InterruptGuard::InterruptGuard() {
   start_signal_watcher();
   g_signal = 0;
+  g_checkpointed = false;
   g_guarded = true;
   struct sigaction ignore = {};
   ignore.sa_handler = SIG_IGN;
@@ -110,6 +116,8 @@ FileSizeSignalGuard::FileSizeSignalGuard() {
 FileSizeSignalGuard::~FileSizeSignalGuard() { ::sigaction(SIGXFSZ, &g_old_xfsz_only, nullptr); }
 
 int interrupt_signal() { return g_signal; }
+
+void set_checkpoint_exists() { g_checkpointed = true; }
 
 std::string signal_name(int signal) {
   if (signal == SIGINT) return "SIGINT";

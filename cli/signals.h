@@ -7,7 +7,8 @@
 // terminal must not lose the run, so it stops as SIGTERM does, with the exit
 // status shells report for a process that SIGHUP ends). A second one exits at once
 // with that code; the checkpoint files are written atomically, so whatever is
-// on disk stays loadable. SIGXFSZ is ignored, so a file-size limit makes the
+// on disk stays loadable. `train` holds its guard from its first instant, so
+// a signal while it claims the run directory is a stop request too. SIGXFSZ is ignored, so a file-size limit makes the
 // write fail with EFBIG (a clear error) instead of killing the process.
 //
 // No compute thread ever runs a signal handler. start_signal_watcher(), called
@@ -52,6 +53,9 @@ class FileSizeSignalGuard {
 
 // The signal that asked to stop (SIGINT, SIGTERM or SIGHUP), 0 if none.
 int interrupt_signal();
+// From now until the InterruptGuard ends, the run has a checkpoint on disk: a
+// second signal's message then says the last one is intact, not that there is none.
+void set_checkpoint_exists();
 // "SIGINT" / "SIGTERM" / "SIGHUP".
 std::string signal_name(int signal);
 // 128 + signal: the exit status shells report for a process killed by it.

@@ -64,9 +64,9 @@ const char* const kTrainUsage =
     "(safetensors), summary.json.\n"
     "SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed; not under nohup)\n"
     "stop it cleanly: the current step is finished (a held-out evaluation under\n"
-    "way is abandoned) and checkpointed; exit code 130, 143 or 129 (128 + the\n"
-    "signal). A second SIGINT or SIGTERM exits at once, keeping the last\n"
-    "checkpoint.\n\n";
+    "way is abandoned, and done first by --resume) and checkpointed; exit code\n"
+    "130, 143 or 129 (128 + the signal). A second SIGINT or SIGTERM exits at\n"
+    "once, keeping the last checkpoint.\n\n";
 const char* const kTrainExamples =
     "\nexamples:\n"
     "  attnlab train --task reverse --run runs/rev\n"
@@ -153,9 +153,13 @@ TrainJob make_job(const TrainSettings& s, const TrainArgs& a, const OptionSet& e
   job.run = RunDir(a.run_path.empty() ? "runs/" + s.task.name + "-" + name_of(s.model.arch) : a.run_path);
   job.resume = !a.resume_path.empty();
   job.quiet = a.quiet;
-  job.config_ini = "# attnlab train: resolved options; repeat with  attnlab train --config " + shell_quote(job.run.config_path()) +
-                   " --run NEW_DIR\n" + experiment.to_ini();
-  if (job.resume && job.run.latest_step() >= s.steps)
+  // The process count changes no option but must be repeated: the command says it.
+  job.config_ini = "# attnlab train: resolved options; repeat with  " + launch_prefix() + "attnlab train --config " +
+                   shell_quote(job.run.config_path()) + " --run NEW_DIR\n" + experiment.to_ini();
+  // A run stopped in its last step's evaluation is resumed at that step, to finish it.
+  const bool owes_last = job.resume && job.run.latest_step() == s.steps &&
+                         owes_evaluation(job.run.checkpoint_stem(s.steps));
+  if (job.resume && job.run.latest_step() >= s.steps && !owes_last)
     throw ValueError("run '" + job.run.path() + "' is already at step " + std::to_string(job.run.latest_step()) +
                      "; pass --steps N with N > " + std::to_string(job.run.latest_step()) + " to continue it");
   return job;
@@ -193,6 +197,10 @@ void prepare_training(const Args& args, const Communicator& communicator, TrainJ
 }  // namespace
 
 int run_train(const Args& args) {
+  // From the first instant: a signal while the run directory is claimed asks
+  // the run to stop after its first step, checkpointed, as one during a step
+  // does; it never ends the process with a directory half claimed.
+  const InterruptGuard interrupts;
   // First, so that every refusal below is decided by all processes together.
   const std::unique_ptr<Communicator> communicator = start_communicator();
   TrainJob job;
@@ -205,7 +213,7 @@ int run_train(const Args& args) {
     if (claim) claim->undo();
     throw;
   }
-  if (!session) return kExitOk;
+  if (!session) return interrupt_signal() ? interrupt_exit_code(interrupt_signal()) : kExitOk;  // --help, --check
   // From here on the run's record (metrics.csv, config.ini) is the user's: a failure keeps it.
   try {
     return session->run();

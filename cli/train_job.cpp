@@ -21,6 +21,8 @@
 #include "framework/io/atomic_file.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/csv.h"
+#include "framework/io/safetensors.h"
+#include "training/distributed/launch.h"
 #include "training/trainer.h"
 
 namespace attnlab::cli {
@@ -81,7 +83,28 @@ void prepare_run_files(const TrainJob& job, const Task& task) {
 
 // The command that continues this run, quoted for a POSIX shell.
 std::string resume_command(const TrainJob& job) {
-  return "attnlab train --resume " + shell_quote(job.run.path()) + " --steps " + std::to_string(job.settings.steps);
+  return launch_prefix() + "attnlab train --resume " + shell_quote(job.run.path()) + " --steps " + std::to_string(job.settings.steps);
+}
+
+// A resumed run refused for its latest checkpoint (corrupt, truncated, renamed):
+// the line also says whether the one before it reads intact, and how to resume from it.
+[[noreturn]] void refuse_latest_checkpoint(const TrainJob& job, const IoError& e) {
+  const std::vector<int64_t> steps = job.run.checkpoint_steps();
+  std::string note = "; no earlier checkpoint is kept (--keep), so the run cannot be resumed";
+  if (steps.size() > 1) {
+    const int64_t previous = steps[steps.size() - 2];
+    const std::string stem = job.run.checkpoint_stem(previous), latest = job.run.checkpoint_stem(steps.back());
+    try {
+      check_checkpoint_step(load_safetensors(model_path(stem)).metadata, previous, model_path(stem));
+      load_safetensors(optimizer_path(stem));
+      note = "; the checkpoint before it (step " + std::to_string(previous) + ") is intact: to resume from it, move " +
+             shell_quote(model_path(latest)) + " and " + shell_quote(optimizer_path(latest)) +
+             " out of the run directory, then run: " + resume_command(job);
+    } catch (const IoError&) {
+      note = "; the checkpoint before it (step " + std::to_string(previous) + ") cannot be read either";
+    }
+  }
+  throw IoError(e.what() + note);
 }
 
 // Stops on a NaN or Inf: nothing more is written; the last checkpoint stays the run's state.
@@ -95,13 +118,12 @@ int report_nonfinite(const TrainOutcome& out, const RunDir& run) {
 
 int report_interrupted(const TrainOutcome& out, const TrainJob& job) {
   const int local = interrupt_signal(), signal = local ? local : SIGTERM;
-  const std::string by = local ? signal_name(local) : "a signal to another process of the run";
-  if (out.end == TrainEnd::interrupted_in_final_evaluation) {  // every step is done and checkpointed already
-    std::cerr << "attnlab train: interrupted by " << by << " during the final evaluation\n";
-  } else {
-    std::cerr << "attnlab train: interrupted by " << by << " after step " << out.last_step
-              << "; checkpoint written. Resume with: " << resume_command(job) << "\n";
-  }
+  std::string by = local ? signal_name(local) : "a signal to another process of the run";
+  // Open MPI's mpirun turns a Ctrl-C (and its own SIGTERM) into a SIGTERM to
+  // every process: which of the two the user sent is not knowable here.
+  if (local == SIGTERM && launched_size() > 1) by += " (mpirun sends it for a Ctrl-C too)";
+  std::cerr << "attnlab train: interrupted by " << by << " after step " << out.last_step
+            << "; checkpoint written. Resume with: " << resume_command(job) << "\n";
   return interrupt_exit_code(signal);
 }
 
@@ -139,9 +161,9 @@ void write_summary(const TrainOutcome& out, const TrainState& state, const RunDi
       {"cpu", bench::cpu_model()},  // learning figures differ in their last bits between CPU kinds
   };
   const Communicator& comm = state.communicator();
+  if (comm.size() > 1) summary["processes"] = comm.size();
   if (comm.size() > 1 && state.steps_run > 0) {  // rank 0's figures; every rank moves about as much
     const double steps = static_cast<double>(state.steps_run);
-    summary["processes"] = comm.size();
     const double received = static_cast<double>(state.step_traffic.bytes_received) / steps,
                  sent = static_cast<double>(state.step_traffic.bytes_sent) / steps;
     summary["comm_bytes_per_step"] = received + sent;
@@ -189,6 +211,7 @@ TrainerOptions trainer_options(const TrainJob& job, Progress& progress, bool roo
     std::cerr << "attnlab train: warning: " << warning << "\n";
   };
   o.hooks = test_hooks();
+  o.on_checkpoint = [] { set_checkpoint_exists(); };
   o.checkpoint_metadata[kCheckpointOptionsKey] = job.config_ini;
   return o;
 }
@@ -197,16 +220,33 @@ TrainerOptions trainer_options(const TrainJob& job, Progress& progress, bool roo
 
 void set_step_hooks_for_tests(StepHooks hooks) { test_hooks() = std::move(hooks); }
 
+std::string launch_prefix() {
+  const int processes = launched_size();
+  return processes > 1 ? "mpirun -np " + std::to_string(processes) + " " : "";
+}
+
 TrainSession::TrainSession(const TrainJob& job) : job_(job) {
   const TrainSettings& s = job.settings;
   omp_set_num_threads(s.threads);
   state_ = std::make_unique<TrainState>(s);
   state_->set_communicator(*job.communicator);
   const bool root = job.communicator->is_root();
-  if (root) prepare_run_files(job, state_->task());
+  if (job.resume) set_checkpoint_exists();
   const bool quiet = job.quiet || !root;
   progress_ = std::make_unique<Progress>(job.resume ? job.run.latest_step() + 1 : 1, s.steps, quiet, s.log_every);
-  trainer_ = std::make_unique<Trainer>(*state_, trainer_options(job, *progress_, root));
+  try {  // both read the latest checkpoint of a resumed run
+    if (root) prepare_run_files(job, state_->task());
+    TrainerOptions options = trainer_options(job, *progress_, root);
+    if (root) options.on_finish = [this](const TrainOutcome& out) { write_summary(out, *state_, job_.run); };
+    trainer_ = std::make_unique<Trainer>(*state_, std::move(options));
+  } catch (const IoError& e) {
+    const std::string latest = job.resume ? job.run.checkpoint_stem(job.run.latest_step()) : "";
+    const std::string what = e.what();
+    if (latest.empty() || (what.find(model_path(latest)) == std::string::npos &&
+                           what.find(optimizer_path(latest)) == std::string::npos))
+      throw;
+    refuse_latest_checkpoint(job, e);
+  }
 }
 
 TrainSession::~TrainSession() = default;
@@ -239,8 +279,7 @@ int TrainSession::run() {
     if (s.report) write_run_report(job.run, quiet);
     return report_interrupted(out, job);
   }
-  write_summary(out, state, job.run);
-  if (s.report) write_run_report(job.run, quiet);
+  if (s.report) write_run_report(job.run, quiet);  // summary.json is written (on_finish)
   if (!quiet) print_result(out, state, job.run);
   return kExitOk;
 }

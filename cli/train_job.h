@@ -1,7 +1,7 @@
 #pragma once
 // `attnlab train` around the library's Trainer (training/trainer.h): the run
-// directory's files, the progress display, the interrupt signals, and the
-// report of how the run ended.
+// directory's files, the progress display, and the report of how the run
+// ended. run_train holds the InterruptGuard (cli/signals.h) from its start.
 #include <memory>
 #include <string>
 
@@ -24,6 +24,10 @@ struct TrainJob {
   const Communicator* communicator = &single_process();  // the root process alone writes and prints
 };
 
+// "mpirun -np N " when this process is one of N > 1, else "": the start of a
+// command that repeats or resumes the run as it was launched.
+std::string launch_prefix();
+
 // One `train` in two halves, so that under mpirun every refusal is met
 // before the first step and decided by all processes together
 // (cli/decide_together.h): the constructor does everything before the first
@@ -41,7 +45,6 @@ class TrainSession {
 
  private:
   const TrainJob& job_;
-  InterruptGuard interrupts_;  // SIGINT/SIGTERM/SIGHUP: finish the step, checkpoint, exit 128 + signal
   std::unique_ptr<TrainState> state_;
   std::unique_ptr<Progress> progress_;
   std::unique_ptr<Trainer> trainer_;

@@ -12,13 +12,29 @@
 //       the other processes cannot learn of).
 //   ATTNLAB_GRADCHECK_BREAK=NAME  gradcheck: that parameter's analytic
 //       gradient is scaled by 1.1 (a wrong backward).
+//   ATTNLAB_DEBUG_SIGNAL_AT=K[,K2]  the K-th test point (framework/io/test_point.h:
+//       the run directory made or locked, a file about to be renamed into
+//       place, a step or a held-out batch done) sends this process a SIGINT
+//       and waits until the signal watcher took it, so that it lands at that
+//       instant; the K2-th (K2 >= K) sends a second one, which ends the
+//       process at once. ATTNLAB_DEBUG_COUNT_POINTS non-empty: the process
+//       prints "test points: N" on stderr when it returns.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
+#include "cli/signals.h"
 #include "cli/test_seams.h"
+#include "framework/io/test_point.h"
 
 namespace {
 
@@ -72,10 +88,40 @@ StepHooks nan_hooks() {
   return hooks;
 }
 
+std::atomic<long long> g_points{0};
+
+// Waits (at most ~5 s) until the watcher thread has taken the signal sent.
+void wait_for_watcher() {
+  for (int i = 0; i < 5000 && attnlab::cli::interrupt_signal() == 0; ++i) ::usleep(1000);
+}
+
+void install_signal_point() {
+  const std::string at = env("ATTNLAB_DEBUG_SIGNAL_AT");
+  if (at.empty() && env("ATTNLAB_DEBUG_COUNT_POINTS").empty()) return;
+  std::vector<long long> points;  // ascending
+  for (size_t begin = 0; begin < at.size();) {
+    const size_t comma = std::min(at.find(',', begin), at.size());
+    points.push_back(std::stoll(at.substr(begin, comma - begin)));
+    begin = comma + 1;
+  }
+  test_point_hook() = [points] {
+    const long long now = ++g_points;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (points[i] != now) continue;
+      ::kill(::getpid(), SIGINT);  // to the process: the watcher thread takes it (cli/signals.h)
+      if (i == 0) wait_for_watcher();
+      else ::sleep(5);  // a second one ends the process from the watcher thread
+    }
+  };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   attnlab::cli::set_step_hooks_for_tests(nan_hooks());
   attnlab::cli::set_gradcheck_break_for_tests(env("ATTNLAB_GRADCHECK_BREAK"));
-  return attnlab::cli::run_command_line(argc, argv);
+  install_signal_point();
+  const int code = attnlab::cli::run_command_line(argc, argv);
+  if (!env("ATTNLAB_DEBUG_COUNT_POINTS").empty()) std::fprintf(stderr, "test points: %lld\n", g_points.load());
+  return code;
 }

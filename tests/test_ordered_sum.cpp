@@ -62,6 +62,16 @@ TEST_CASE("automatic takes the way that receives fewer bytes, and gather for sma
   CHECK(choose_reduction(big, 1, 4) == Reduction::gather);  // one process: nothing moves
 }
 
+TEST_CASE("automatic's gather threshold is 256 KiB of gradient, counted in bytes, not elements", "[distributed]") {
+  // At N = 4 the reduce-scatter receives about half the gather's bytes: a
+  // threshold read in elements would keep 4 ranks on the gather (twice the
+  // bytes) up to 262,144 elements, four times the intended size.
+  const int64_t threshold = 256 * 1024 / static_cast<int64_t>(sizeof(Real));
+  CHECK(choose_reduction(threshold - 1, 4, 1) == Reduction::gather);
+  CHECK(choose_reduction(threshold, 4, 1) == Reduction::reduce_scatter);
+  CHECK(choose_reduction(100'000, 4, 1) == Reduction::reduce_scatter);
+}
+
 TEST_CASE("reductions are named as the flag spells them, and an unknown one is refused naming it", "[distributed]") {
   for (Reduction r : {Reduction::automatic, Reduction::gather, Reduction::reduce_scatter})
     CHECK(parse_reduction(reduction_name(r)) == r);

@@ -143,6 +143,37 @@ TEST_CASE("sum_in_place sums every element of a gradient cut into pieces with a 
   CHECK(wrong == 0);
 }
 
+TEST_CASE("sum_in_place sums a gradient that the last replica lacks and one that only the model itself has, and "
+          "leaves a parameter without gradient on every model without one", "[thread-slices]") {
+  auto model = tiny_model();
+  const std::vector<Var> own = model->parameters();
+  REQUIRE(own.size() >= 3);
+  ThreadSlices slices(*model, 3);
+  const auto value = [](int64_t k, size_t i, int64_t e) { return Real(k + 1) * 4 + Real(i % 3) + Real(e % 5) / 8; };
+  // Parameter 0: models 0 and 1 only (the last replica lacks it); 1: model 0 only; 2: nobody.
+  const auto has = [](int64_t k, size_t i) { return i == 0 ? k < 2 : i == 1 ? k == 0 : i != 2; };
+  slices.sum_in_place(3, [&](SequenceModel& on, int64_t k) {
+    std::vector<Var> params = on.parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!has(k, i)) continue;
+      params[i].grad() = Tensor::uninitialized(params[i].shape());
+      for (int64_t e = 0; e < params[i].numel(); ++e) params[i].grad()[e] = value(k, i, e);
+    }
+  });
+  CHECK_FALSE(own[2].has_grad());
+  int64_t wrong = 0;
+  for (size_t i = 0; i < own.size(); ++i) {
+    if (i == 2) continue;
+    REQUIRE(own[i].has_grad());
+    for (int64_t e = 0; e < own[i].numel(); ++e) {
+      Real sum = 0;
+      for (int64_t k = 0; k < 3; ++k) sum += has(k, i) ? value(k, i, e) : Real(0);
+      wrong += own[i].grad()[e] != sum;
+    }
+  }
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("train --threads N gives the bits of --threads 1 --grad-accum N (and of K times N with --grad-accum K), "
           "not those of one micro-batch, and a batch N does not split, or a probed run, trains with its ops split, reproducibly",
           "[thread-slices][cli]") {

@@ -1,9 +1,11 @@
 #include "training/metrics_log.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
+#include "framework/error.h"
 #include "framework/io/atomic_file.h"
 
 namespace attnlab {
@@ -60,6 +62,28 @@ void MetricsLog::add(const StepResult& step) {
 }
 
 void MetricsLog::exclude(double seconds) { excluded_s_ += seconds; }
+
+std::string MetricsLog::interval_state() const {
+  char text[256];  // %a: hexadecimal floating point, read back bit for bit
+  std::snprintf(text, sizeof text, "%lld %lld %a %a %a %a", static_cast<long long>(steps_),
+                static_cast<long long>(tokens_), sum_loss_, sum_token_, sum_exact_, sum_norm_);
+  return text;
+}
+
+void MetricsLog::set_interval_state(const std::string& text, const std::string& source) {
+  long long steps = 0, tokens = 0;
+  double loss = 0, token = 0, exact = 0, norm = 0;
+  int end = 0;
+  if (std::sscanf(text.c_str(), "%lld %lld %la %la %la %la%n", &steps, &tokens, &loss, &token, &exact, &norm, &end) != 6 ||
+      static_cast<size_t>(end) != text.size() || steps < 0 || tokens < 0)
+    throw IoError(source + ": malformed metrics_interval '" + shortened(text) + "' in its metadata");
+  steps_ = steps;
+  tokens_ = tokens;
+  sum_loss_ = loss;
+  sum_token_ = token;
+  sum_exact_ = exact;
+  sum_norm_ = norm;
+}
 
 ProgressStats MetricsLog::write_row(int64_t step, double lr, const HeldoutScore* heldout, double elapsed_s) {
   const double seconds =

@@ -41,6 +41,12 @@ class MetricsLog {
   void add(const StepResult& step);     // a step that made an update
   void exclude(double seconds);         // time of the interval not spent training (evaluation, checkpoints)
   int64_t interval_steps() const { return steps_; }
+  // The training figures summed since the last row, as exact text: a
+  // checkpoint between rows records them, so that the first row of the
+  // resumed run averages the same steps, to the bit, as the run without the
+  // stop. set_interval_state: IoError naming `source` when the text is malformed.
+  std::string interval_state() const;
+  void set_interval_state(const std::string& text, const std::string& source);
 
   // The row of `step` (held-out columns from `heldout`, when it was
   // evaluated), averaged over the interval, which then starts again.

@@ -1,10 +1,12 @@
 #include "training/trainer.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "framework/error.h"
 #include "framework/io/atomic_file.h"
+#include "framework/io/test_point.h"
 #include "training/distributed/shards.h"
 
 namespace attnlab {
@@ -25,6 +27,38 @@ std::string describe_nonfinite(const StepResult& r) {
   return "non-finite " + std::string(std::isfinite(r.loss) ? "gradient" : "loss") + " at step " +
          std::to_string(r.step) + " (loss " + std::to_string(r.loss) + ", first parameter affected: " +
          r.nonfinite_param + ")";
+}
+
+// The checkpoint metadata of an interrupted run's loose ends. An evaluation owed
+// "with_row" was a step's scheduled one (its metrics row, the target, the
+// checkpoint follow it); "final" is the one after the last step, when that
+// step did not evaluate (a skipped non-finite step).
+const char* const kOwedKey = "evaluation_owed";
+const char* const kOwedWithRow = "with_row";
+const char* const kOwedFinal = "final";
+// The training figures summed since the last metrics row (MetricsLog::interval_state).
+const char* const kIntervalKey = "metrics_interval";
+
+std::string metadata_value(const Metadata& meta, const char* key) {
+  const auto it = meta.find(key);
+  return it == meta.end() ? "" : it->second;
+}
+
+// Removes the files of checkpoints after `step`, the latest complete one: the
+// halves of one that a process ended at once left (a model file without its
+// optimizer file, or the reverse), which nothing would otherwise replace.
+void remove_incomplete_checkpoints(const std::string& dir, int64_t step) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> stale;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    long long n = 0;
+    char tail[32] = {0};
+    const std::string name = entry.path().filename().string();
+    if (std::sscanf(name.c_str(), "step-%lld.%31s", &n, tail) == 2 && n > step &&
+        (std::string(tail) == "safetensors" || std::string(tail) == "optim.safetensors"))
+      stale.push_back(entry.path());
+  }
+  for (const auto& path : stale) std::filesystem::remove(path, ec);
 }
 
 TrainOutcome ended(TrainEnd end, int64_t step) {
@@ -56,11 +90,13 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
     const std::vector<int64_t> steps = checkpoints_->steps();
     if (steps.empty()) throw IoError("run directory '" + dir + "' has no checkpoint yet");
     resumed = steps.back();
-    elapsed_before_ = checkpoints_->restore(state_, resumed);
+    restore(resumed);
     if (root) remove_stale_temporaries(dir);
     if (root) remove_stale_temporaries(checkpoints_->dir());
+    if (root) remove_incomplete_checkpoints(checkpoints_->dir(), resumed);
+  } else {
+    metrics_.emplace(root ? dir + "/metrics.csv" : "", resumed);
   }
-  metrics_.emplace(root ? dir + "/metrics.csv" : "", resumed);
   // Observers only: a probed run is bitwise an unprobed one.
   if (s_.probe_every > 0)
     probe_ = std::make_unique<TrainingProbe>(state_.model(), dir, residual_stream_labels(s_.model), resumed);
@@ -77,9 +113,26 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
 
 Trainer::~Trainer() = default;
 
+bool owes_evaluation(const std::string& stem) { return !metadata_value(read_checkpoint_metadata(stem), kOwedKey).empty(); }
+
+// The state of checkpoint `step`, and what it owes: its evaluation, and the
+// steps since the last metrics row (so that the next row averages them all).
+void Trainer::restore(int64_t step) {
+  elapsed_before_ = checkpoints_->restore(state_, step);
+  const std::string stem = checkpoints_->stem(step);
+  const Metadata meta = read_checkpoint_metadata(stem);
+  owed_ = metadata_value(meta, kOwedKey);
+  const bool root = state_.communicator().is_root();
+  metrics_.emplace(root ? options_.run_dir + "/metrics.csv" : "", step);
+  const std::string interval = metadata_value(meta, kIntervalKey);
+  if (!interval.empty()) metrics_->set_interval_state(interval, model_path(stem));
+}
+
 TrainOutcome Trainer::run() {
   clock_start_ = std::chrono::steady_clock::now();
   metrics_->start_interval();
+  if (owed_ == kOwedWithRow)
+    if (auto end = settle_owed_evaluation()) return *end;
   for (int64_t step = state_.step + 1; step <= s_.steps && !solved_; ++step) {
     const bool probing = probe_ && (step == 1 || step % s_.probe_every == 0);
     StepResult r;
@@ -92,11 +145,27 @@ TrainOutcome Trainer::run() {
       }
     if (auto end = r.finite ? after_update(r) : after_nonfinite(r)) return *end;
   }
-  if (!held_valid_ && !evaluate()) return ended(TrainEnd::interrupted_in_final_evaluation, state_.step);
+  if (!held_valid_) {  // the last step was skipped (--on-nan skip): its checkpoint owes this evaluation
+    if (!evaluate()) return ended(TrainEnd::interrupted, state_.step);
+    owed_.clear();
+    save_evaluated();
+  }
+  return finished();
+}
+
+TrainOutcome Trainer::finished() const {
   TrainOutcome out = ended(TrainEnd::finished, state_.step);
   out.heldout = held_;
   out.seconds = elapsed();
   return out;
+}
+
+// The checkpoint after an evaluation. The run's last one comes after what
+// ends the run (on_finish: the CLI's summary.json), so that whenever a
+// signal ends the process, a run whose last checkpoint is complete is complete.
+void Trainer::save_evaluated() {
+  if ((solved_ || state_.step == s_.steps) && options_.on_finish) options_.on_finish(finished());
+  save();
 }
 
 std::optional<TrainOutcome> Trainer::after_update(const StepResult& r) {
@@ -109,12 +178,13 @@ std::optional<TrainOutcome> Trainer::after_update(const StepResult& r) {
   if (eval_now) {
     bool evaluated = false;
     excluded([&] { evaluated = evaluate(); });
-    if (!evaluated) return interrupted(step, false);  // no metrics row: the evaluation is not done
+    if (!evaluated) return owe_evaluation(step);  // no metrics row: the evaluation is not done
     if (s_.target > 0) solved_ = state_.record_target(step, held_.accuracy.exact >= s_.target);
   }
   report(r, log_now, eval_now);
-  if (eval_now) excluded([&] { save(); });
-  if (solved_) return std::nullopt;
+  if (eval_now) excluded([&] { save_evaluated(); });
+  // After the last step only summary.json is left to write: a stop then finishes it.
+  if (solved_ || step == s_.steps) return std::nullopt;
   if (stop_requested()) return interrupted(step, eval_now);
   return std::nullopt;
 }
@@ -131,8 +201,9 @@ std::optional<TrainOutcome> Trainer::after_nonfinite(const StepResult& r) {
   const bool save_now = r.step % s_.eval_every == 0 || r.step == s_.steps;  // the state after the skipped step
   if (save_now || r.step % s_.log_every == 0)
     if (auto end = check_weights(r.step)) return end;
+  if (r.step == s_.steps) owed_ = kOwedFinal;  // run()'s evaluation after the loop, which a signal may abandon
   if (save_now) excluded([&] { save(); });
-  if (stop_requested()) return interrupted(r.step, save_now);
+  if (r.step < s_.steps && stop_requested()) return interrupted(r.step, save_now);
   return std::nullopt;
 }
 
@@ -160,6 +231,30 @@ std::optional<TrainOutcome> Trainer::interrupted(int64_t step, bool checkpointed
     save();
   }
   return ended(TrainEnd::interrupted, step);
+}
+
+// A signal abandoned the evaluation of `step`: its checkpoint says so, and
+// the resumed run does it first (settle_owed_evaluation).
+TrainOutcome Trainer::owe_evaluation(int64_t step) {
+  owed_ = kOwedWithRow;
+  save();
+  return ended(TrainEnd::interrupted, step);
+}
+
+// What after_update did not get to after the evaluation it was interrupted in.
+std::optional<TrainOutcome> Trainer::settle_owed_evaluation() {
+  const int64_t step = state_.step;
+  bool evaluated = false;
+  excluded([&] { evaluated = evaluate(); });
+  if (!evaluated) return ended(TrainEnd::interrupted, step);  // the checkpoint still owes it
+  if (s_.target > 0) solved_ = state_.record_target(step, held_.accuracy.exact >= s_.target);
+  StepResult r;
+  r.step = step;
+  report(r, true, true);
+  owed_.clear();
+  excluded([&] { save_evaluated(); });
+  if (!solved_ && step < s_.steps && stop_requested()) return ended(TrainEnd::interrupted, step);
+  return std::nullopt;
 }
 
 // Train figures are averaged over each logging interval; between rows the
@@ -206,13 +301,17 @@ void Trainer::save() {
   const bool sharded = state_.optimizer().sharded();
   const NamedTensors gathered =
       sharded ? full_optimizer_state(comm, state_.optimizer(), state_.shard_bounds()) : NamedTensors{};
+  Metadata extra = options_.checkpoint_metadata;
+  extra[kOwedKey] = owed_;
+  extra[kIntervalKey] = metrics_->interval_state();
   if (comm.is_root()) try {
-      checkpoints_->save(state_, elapsed(), s_.keep, options_.checkpoint_metadata, sharded ? &gathered : nullptr);
+      checkpoints_->save(state_, elapsed(), s_.keep, extra, sharded ? &gathered : nullptr);
     } catch (const CheckpointFailure& e) {
       failed = e;
     }
   if (comm.any(failed.has_value()))
     throw failed ? *failed : CheckpointFailure("the root process could not write the checkpoint", -1);
+  if (options_.on_checkpoint) options_.on_checkpoint();
 }
 
 RunWriteFailure Trainer::write_failure(const std::string& what) const {
@@ -224,6 +323,7 @@ RunWriteFailure Trainer::write_failure(const std::string& what) const {
 
 // Asked of every process and decided together: one process's interrupt stops them all.
 bool Trainer::stop_requested() const {
+  test_point();  // after every step and between the batches of an evaluation
   const bool local = options_.stop_requested && options_.stop_requested();
   const Communicator& comm = state_.communicator();
   return comm.size() > 1 ? comm.any(local) : local;

@@ -30,6 +30,8 @@
 
 namespace attnlab {
 
+struct TrainOutcome;
+
 struct TrainerOptions {
   // metrics.csv, checkpoints/ and probe_*.csv are written here (by the root
   // process of a data-parallel run; every process reads a resumed run's
@@ -41,14 +43,20 @@ struct TrainerOptions {
   std::function<bool()> stop_requested;
   std::function<void(const ProgressStats&)> on_step;     // after every step that made an update
   std::function<void(const std::string&)> on_warning;    // a step skipped (on_nan "skip")
+  std::function<void()> on_checkpoint;                   // after every checkpoint written
+  // Once the run has finished (every step done, or the target reached), with
+  // run()'s outcome, before its last checkpoint is written: what the caller
+  // writes here (the CLI: summary.json) then exists whenever that checkpoint does.
+  std::function<void(const TrainOutcome&)> on_finish;
   StepHooks hooks;  // gradient reduction; fault injection in tests
   Metadata checkpoint_metadata;  // added to every checkpoint's model file (the CLI: the run's config.ini)
 };
 
 enum class TrainEnd {
   finished,     // every step done, or the target reached; heldout holds the last evaluation
-  interrupted,  // stop_requested after step last_step; that state is checkpointed
-  interrupted_in_final_evaluation,  // every step done and checkpointed; the final evaluation abandoned
+  // stop_requested after step last_step; that state is checkpointed. A held-out
+  // evaluation it abandoned is owed by the checkpoint: resuming does it first.
+  interrupted,
   nonfinite,    // a NaN or Inf stopped the run; nothing was written after the last checkpoint
 };
 
@@ -60,6 +68,12 @@ struct TrainOutcome {
   std::string problem;    // nonfinite: what was found, e.g. "non-finite loss at step 3 (...)"
   std::string policy;     // nonfinite: why that stopped the run, e.g. "--on-nan stop"
 };
+
+// Whether the checkpoint at `stem` owes its step's held-out evaluation (a
+// signal abandoned it): resuming it does that evaluation before any step,
+// with the metrics row, the target check and the checkpoint the run without
+// the signal wrote, even when it is the last step. IoError for an unreadable file.
+bool owes_evaluation(const std::string& stem);
 
 class Trainer {
  public:
@@ -80,6 +94,11 @@ class Trainer {
   std::optional<TrainOutcome> after_nonfinite(const StepResult& r);
   std::optional<TrainOutcome> check_weights(int64_t step) const;
   std::optional<TrainOutcome> interrupted(int64_t step, bool checkpointed);
+  TrainOutcome owe_evaluation(int64_t step);
+  TrainOutcome finished() const;
+  void save_evaluated();
+  std::optional<TrainOutcome> settle_owed_evaluation();
+  void restore(int64_t step);
   void report(const StepResult& r, bool log_now, bool evaluated);
   bool evaluate();  // false: abandoned by stop_requested
   void save();
@@ -99,6 +118,7 @@ class Trainer {
   std::chrono::steady_clock::time_point clock_start_;
   HeldoutScore held_;
   bool held_valid_ = false;
+  std::string owed_;  // the evaluation the checkpoints of this step owe: "", kOwedWithRow or kOwedFinal
   bool solved_ = false;
   ProgressStats stats_;
 };

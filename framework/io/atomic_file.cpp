@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "framework/error.h"
+#include "framework/io/test_point.h"
 
 namespace attnlab {
 
@@ -73,6 +74,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   const int fd = tmp.fd;
   tmp.fd = -1;
   if (::close(fd) != 0) fail(path, "closing", errno);
+  test_point();  // a signal here leaves the temporary beside the old file
   if (::rename(tmp.name.c_str(), path.c_str()) != 0) fail(path, "renaming the temporary file", errno);
   tmp.keep = true;  // it is `path` now
 

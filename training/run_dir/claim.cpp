@@ -10,7 +10,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "framework/io/atomic_file.h"
 #include "framework/io/shell_quote.h"
+#include "framework/io/test_point.h"
 #include "framework/error.h"
 
 namespace attnlab {
@@ -19,11 +21,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Empty but for a lock file: what a run leaves between locking and writing its marker.
+// The temporary of the marker's write_file_atomic, "..attnlab-run.tmp.XXXXXX".
+bool is_marker_temporary(const std::string& name) { return name.rfind("..attnlab-run.tmp.", 0) == 0; }
+
+// Empty but for a lock file and a marker not yet renamed into place: what a
+// run leaves when a second signal ends it between making the directory and
+// marking it. Nobody's run yet, so a new run takes it (and --overwrite too).
 bool holds_only_lock(const std::string& dir) {
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (entry.path().filename() != ".lock") return false;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name != ".lock" && !(is_marker_temporary(name) && entry.is_regular_file(ec))) return false;
+  }
   return !ec;
 }
 
@@ -160,13 +169,16 @@ RunClaim RunClaim::start(const RunDir& run, bool overwrite) {
     return claim;
   }
   claim.created_dirs_ = make_directories(path);
+  test_point();
   // Two new runs may both have found the directory missing or empty: the one
   // that locks it first writes the marker, the other then sees it and stops.
   claim.lock_ = RunLock::acquire(path);
+  test_point();
   if (!holds_only_lock(path))
     throw ValueError("run directory '" + path + "' was started by another attnlab process a moment ago; choose another --run");
   claim.owns_directory_ = true;  // nothing in it but this run's lock: what it holds from here on is this run's
   try {
+    remove_stale_temporaries(path);  // a marker's, left by a process ended at once (holds_only_lock)
     run.write_marker();
   } catch (const IoError&) {  // a full disk: the caller never gets a claim to undo, so undo here
     claim.undo();
