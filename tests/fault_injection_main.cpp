@@ -12,7 +12,12 @@
 //       the other processes cannot learn of).
 //   ATTNLAB_GRADCHECK_BREAK=NAME  gradcheck: that parameter's analytic
 //       gradient is scaled by 1.1 (a wrong backward).
+//   ATTNLAB_DEBUG_REMOVE_CHOSEN_CHECKPOINTS=N  eval, predict, attention,
+//       report: the first N checkpoints they choose are removed (both files)
+//       between choosing and opening, as a run training there with --keep
+//       removes its older ones.
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -72,10 +77,21 @@ StepHooks nan_hooks() {
   return hooks;
 }
 
+void remove_chosen_checkpoints() {
+  const std::string count = env("ATTNLAB_DEBUG_REMOVE_CHOSEN_CHECKPOINTS");
+  if (count.empty()) return;
+  attnlab::cli::set_checkpoint_chosen_hook_for_tests([left = std::stoi(count)](const std::string& stem) mutable {
+    if (left-- <= 0) return;
+    std::filesystem::remove(stem + ".safetensors");
+    std::filesystem::remove(stem + ".optim.safetensors");
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   attnlab::cli::set_step_hooks_for_tests(nan_hooks());
   attnlab::cli::set_gradcheck_break_for_tests(env("ATTNLAB_GRADCHECK_BREAK"));
+  remove_chosen_checkpoints();
   return attnlab::cli::run_command_line(argc, argv);
 }
