@@ -90,7 +90,7 @@ TEST_CASE("eval, predict and attention read the newest checkpoint again when the
 }
 
 TEST_CASE("eval, predict, attention and report refuse a config.ini edited since the checkpoint (task, lengths, seed, "
-          "held-out size) as --resume does, naming both values; an option --resume may change is not refused",
+          "held-out size) as --resume does, naming both values, and not an option --resume may change",
           "[cli][readers]") {
   TempDir dir("readers-edited");
   const std::string run = dir / "run";

@@ -52,7 +52,7 @@ struct ForeignLock {
 }  // namespace
 
 TEST_CASE("a run directory locked by a program that is not attnlab, or whose pid is stale, is refused without naming "
-          "an attnlab process; a live pid line names it",
+          "an attnlab process, and a live pid line names it",
           "[run-dir][lock]") {
   TempDir dir("run-dir-lock");
   const std::string run = dir.path.string();
@@ -75,7 +75,7 @@ TEST_CASE("a run directory locked by a program that is not attnlab, or whose pid
   }
 }
 
-TEST_CASE("--overwrite's removal keeps RUN/attention and its marker while a user's file is in it, and removes both "
+TEST_CASE("remove_run_files (train --overwrite) keeps RUN/attention and its marker while a user's file is in it, and removes both "
           "with the last of attnlab's maps",
           "[run-dir][attention]") {
   TempDir dir("run-dir-attention");
