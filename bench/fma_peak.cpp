@@ -15,11 +15,12 @@
 #include <immintrin.h>
 #include <omp.h>
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <time.h>
 
 #include <vector>
+
+#include "framework/tensor.h"  // Eigen's packets (through the header that quiets GCC 12 about them)
 
 namespace attnlab::bench {
 namespace {

@@ -3,14 +3,20 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/test_seams.h"
 
 #include "datasets/vocab.h"
 #include "framework/error.h"
 #include "framework/io/checkpoint.h"
 #include "models/model_options.h"
 #include "training/checkpoints.h"
+#include "training/settings_options.h"
 
 namespace attnlab::cli {
 
@@ -82,22 +88,88 @@ void check_checkpoint_vocabulary(const Task& task, const std::string& stem) {
   }
 }
 
+void check_checkpoint_options(const RunDir& run, const std::string& options, int64_t step) {
+  const Metadata meta = read_checkpoint_metadata(run.checkpoint_stem(step));
+  const auto recorded = meta.find(kCheckpointOptionsKey);
+  if (recorded == meta.end()) return;  // written before checkpoints recorded their options
+  const auto trained = ini_values(recorded->second), now = ini_values(options);
+  auto value = [](const std::map<std::string, std::string>& settings, const std::string& name) {
+    const auto it = settings.find(name);
+    return it == settings.end() ? std::string("nothing") : name + " = " + it->second;
+  };
+  std::set<std::string> names;
+  for (const auto* settings : {&trained, &now})
+    for (const auto& entry : *settings) names.insert(entry.first);
+  for (const std::string& name : names) {
+    if (resume_may_change(name) || value(trained, name) == value(now, name)) continue;
+    throw IoError(run.config_path() + " gives " + value(now, name) + ", but the checkpoint of step " +
+                  std::to_string(step) + " was trained with " + value(trained, name) +
+                  " (was config.ini edited? restore it, or train a new run)");
+  }
+}
+
+namespace {
+
+// How often the latest checkpoint is chosen again when the one chosen was
+// removed before it could be read: a run saving every step with --keep 1
+// removes one per step, far slower than a choice and a read.
+constexpr int kLoadAttempts = 5;
+
+std::function<void(const std::string&)>& checkpoint_chosen_hook() {
+  static std::function<void(const std::string&)> hook;
+  return hook;
+}
+
+bool has_checkpoint(const RunDir& run, int64_t step) {
+  const std::vector<int64_t> steps = run.checkpoint_steps();
+  return std::find(steps.begin(), steps.end(), step) != steps.end();
+}
+
+// Checkpoint `step`'s weights into `out.model`, once its record agrees with
+// the run's files (options, model, vocabulary, step).
+void load_checked_checkpoint(const RunDir& run, LoadedRun& out, int64_t step) {
+  const std::string stem = run.checkpoint_stem(step);
+  check_checkpoint_config(out.settings.model, stem);  // first, as resume: a model edit is named as one
+  TrainSettings settings = out.settings;                // (all_train_options binds to what it is given)
+  check_checkpoint_options(run, all_train_options(settings).to_ini(), step);
+  check_checkpoint_vocabulary(*out.task, stem);
+  check_checkpoint_step(read_checkpoint_metadata(stem), step, model_path(stem));
+  load_checkpoint(stem, *out.model, nullptr);
+  out.step = step;
+}
+
+}  // namespace
+
+void set_checkpoint_chosen_hook_for_tests(std::function<void(const std::string&)> hook) {
+  checkpoint_chosen_hook() = std::move(hook);
+}
+
 LoadedRun load_run(const RunDir& run, int64_t step) {
   run.require_trained();
   LoadedRun out;
   out.settings = load_run_settings(run);
   out.task = make_task(out.settings.task);
   out.model = make_model(out.settings.model, 0);
-  auto steps = run.checkpoint_steps();
-  if (step <= 0) step = steps.back();
-  if (std::find(steps.begin(), steps.end(), step) == steps.end())
-    throw IoError("run '" + run.path() + "' has no checkpoint of step " + std::to_string(step));
-  check_checkpoint_config(out.settings.model, run.checkpoint_stem(step));
-  check_checkpoint_vocabulary(*out.task, run.checkpoint_stem(step));
-  check_checkpoint_step(read_checkpoint_metadata(run.checkpoint_stem(step)), step, model_path(run.checkpoint_stem(step)));
-  load_checkpoint(run.checkpoint_stem(step), *out.model, nullptr);
-  out.step = step;
-  return out;
+  const bool latest = step <= 0;
+  for (int attempt = 1;; ++attempt) {
+    if (latest) step = run.latest_step();
+    if (!has_checkpoint(run, step))
+      throw IoError("run '" + run.path() + "' has no checkpoint of step " + std::to_string(step));
+    if (checkpoint_chosen_hook()) checkpoint_chosen_hook()(run.checkpoint_stem(step));
+    try {
+      load_checked_checkpoint(run, out, step);
+      return out;
+    } catch (const IoError&) {
+      if (has_checkpoint(run, step)) throw;  // it is there, and wrong
+      if (!latest)
+        throw IoError("run '" + run.path() + "' has no checkpoint of step " + std::to_string(step) +
+                      " (it was removed while being read: the run is training and keeps only its newest --keep)");
+      if (attempt == kLoadAttempts)
+        throw IoError("the latest checkpoint of run '" + run.path() + "' was removed while being read, " +
+                      std::to_string(kLoadAttempts) +
+                      " times (the run is training and keeps only its newest --keep); try again");
+    }
+  }
 }
 
 namespace {

@@ -19,9 +19,24 @@ struct LoadedRun {
 };
 
 // The run's settings, task and model with the weights of checkpoint `step`
-// (the latest when step <= 0). IoError for a missing or foreign directory or
-// an unreadable checkpoint.
+// (the latest when step <= 0). IoError for a missing or foreign directory, an
+// unreadable checkpoint, or a config.ini edited since the checkpoint
+// (check_checkpoint_options). A run training meanwhile removes its older
+// checkpoints (--keep): when the latest one goes before it is read, the
+// newest is chosen again, a bounded number of times.
 LoadedRun load_run(const RunDir& run, int64_t step = 0);
+
+// The model file's metadata key that holds the options a checkpoint was
+// trained with, as config.ini writes them.
+inline constexpr const char* kCheckpointOptionsKey = "train_options";
+
+// IoError unless `options` (config.ini's text, or a resumed run's resolved
+// options) gives every option that --resume may not change as checkpoint
+// `step` of `run` recorded it (kCheckpointOptionsKey), naming the option and
+// both values: an edited task, length, seed or held-out size would otherwise
+// be trained on (resume) or evaluated on another held-out set (eval, predict,
+// attention, report). A checkpoint without the record is not checked.
+void check_checkpoint_options(const RunDir& run, const std::string& options, int64_t step);
 
 // IoError unless `config` (the model config.ini describes) is the one the
 // checkpoint `stem` was trained with (its "model_config" metadata), naming

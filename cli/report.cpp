@@ -121,6 +121,7 @@ int run_report(const Args& args) {
                           "\nexample:\n  attnlab report runs/rev --input \"3 1 4 1 5\"\n", &positional))
     return kExitOk;
   if (runs.empty()) throw ValueError("no run directory given (see attnlab report --help)");
+  if (vm.count("out") && out.empty()) throw ValueError("--out needs a path, got an empty one");  // "" is the default's
   std::cout << write_report(runs, inputs, out, overwrite) << "\n";
   return kExitOk;
 }

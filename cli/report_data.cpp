@@ -98,6 +98,14 @@ nlohmann::json model_data(const RunDir& run, const LoadedRun& loaded) {
           {"attnlab_version", version == meta.end() ? "unknown" : version->second}};
 }
 
+// The directory's own name, however the path names it: "runs/rev/", "runs/rev/." and "." (in runs/rev) are all "rev".
+std::string run_name(const std::string& run_path) {
+  std::error_code ec;
+  fs::path path = fs::absolute(run_path, ec).lexically_normal();
+  if (!path.has_filename()) path = path.parent_path();
+  return path.filename().string();
+}
+
 }  // namespace
 
 nlohmann::json read_csv_table(const std::string& path, const std::vector<std::string>& required) {
@@ -132,13 +140,12 @@ nlohmann::json report_run_data(const std::string& run_path, const std::vector<st
   nlohmann::json metrics = read_csv_table(run.metrics_path(), {"step", "loss"});
   if (metrics["rows"].empty()) throw IoError(run.metrics_path() + " has no rows: the run logged no step");
   LoadedRun loaded = load_run(run);  // IoError without a complete checkpoint
-  nlohmann::json data = {{"name", fs::path(run_path).lexically_normal().filename().string()},
+  nlohmann::json data = {{"name", run_name(run_path)},
                          {"path", run_path},
                          {"settings", settings_data(run)},
                          {"summary", summary_data(run)},
                          {"metrics", metrics},
                          {"probes", probes_data(run)}};
-  if (data["name"] == "") data["name"] = fs::path(run_path).lexically_normal().parent_path().filename().string();
   data["model"] = model_data(run, loaded);
   data.update(model_views(loaded, inputs));
   return data;

@@ -5,8 +5,6 @@
 #include <csignal>
 
 #include <iostream>
-#include <map>
-#include <set>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -29,38 +27,11 @@ namespace attnlab::cli {
 
 namespace {
 
-// The model file's metadata key that holds the options a checkpoint was trained with (as config.ini writes them).
-const char* const kCheckpointOptionsKey = "train_options";
-
 std::string fixed(double v, int digits) { return CsvWriter::format_fixed(v, digits); }
 
 StepHooks& test_hooks() {
   static StepHooks hooks;
   return hooks;
-}
-
-// A resumed run's options (config.ini and the command line) against those its
-// latest checkpoint was trained with, which it records: config.ini edited
-// since (the task, --lr, --seed, ...) is refused, not trained on.
-void check_options_since_checkpoint(const TrainJob& job) {
-  const std::string stem = job.run.checkpoint_stem(job.run.latest_step());
-  const Metadata meta = read_checkpoint_metadata(stem);
-  const auto recorded = meta.find(kCheckpointOptionsKey);
-  if (recorded == meta.end()) return;  // written before checkpoints recorded their options
-  const auto trained = ini_values(recorded->second), now = ini_values(job.config_ini);
-  auto value = [](const std::map<std::string, std::string>& settings, const std::string& name) {
-    const auto it = settings.find(name);
-    return it == settings.end() ? std::string("nothing") : name + " = " + it->second;
-  };
-  std::set<std::string> names;
-  for (const auto* settings : {&trained, &now})
-    for (const auto& entry : *settings) names.insert(entry.first);
-  for (const std::string& name : names) {
-    if (resume_may_change(name) || value(trained, name) == value(now, name)) continue;
-    throw IoError(job.run.config_path() + " gives " + value(now, name) + ", but the checkpoint of step " +
-                  std::to_string(job.run.latest_step()) + " was trained with " + value(trained, name) +
-                  " (was config.ini edited? restore it, or train a new run)");
-  }
 }
 
 // config.ini and the vocabulary of a new run; a resumed run's are checked
@@ -78,7 +49,7 @@ void prepare_run_files(const TrainJob& job, const Task& task) {
     throw ValueError(s.task.file + " has changed since run '" + run.path() + "' started: its vocabulary is no longer " +
                      run_vocab_path(run) + "; start a new run");
   check_checkpoint_config(s.model, run.checkpoint_stem(run.latest_step()));
-  check_options_since_checkpoint(job);
+  check_checkpoint_options(run, job.config_ini, run.latest_step());
 }
 
 // The command that continues this run, quoted for a POSIX shell.

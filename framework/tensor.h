@@ -1,6 +1,20 @@
 #pragma once
 // Tensor: a shape and contiguous row-major storage of Real, with Eigen views.
+// Every file gets Eigen from here. GCC 12's AVX-512 intrinsics start some
+// results from `__m512 __Y = __Y;` (_mm512_undefined_ps), which it reports as
+// used uninitialized wherever Eigen's packets inline them: silenced for
+// Eigen's code only, so that attnlab's own code keeps the warning. (GCC 12
+// drops this pragma from a precompiled header: CMakeLists.txt leaves Eigen
+// out of it there.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <Eigen/Core>
+#pragma GCC diagnostic pop
+#else
+#include <Eigen/Core>
+#endif
 #include <cstdint>
 #include <cstddef>
 #include <initializer_list>

@@ -19,6 +19,10 @@
 //       instant; the K2-th (K2 >= K) sends a second one, which ends the
 //       process at once. ATTNLAB_DEBUG_COUNT_POINTS non-empty: the process
 //       prints "test points: N" on stderr when it returns.
+//   ATTNLAB_DEBUG_REMOVE_CHOSEN_CHECKPOINTS=N  eval, predict, attention,
+//       report: the first N checkpoints they choose are removed (both files)
+//       between choosing and opening, as a run training there with --keep
+//       removes its older ones.
 #include <signal.h>
 #include <unistd.h>
 
@@ -26,6 +30,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -113,6 +118,15 @@ void install_signal_point() {
       else ::sleep(5);  // a second one ends the process from the watcher thread
     }
   };
+
+void remove_chosen_checkpoints() {
+  const std::string count = env("ATTNLAB_DEBUG_REMOVE_CHOSEN_CHECKPOINTS");
+  if (count.empty()) return;
+  attnlab::cli::set_checkpoint_chosen_hook_for_tests([left = std::stoi(count)](const std::string& stem) mutable {
+    if (left-- <= 0) return;
+    std::filesystem::remove(stem + ".safetensors");
+    std::filesystem::remove(stem + ".optim.safetensors");
+  });
 }
 
 }  // namespace
@@ -121,6 +135,7 @@ int main(int argc, char** argv) {
   attnlab::cli::set_step_hooks_for_tests(nan_hooks());
   attnlab::cli::set_gradcheck_break_for_tests(env("ATTNLAB_GRADCHECK_BREAK"));
   install_signal_point();
+  remove_chosen_checkpoints();
   const int code = attnlab::cli::run_command_line(argc, argv);
   if (!env("ATTNLAB_DEBUG_COUNT_POINTS").empty()) std::fprintf(stderr, "test points: %lld\n", g_points.load());
   return code;

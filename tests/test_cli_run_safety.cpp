@@ -218,12 +218,12 @@ TEST_CASE("train --resume on a run being replaced in place (its lock held, confi
   const int fd = ::open((run + "/.lock").c_str(), O_RDWR);
   REQUIRE(fd >= 0);
   REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
-  const std::string pid_line = "pid 4242\n";
+  const std::string pid_line = "pid " + std::to_string(::getpid()) + "\n";  // a live pid, as a replacing run's
   REQUIRE(::pwrite(fd, pid_line.data(), pid_line.size(), 0) == static_cast<ssize_t>(pid_line.size()));
   const CliResult held = run_attnlab("train --resume " + run + " --steps 4 --threads 1 --quiet");
   INFO(held.out);
   CHECK(held.code == 2);
-  CHECK_THAT(held.out, Contains("in use by attnlab process 4242"));
+  CHECK_THAT(held.out, Contains("in use by attnlab process " + std::to_string(::getpid())));
   ::close(fd);  // released: the directory is then what it is, a run without config.ini
   const CliResult free = run_attnlab("train --resume " + run + " --steps 4 --threads 1 --quiet");
   INFO(free.out);

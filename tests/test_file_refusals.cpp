@@ -293,6 +293,13 @@ TEST_CASE("data files that are not UTF-8 text are refused at load naming the fil
       {"a\xc0\xaf\tb\n", "line 1 (byte offset 1): not valid UTF-8 (byte 0xC0)"},  // overlong '/'
       {"a\xed\xa0\x80\tb\n", "line 1 (byte offset 1): not valid UTF-8 (bytes 0xED 0xA0)"},  // a surrogate
       {"a\xf4\x90\x80\x80\tb\n", "line 1 (byte offset 1): not valid UTF-8 (bytes 0xF4 0x90)"},  // past U+10FFFF
+      {"a\xf0\x8f\xbf\xbf\tb\n", "line 1 (byte offset 1): not valid UTF-8 (bytes 0xF0 0x8F)"},  // overlong U+FFFF
+      {"ab\tb\xf0\x80\x80\xaf\n", "line 1 (byte offset 4): not valid UTF-8 (bytes 0xF0 0x80)"},  // overlong '/'
+      {"a\xe0\x9f\xbf\tb\n", "line 1 (byte offset 1): not valid UTF-8 (bytes 0xE0 0x9F)"},  // overlong U+07FF
+      {"a\xf5\x80\x80\x80\tb\n", "line 1 (byte offset 1): not valid UTF-8 (byte 0xF5)"},  // past U+10FFFF
+      {"a\xc1\xbf\tb\n", "line 1 (byte offset 1): not valid UTF-8 (byte 0xC1)"},  // overlong U+007F
+      {"a\xf1\x80\x28\x80\tb\n", "line 1 (byte offset 1): not valid UTF-8 (bytes 0xF1 0x80 0x28)"},
+      {"a\xf3\x80\x80\xc0\tb\n", "line 1 (byte offset 1): not valid UTF-8 (bytes 0xF3 0x80 0x80 0xC0)"},
       {"ab\tba\nab\tb\xe2\x82", "line 2 (byte offset 10): not valid UTF-8 (bytes 0xE2 0x82)"},  // cut at the end
       {std::string("ab\tba\na\0b\tb\n", 12), "line 2 (byte offset 7): a NUL byte (0x00), so this is not a text file"},
   };
@@ -352,6 +359,28 @@ TEST_CASE("a BOM at the start of a data file is not a character, and CR LF line 
   CHECK(text->to_text(text->from_text("lo\r\nw")) == "lo\r\nw");
 }
 
+TEST_CASE("UTF-8's boundary characters pass, one past each boundary does not: the shortest form only, no surrogates, "
+          "nothing past U+10FFFF",
+          "[datasets][files][errors]") {
+  // U+0080, U+07FF, U+0800, U+D7FF, U+E000, U+FFFF, U+10000, U+3FFFF, U+40000, U+FFFFF, U+100000, U+10FFFF
+  for (const std::string ok : {"\xc2\x80", "\xdf\xbf", "\xe0\xa0\x80", "\xed\x9f\xbf", "\xee\x80\x80",
+                               "\xef\xbf\xbf", "\xf0\x90\x80\x80", "\xf0\xbf\xbf\xbf", "\xf1\x80\x80\x80",
+                               "\xf3\xbf\xbf\xbf", "\xf4\x80\x80\x80", "\xf4\x8f\xbf\xbf"}) {
+    INFO(ok.size() << " bytes from 0x" << std::hex << int(static_cast<unsigned char>(ok[0])));
+    CHECK(is_utf8("x" + ok + "y"));
+    CHECK(utf8_text_problem("x" + ok + "y") == "");
+  }
+  // Overlong (C0, C1, E0 80-9F, F0 80-8F), a surrogate (ED A0-BF), past U+10FFFF (F4 90-BF, F5-FF), a lone continuation.
+  for (const std::string bad : {"\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xe0\x9f\xbf", "\xf0\x80\x80\x80",
+                                "\xf0\x8f\xbf\xbf", "\xed\xa0\x80", "\xed\xbf\xbf", "\xf4\x90\x80\x80",
+                                "\xf4\xbf\xbf\xbf", "\xf5\x80\x80\x80", "\xf7\xbf\xbf\xbf", "\xf8\x88\x80\x80\x80",
+                                "\xff", "\xbf"}) {
+    INFO(bad.size() << " bytes from 0x" << std::hex << int(static_cast<unsigned char>(bad[0])));
+    CHECK_FALSE(is_utf8("x" + bad + "y"));
+    CHECK_THAT(utf8_text_problem("x" + bad + "y"), Catch::StartsWith("line 1 (byte offset 1): not valid UTF-8"));
+  }
+}
+
 TEST_CASE("the issue's file with one 0xFF byte is refused before step 1: exit 2, one line, no run", "[cli][files][errors]") {
   TempDir dir("utf8-cli");
   std::string text;
@@ -361,6 +390,9 @@ TEST_CASE("the issue's file with one 0xFF byte is refused before step 1: exit 2,
   for (int i = 0; i < 20; ++i) pairs += "caf\xc3\xa9 " + std::to_string(i) + "\t" + std::to_string(i) + "\n";
   pairs += "all \xff well\tx\n";
   const std::string bad_pairs = write(dir / "bad.tsv", pairs);
+  std::string overlong_pairs = pairs;
+  overlong_pairs.replace(overlong_pairs.find("\xff"), 1, "\xf0\x8f\xbf\xbf");
+  const std::string overlong = write(dir / "overlong.tsv", overlong_pairs);
   const std::string run = dir / "bu";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--task text --model decoder --file " + bad + " --seq-len 16 --steps 400 --eval-every 400",
@@ -368,6 +400,8 @@ TEST_CASE("the issue's file with one 0xFF byte is refused before step 1: exit 2,
       {"--task pairs --file " + bad_pairs + " --steps 400", bad_pairs + " line 21 (byte offset 224): not valid UTF-8 (byte 0xFF)"},
       {"--task pairs --tokenize chars --file " + bad_pairs + " --steps 400",
        bad_pairs + " line 21 (byte offset 224): not valid UTF-8 (byte 0xFF)"},
+      // An overlong 4-byte form: never decoded, so it would reach the checkpoint's JSON and fail there, with exit 1.
+      {"--task pairs --file " + overlong + " --steps 400", overlong + " line 21 (byte offset 224): not valid UTF-8 (bytes 0xF0 0x8F)"},
   };
   for (const auto& [args, expected] : cases) {
     const auto start = std::chrono::steady_clock::now();

@@ -12,7 +12,6 @@
 // product, orders of magnitude above that.
 #include <omp.h>
 
-#include <Eigen/Core>
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
@@ -23,6 +22,7 @@
 #include "framework/ops/gemm.h"
 #include "framework/ops/gemm_small.h"
 #include "framework/ops/ops.h"
+#include "framework/tensor.h"  // Eigen, quieted for GCC 12 there
 #include "framework/random.h"
 #include "tests/gemm_operands.h"
 #include "tests/cli_harness.h"

@@ -442,6 +442,18 @@ TEST_CASE("under mpirun a refusal that only rank 0 meets ends every rank with ex
   CHECK_FALSE(fs::exists(dir / "probe"));
 }
 
+TEST_CASE("mpirun -np 2 attnlab eval, predict and report refuse once instead of printing twice: one line, exit 2, "
+          "every rank ends",
+          "[mpi]") {
+  TempDir dir("mpi-readers");
+  const std::string run = dir / "run";
+  REQUIRE(run_attnlab("train" + kFlags + " --steps 10 --run " + run).code == 0);
+  const std::string line = "this command runs as one process, not as 2 under mpirun; run it without mpirun";
+  for (const std::string& command : {"eval --run " + run, "predict --run " + run + " \"1 2 3 4\"", "report " + run})
+    check_refused_once(mpirun_refused(command), line);
+  CHECK_FALSE(fs::exists(run + "/report.html"));
+}
+
 TEST_CASE("under mpirun a run in use is refused by every rank: a second job on a live run, with --overwrite, with "
           "--resume, and of two jobs started together on one new directory one trains and one is refused",
           "[mpi][refusals]") {

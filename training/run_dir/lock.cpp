@@ -1,11 +1,13 @@
 #include "training/run_dir/lock.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -25,8 +27,11 @@ bool is_file_at(int fd, const std::string& path) {
          opened.st_ino == named.st_ino;
 }
 
-// "pid N" as the holder wrote it. The holder writes it just after taking the
-// lock, so an empty file is read again for a moment before giving up.
+// Who holds the lock, for the message: "attnlab process N" when the file
+// names a live pid as attnlab writes it; "" when it names none (another
+// program's flock, or a killed attnlab's stale line). The holder writes its
+// pid just after taking the lock, so an empty file is read again for a
+// moment before giving up.
 std::string holder_of(int fd) {
   for (int attempt = 0; attempt < 50; ++attempt) {
     char text[64] = {0};
@@ -34,16 +39,21 @@ std::string holder_of(int fd) {
     if (n > 0) {
       std::string line(text, static_cast<size_t>(n));
       line = line.substr(0, line.find('\n'));
-      if (line.rfind("pid ", 0) == 0) return "process " + line.substr(4);
+      if (line.rfind("pid ", 0) != 0) return "";
+      const pid_t pid = static_cast<pid_t>(std::atol(line.c_str() + 4));
+      const bool alive = pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
+      return alive ? "attnlab process " + std::to_string(pid) : "";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(4));
   }
-  return "another process (pid unknown)";
+  return "";
 }
 
 std::string in_use_message(const std::string& dir, const std::string& holder) {
-  return "run directory '" + dir + "' is in use by attnlab " + holder + " (it holds " + dir +
-         "/.lock); wait for it to end or stop it, or choose another --run";
+  const std::string lock = dir + "/.lock", next = "; wait for it to end or stop it, or choose another --run";
+  if (holder.empty())
+    return "run directory '" + dir + "' is in use: a process of unknown pid, perhaps not attnlab, holds " + lock + next;
+  return "run directory '" + dir + "' is in use by " + holder + " (it holds " + lock + ")" + next;
 }
 
 void write_pid(int fd) {
