@@ -31,8 +31,10 @@ PRODUCTION = ["framework", "models", "datasets", "training", "cli", "bench"]
 # peak RSS at bf16 L from 0.70 of PyTorch's to 0.45; to 21,000 on 2026-12-06 for issue 42 (the
 # tools keep attnlab's promises): a run directory claimed atomically, an interrupted evaluation
 # completed on resume, readers that retry a rotated checkpoint, and one ownership rule for the
-# directories the sweep and tuning tools write, asked of attnlab by the Python tools.
-LINE_BUDGET = 21000
+# directories the sweep and tuning tools write, asked of attnlab by the Python tools; to 21,200 the
+# same day when that work came to 657 lines (signals at every instant and resumed records 247, the
+# tools' directories and claim-dir 211, the readers and standard output's errno 199).
+LINE_BUDGET = 21200
 FILE_LIMIT = 400
 FUNCTION_LIMIT = 60
 TOP = PRODUCTION + ["scripts", "tests", "docs", "examples", "cmake", ".ci"]
