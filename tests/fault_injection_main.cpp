@@ -118,6 +118,7 @@ void install_signal_point() {
       else ::sleep(5);  // a second one ends the process from the watcher thread
     }
   };
+}
 
 void remove_chosen_checkpoints() {
   const std::string count = env("ATTNLAB_DEBUG_REMOVE_CHOSEN_CHECKPOINTS");
