@@ -68,7 +68,10 @@ TEST_CASE("a Ctrl-C to mpirun reaches the ranks as SIGTERM, the step is checkpoi
   job.wait(60);  // Open MPI's mpirun ends with 1 when it is signalled, whatever the ranks say (docs/distributed.md)
   const std::string out = slurp(log);
   INFO(out);
-  const std::string said = "interrupted by SIGTERM (mpirun sends it for a Ctrl-C too) after step ";
+  // mpirun signals every rank; rank 1 may take its SIGTERM a step before rank 0 takes its own, and
+  // rank 0 then stops with it, having seen none: both are the truth, and either is said once.
+  std::string said = "interrupted by SIGTERM (mpirun sends it for a Ctrl-C too) after step ";
+  if (out.find(said) == std::string::npos) said = "interrupted by a signal to another process of the run after step ";
   REQUIRE(out.find(said) != std::string::npos);
   CHECK(out.find(said) == out.rfind(said));
   CHECK(out.find("; checkpoint written. Resume with: mpirun -np 2 attnlab train --resume " + run + " --steps 1000000") !=
