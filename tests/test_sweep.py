@@ -27,18 +27,13 @@ import sys
 import tempfile
 import time
 
+from checks import check, verdict
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SWEEP = os.path.join(os.path.dirname(HERE), "scripts", "sweep.py")
 FAKE = os.path.join(HERE, "fake_attnlab.py")
-FAILURES = []
 
 
-def check(cond, what, detail=""):
-    print(("ok    " if cond else "FAIL  ") + what)
-    if not cond:
-        FAILURES.append(what)
-        if detail:
-            print(detail)
 
 
 def env_of(real, seconds="0.01"):
@@ -228,11 +223,7 @@ def main():
             print(f"      ({name}: {time.time() - start:.1f} s)")  # printed, never asserted
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if FAILURES:
-        print(f"test_sweep: {len(FAILURES)} checks failed")
-        return 1
-    print("test_sweep: all checks passed")
-    return 0
+    return verdict("test_sweep")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ import sys
 import tempfile
 import time
 
+from checks import check, verdict
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TUNE = os.path.join(ROOT, "scripts", "tune.py")
@@ -49,15 +51,8 @@ if importlib.util.find_spec("optuna") is None:
     print("test_tune: SKIPPED: optuna cannot be imported by", sys.executable)
     sys.exit(SKIP)
 
-FAILURES = []
 
 
-def check(cond, what, detail=""):
-    print(("ok    " if cond else "FAIL  ") + what)
-    if not cond:
-        FAILURES.append(what)
-        if detail:
-            print(detail)
 
 
 REAL = None  # the attnlab under test: the fake passes `claim-dir` to it (FAKE_ATTNLAB_REAL)
@@ -473,11 +468,7 @@ def main():
             print(f"      ({name}: {time.time() - start:.1f} s)")  # printed, never asserted
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if FAILURES:
-        print(f"test_tune: {len(FAILURES)} checks failed")
-        return 1
-    print("test_tune: all checks passed")
-    return 0
+    return verdict("test_tune")
 
 
 if __name__ == "__main__":

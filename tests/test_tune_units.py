@@ -20,6 +20,8 @@ import sys
 import tempfile
 import threading
 
+from checks import check, verdict
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
 SKIP = 77
@@ -35,16 +37,9 @@ import tune_study  # noqa: E402
 from tune_space import parse_param  # noqa: E402
 from tune_trial import Objective, TrialRunner  # noqa: E402
 
-FAILURES = []
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-def check(cond, what, detail=""):
-    print(("ok    " if cond else "FAIL  ") + what)
-    if not cond:
-        FAILURES.append(what)
-        if detail:
-            print(detail)
 
 
 class StubRun:
@@ -160,11 +155,7 @@ def main():
                      lambda: check_ended_seed(tmp), lambda: check_failed_seed(tmp), check_table_solved,
                      check_worker_seeds):
             step()
-    if FAILURES:
-        print(f"test_tune_units: {len(FAILURES)} checks failed")
-        return 1
-    print("test_tune_units: all checks passed")
-    return 0
+    return verdict("test_tune_units")
 
 
 if __name__ == "__main__":
