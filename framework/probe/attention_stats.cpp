@@ -48,6 +48,16 @@ QkLayout qk_layout(const AttentionInputs& in, int64_t B, int64_t h, int64_t T_q,
   return l;
 }
 
+using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+
+// One head of batch row b of q (base 0) or k (base l.k_base), read in place: (T, d_k).
+ConstStridedMap head_rows(const QkLayout& l, const Tensor* t, int64_t base, int64_t T, int64_t b, int64_t h,
+                          int64_t head) {
+  if (l.interleaved)
+    return ConstStridedMap(t->data() + b * T * l.row + base + head * l.d_k, T, l.d_k, Eigen::OuterStride<>(l.row));
+  return ConstStridedMap(t->data() + (b * h + head) * T * l.d_k, T, l.d_k, Eigen::OuterStride<>(l.d_k));
+}
+
 }  // namespace
 
 std::vector<HeadStats> attention_head_stats(const Tensor& weights, const AttentionInputs& in, Real scale) {
@@ -55,14 +65,7 @@ std::vector<HeadStats> attention_head_stats(const Tensor& weights, const Attenti
                                            weights.shape_str());
   const int64_t B = weights.size(0), h = weights.size(1), T_q = weights.size(2), T_k = weights.size(3);
   const QkLayout layout = qk_layout(in, B, h, T_q, T_k);
-  const bool logits = layout.logits, interleaved = layout.interleaved;
-  const int64_t d_k = layout.d_k, row = layout.row, k_base = layout.k_base;
-  using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
-  auto head_matrix = [&](const Tensor* t, int64_t base, int64_t T, int64_t b, int64_t head) {
-    if (interleaved)
-      return ConstStridedMap(t->data() + b * T * row + base + head * d_k, T, d_k, Eigen::OuterStride<>(row));
-    return ConstStridedMap(t->data() + (b * h + head) * T * d_k, T, d_k, Eigen::OuterStride<>(d_k));
-  };
+  const bool logits = layout.logits;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<HeadStats> out(static_cast<size_t>(h));
   RowMatrix S(T_q, T_k);
@@ -75,7 +78,8 @@ std::vector<HeadStats> attention_head_stats(const Tensor& weights, const Attenti
       const int64_t bh = b * h + head;
       ConstMatMap W(weights.data() + bh * T_q * T_k, T_q, T_k);
       if (logits)
-        S.noalias() = scale * head_matrix(in.q, 0, T_q, b, head) * head_matrix(in.k, k_base, T_k, b, head).transpose();
+        S.noalias() = scale * head_rows(layout, in.q, 0, T_q, b, h, head) *
+                      head_rows(layout, in.k, layout.k_base, T_k, b, h, head).transpose();
       for (int64_t i = 0; i < T_q; ++i) {
         double entropy = 0, max_w = 0, total = 0;
         for (int64_t j = 0; j < T_k; ++j) {
