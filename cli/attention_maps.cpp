@@ -1,5 +1,5 @@
 // attnlab attention: every layer's and head's attention weights for one input,
-// as CSV matrices, for scripts/plot_attention.py.
+// as CSV matrices, for scripts/tools/plot_attention.py.
 #include <omp.h>
 #include <stdlib.h>
 
@@ -270,7 +270,7 @@ const char* const kAttentionUsage =
     "language model (--task text) reads the input text itself, at most its\n"
     "training context (the latest characters), and answers with its most\n"
     "likely next character. All files are written, or none (exit 1).\n"
-    "Plot them with scripts/plot_attention.py OUT_DIR.\n\n"
+    "Plot them with scripts/tools/plot_attention.py OUT_DIR.\n\n"
     "--out is created (or taken, if empty) and marked as attnlab's with a\n"
     ".attnlab-attention file; a later attention --out into a marked directory\n"
     "replaces only the files attnlab writes there. A directory without the\n"

@@ -86,7 +86,7 @@ const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
   if (a.comm && launched_size() <= 1)
     throw ValueError("--comm times the collectives between processes: run it as mpirun -np N attnlab bench --comm");
   if (!a.comm && launched_size() > 1)
-    throw ValueError("under mpirun attnlab bench measures the collectives, with --comm (scripts/distributed_bench.py "
+    throw ValueError("under mpirun attnlab bench measures the collectives, with --comm (scripts/studies/distributed_bench.py "
                      "times data-parallel training steps)");
   if (!a.gemm.empty()) {
     try {

@@ -1,5 +1,5 @@
 // attnlab claim-dir: the ownership rule of a tool's directory
-// (training/run_dir/tool_dir.h), for scripts/sweep.py and scripts/tune.py,
+// (training/run_dir/tool_dir.h), for scripts/tools/sweep.py and scripts/tools/tune.py,
 // which ask here rather than keep a second copy of the rule.
 #include "cli/command_line.h"
 #include "framework/error.h"
@@ -10,7 +10,7 @@ namespace attnlab::cli {
 int run_claim_dir(const Args& args) {
   std::string kind, dir;
   po::options_description opts = options_with_help("Options");
-  opts.add_options()("kind", po::value(&kind), "sweep (scripts/sweep.py) or study (scripts/tune.py); required")(
+  opts.add_options()("kind", po::value(&kind), "sweep (scripts/tools/sweep.py) or study (scripts/tools/tune.py); required")(
       "dir", po::value(&dir), "the directory (also the positional argument); required");
   po::positional_options_description positional;
   positional.add("dir", 1);

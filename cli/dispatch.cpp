@@ -35,7 +35,7 @@ const Command kCommands[] = {
     {"gradcheck", "finite-difference check of a model's gradients (train's flags)", run_gradcheck},
     {"attention", "a trained model's attention weights for one input, as CSV maps", run_attention},
     {"report", "one self-contained HTML page of runs: curves, gradients, attention", run_report},
-    {"claim-dir", "claim a directory for scripts/sweep.py or scripts/tune.py", run_claim_dir},
+    {"claim-dir", "claim a directory for scripts/tools/sweep.py or scripts/tools/tune.py", run_claim_dir},
 };
 
 #ifndef ATTNLAB_VERSION  // defined by CMakeLists.txt from project(VERSION); a build outside it says so

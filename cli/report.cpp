@@ -46,7 +46,7 @@ void check_out_file(const std::string& out, bool overwrite) {
     throw ValueError(refuses + "it exists and is not an attnlab report; pass --overwrite to replace it");
 }
 
-// scripts/sweep.py's output: DIR/summary.csv and one run directory per point.
+// scripts/tools/sweep.py's output: DIR/summary.csv and one run directory per point.
 bool is_sweep(const std::string& dir) {
   std::error_code ec;
   return !fs::exists(fs::path(dir) / "config.ini", ec) && fs::is_regular_file(fs::path(dir) / "summary.csv", ec);
@@ -98,7 +98,7 @@ const char* const kReportUsage =
     "steps (several runs overlaid), gradient flow from the probes (train\n"
     "--probe-every N), every layer x head's attention for the first held-out\n"
     "examples and for each --input, and held-out answers, right and wrong.\n"
-    "A sweep directory (scripts/sweep.py --out DIR) gets a table of its points.\n\n"
+    "A sweep directory (scripts/tools/sweep.py --out DIR) gets a table of its points.\n\n"
     "The page is FILE (default: the first RUN's report.html), written whole or\n"
     "not at all. An existing FILE is replaced only if attnlab wrote it, or with\n"
     "--overwrite. A missing or malformed run file is an error (exit 2).\n\n";

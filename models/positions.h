@@ -37,7 +37,7 @@ IntTensor spread_position_ids(const std::vector<int64_t>& lengths, int64_t t_len
 
 // The positions one greedy decoding reads, decided here for every command
 // (eval, predict, predict --logits and --json, attention; and
-// scripts/attnlab_torch.py's decoding_positions mirrors it): a decoding that
+// scripts/pytorch/attnlab_torch.py's decoding_positions mirrors it): a decoding that
 // reads `prompt` tokens ([bos] input [sep] for a decoder, [bos] for seq2seq's
 // decoder) and then at most `answer` answer tokens (it emits at most
 // answer + 1: the last, or <eos>, from the last position) reads

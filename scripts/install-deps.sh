@@ -5,7 +5,8 @@
 # Catch2 (2.13), nlohmann-json; chromium (headless) for the report's browser
 # test. Scripts (plots, PyTorch reference): python3
 # with torch, numpy and matplotlib (from Debian, used as /usr/bin/python3); Optuna for
-# scripts/tune.py, with scikit-learn for its parameter importances.
+# scripts/tools/tune.py, with scikit-learn for its parameter importances; flake8 for the
+# Python's lint test.
 set -euo pipefail
 
 # The demo needs only what builds and runs the attnlab executable; the tests
@@ -19,10 +20,10 @@ esac
 packages=(g++ cmake make libeigen3-dev libboost-program-options-dev nlohmann-json3-dev libdnnl-dev)
 if [ "${1:-}" != --demo ]; then
   packages+=(catch2 python3 python3-numpy python3-matplotlib protobuf-compiler python3-protobuf
-             libopenmpi-dev openmpi-bin chromium python3-optuna python3-sklearn)
+             libopenmpi-dev openmpi-bin chromium python3-optuna python3-sklearn flake8)
   # PyTorch is large and only the reference scripts use it: skip it with ATTNLAB_NO_TORCH=1.
   # libopenblas0-pthread: without it Debian's torch falls back to the reference BLAS (~2 GFLOP/s),
-  # which would make the PyTorch side of scripts/bench_vs_torch.sh a straw man.
+  # which would make the PyTorch side of scripts/pytorch/bench_vs_torch.sh a straw man.
   if [ "${ATTNLAB_NO_TORCH:-0}" != 1 ]; then packages+=(python3-torch libopenblas0-pthread); fi
 fi
 

@@ -26,7 +26,7 @@ build="${ATTNLAB_ASAN_BUILD_DIR:-$root/build-asan}"
 # ATTNLAB_SCALE_TEST=OFF: the report test on an L-sized run trains for minutes to print a page's
 # size and load time, figures that mean nothing under ASan; the other browser test runs the same
 # report code here.
-# ATTNLAB_SCRIPT_TESTS=OFF: the tests of the Python tools (scripts/attnlab_torch.py, tune.py,
+# ATTNLAB_SCRIPT_TESTS=OFF: the tests of the Python tools (scripts/pytorch/attnlab_torch.py, tune.py,
 # torch_gpt_reference.py, the study scripts) check Python code against the program's output;
 # the C++ they drive (train, predict, checkpoints) runs here in the unit tests, and the Release
 # suite runs them.

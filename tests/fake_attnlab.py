@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A stand-in for `attnlab train` in the tests of scripts/tune.py and scripts/sweep.py: it writes a
+"""A stand-in for `attnlab train` in the tests of scripts/tools/tune.py and scripts/tools/sweep.py: it writes a
 run directory the way attnlab does (metrics.csv rows flushed one by one, summary.json at the end,
 checkpoints/step-NNNNNNNN{,.optim}.safetensors at every evaluation, a checkpoint and exit 143 on
 SIGTERM or 130 on SIGINT, --resume continuing from the last checkpoint) with held-out figures that

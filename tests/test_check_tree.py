@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""scripts/check_tree.py finds what it promises to: each rule planted in a small tree of its own."""
+"""scripts/checks/check_tree.py finds what it promises to: each rule planted in a small tree of its own."""
 import importlib.util
 import os
 import subprocess
@@ -8,7 +8,7 @@ import tempfile
 
 from checks import check, verdict
 
-SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "check_tree.py")
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "checks", "check_tree.py")
 SPEC = importlib.util.spec_from_file_location("check_tree", SCRIPT)
 GATE = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(GATE)

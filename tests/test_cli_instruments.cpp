@@ -292,7 +292,7 @@ TEST_CASE("attention --out creates a new nested directory, takes an empty one an
     const std::string out = dir / "maps";
     REQUIRE(run_attnlab("attention --run " + (dir / "seq2seq") + " --out " + out + " \"1 2 3 4 5\"").code == 0);
     REQUIRE(csv_count(out) == 12);
-    spit_file(out + "/attention.png", "a plot\n");  // what scripts/plot_attention.py writes there
+    spit_file(out + "/attention.png", "a plot\n");  // what scripts/tools/plot_attention.py writes there
     Result r = run_attnlab("attention --run " + (dir / "encoder") + " --out " + out + " \"5 4 3 2 1\"");
     INFO(r.out);
     REQUIRE(r.code == 0);

@@ -3,7 +3,7 @@
 // the working directory, a parent of it or $HOME), one process at a time
 // trains in a run (an flock that a killed process does not keep), a run that
 // fails before its first checkpoint leaves nothing behind, and a stub left by
-// a killed run says how to start it again. Also scripts/sweep.py's flags.
+// a killed run says how to start it again. Also scripts/tools/sweep.py's flags.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -326,11 +326,11 @@ TEST_CASE("a run that fails before its first step leaves nothing behind: not the
   CHECK(fs::is_empty(dir / "empty"));
 }
 
-TEST_CASE("scripts/sweep.py: the user's --threads wins over the sweep's own, --run is refused up front, and a failing "
+TEST_CASE("scripts/tools/sweep.py: the user's --threads wins over the sweep's own, --run is refused up front, and a failing "
           "point's reason is printed",
           "[cli][run-safety][sweep]") {
   TempDir dir("safety-sweep");
-  const std::string sweep = "python3 '" + std::string(ATTNLAB_TEST_DATA) + "/../../scripts/sweep.py' --attnlab '" +
+  const std::string sweep = "python3 '" + std::string(ATTNLAB_TEST_DATA) + "/../../scripts/tools/sweep.py' --attnlab '" +
                             std::string(ATTNLAB_EXE) + "' --out '" + (dir / "sweep") + "' --jobs 1";
   // --lr 1e30 passes attnlab's check (the sweep's, before anything runs) and fails in training: that point
   // fails, the other trains. (--heads 4 with --d-model 30 is refused before any point runs: tests/test_sweep.py.)

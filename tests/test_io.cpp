@@ -156,7 +156,7 @@ TEST_CASE("safetensors round trip keeps names, order, shapes (0-d and empty), va
 }
 
 TEST_CASE("safetensors written by an independent numpy implementation load correctly (F32 and F64)", "[io]") {
-  // tests/data/io_python_written.safetensors, from scripts/check_safetensors.py --write:
+  // tests/data/io_python_written.safetensors, from scripts/checks/check_safetensors.py --write:
   // header keys sorted, data in another order, one F64 tensor, padded header.
   const SafetensorsData d = load_safetensors(std::string(ATTNLAB_TEST_DATA) + "/io_python_written.safetensors");
   REQUIRE(d.tensors.size() == 4);

@@ -302,11 +302,11 @@ TEST_CASE("SIGTERM to one rank stops every rank after the same step, which rank 
     CHECK(eval.code == 0);
   }
 }
-TEST_CASE("mpirun -np 2 scripts/sweep.py deals the grid points to both ranks, each a normal run, rank 0 writes one "
+TEST_CASE("mpirun -np 2 scripts/tools/sweep.py deals the grid points to both ranks, each a normal run, rank 0 writes one "
           "table and plot, and a failed point is a row with its exit code", "[mpi][sweep]") {
   TempDir dir("mpi-sweep");
   const std::string out = dir / "sweep";
-  const std::string script = std::string(ATTNLAB_TEST_DATA) + "/../../scripts/sweep.py";
+  const std::string script = std::string(ATTNLAB_TEST_DATA) + "/../../scripts/tools/sweep.py";
   // lr 1e30 passes attnlab's check (before any point runs) and fails in training (exit 1), the others train.
   const CliResult r = run_executable(
       ATTNLAB_MPIEXEC,

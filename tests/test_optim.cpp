@@ -1,6 +1,6 @@
 // Optimizers, gradient clipping and lr schedules: parity with PyTorch through
 // the fixture tests/data/optim_reference.json (written by
-// scripts/torch_optim_reference.py, in float64), weight-decay exclusions,
+// scripts/pytorch/torch_optim_reference.py, in float64), weight-decay exclusions,
 // exact state save/restore, and errors for bad settings.
 #include <catch2/catch.hpp>
 
@@ -22,7 +22,7 @@ const json& reference() {
   static const json data = [] {
     const std::string path = std::string(ATTNLAB_TEST_DATA) + "/optim_reference.json";
     std::ifstream in(path);
-    if (!in) throw std::runtime_error("missing fixture " + path + " (run scripts/torch_optim_reference.py)");
+    if (!in) throw std::runtime_error("missing fixture " + path + " (run scripts/pytorch/torch_optim_reference.py)");
     return json::parse(in);
   }();
   return data;

@@ -1,5 +1,5 @@
 // Whole-model parity with PyTorch: the fixtures in tests/data/model_*.json
-// were written by scripts/torch_reference.py (its own PyTorch modules with
+// were written by scripts/pytorch/torch_reference.py (its own PyTorch modules with
 // attnlab's parameter names). Each holds a config, every weight, one padded
 // batch, and the float64 logits, loss and parameter gradients. We load the
 // weights into the attnlab model built from the config and compare. No
@@ -26,7 +26,7 @@ namespace {
 json load_fixture(const std::string& name) {
   const std::string path = std::string(ATTNLAB_TEST_DATA) + "/" + name + ".json";
   std::ifstream in(path);
-  INFO("fixture " << path << " (regenerate with: python3 scripts/torch_reference.py --out tests/data)");
+  INFO("fixture " << path << " (regenerate with: python3 scripts/pytorch/torch_reference.py --out tests/data)");
   REQUIRE(in.good());
   return json::parse(in);
 }

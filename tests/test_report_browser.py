@@ -21,7 +21,7 @@ and checks, in the page:
   - the --input's maps equal `attnlab attention`'s CSV maps for that input;
   - weight matrices whose gradient norm is made far from the rest's are marked;
   - a sweep directory's scatter holds one point per sweep point, linked to its run; so does a
-    scripts/tune.py study's, against its objective.
+    scripts/tools/tune.py study's, against its objective.
 Keeps a screenshot of each page's top under --artifacts. Prints each page's size and load
 times (the page's own, from navigation start, and the wall time from starting Chromium);
 asserts none.
@@ -395,10 +395,10 @@ def check_flags(exe_browser, exe, run, self_check, tmp, artifacts):
 
 
 def check_sweep(exe_browser, exe, tmp, artifacts):
-    """A scripts/sweep.py directory: its table, and each setting against held-out exact match,
+    """A scripts/tools/sweep.py directory: its table, and each setting against held-out exact match,
     one point per sweep point holding summary.csv's value and linking to that point's run."""
     out = os.path.join(tmp, "sweep")
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "sweep.py")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "tools", "sweep.py")
     r = subprocess.run([sys.executable, script, "--out", out, "--attnlab", exe, "--grid", "lr=1e-3,3e-3",
                         "--grid", "layers=1,2", "--", "--task", "copy", *TINY[:4], *TINY[6:]],
                        capture_output=True, text=True)
@@ -412,10 +412,10 @@ def check_sweep(exe_browser, exe, tmp, artifacts):
 
 
 def check_tune_study(exe_browser, exe, tmp, artifacts):
-    """A scripts/tune.py study directory is a sweep to the report: each parameter against the
+    """A scripts/tools/tune.py study directory is a sweep to the report: each parameter against the
     objective (the outcome shown first), one point per complete trial, linking to its run."""
     out = os.path.join(tmp, "tune")
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "tune.py")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "tools", "tune.py")
     r = subprocess.run([sys.executable, script, "--out", out, "--attnlab", exe, "--param", "lr=cat:0.001,0.003",
                         "--param", "layers=cat:1,2", "--sampler", "grid", "--pruner", "none", "--trials", "4", "--",
                         "--task", "copy", *TINY[:4], *TINY[6:]], capture_output=True, text=True)

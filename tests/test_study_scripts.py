@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """The study scripts run end to end on a tiny configuration (a ctest test).
 
-  - scripts/gradient_flow_study.py --tiny: every run of both parts, its two CSVs (one row per
+  - scripts/studies/gradient_flow_study.py --tiny: every run of both parts, its two CSVs (one row per
     (arch, norm, depth, block, parameter) at initialisation, with the head; one per warm-up run)
     and its three figures; --plots-only redraws them from the CSVs alone;
-  - scripts/learning_speed_study.py --tables-only: the table of docs/learning_speed.csv, with its
+  - scripts/studies/learning_speed_study.py --tables-only: the table of docs/learning_speed.csv, with its
     layout column, rebuilt into a copy of experiments.md; on hand-made rows, each median with its seed
     range (steps to 100%, to 99%, first at 50%) and each row's date and CPU, and a row that does not say
     where it ran refused; the two implementations of each setting given the same data files
     (adder-mingpt: the same held-out file);
-  - scripts/experiments.py --tables-only on hand-made rows: median (range) and the runs' date and CPU.
+  - scripts/studies/experiments.py --tables-only on hand-made rows: median (range) and the runs' date and CPU.
 
     test_study_scripts.py --attnlab BUILD/attnlab
 Exit 0: passed; 1: failed; 77: matplotlib cannot be imported (ctest: skipped).
@@ -40,7 +40,7 @@ def run(args):
 
 def test_gradient_flow(exe, work):
     out, runs = os.path.join(work, "docs"), os.path.join(work, "runs")
-    script = os.path.join(ROOT, "scripts", "gradient_flow_study.py")
+    script = os.path.join(ROOT, "scripts", "studies", "gradient_flow_study.py")
     printed = run([script, "--tiny", "--attnlab", exe, "--out", out, "--runs", runs])
     with open(os.path.join(out, "gradient_flow_init.csv")) as f:
         init = list(csv.DictReader(f))
@@ -70,7 +70,7 @@ def test_learning_speed_tables(work):
     os.makedirs(docs)
     for name in ("learning_speed.csv", "experiments.md"):
         shutil.copy(os.path.join(ROOT, "docs", name), docs)
-    run([os.path.join(ROOT, "scripts", "learning_speed_study.py"), "--tables-only", "--docs", docs])
+    run([os.path.join(ROOT, "scripts", "studies", "learning_speed_study.py"), "--tables-only", "--docs", docs])
     with open(os.path.join(docs, "experiments.md")) as f:
         text = f.read()
     expect("| setting | implementation | init | layout |" in text, "the learning-speed table has a layout column")
@@ -82,7 +82,6 @@ def test_learning_speed_tables(work):
 def test_learning_speed_same_data():
     """Every setting gives attnlab and the reference the same --file and --heldout-file; adder-mingpt's is
     minGPT's test split, and no implementation there draws a held-out set of its own."""
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import learning_speed_study as L
 
     def value(flags, name):
@@ -112,7 +111,7 @@ def test_learning_speed_summary(work):
     where it ran is refused in one line, the files left as they were."""
     docs = os.path.join(work, "ls-made")
     os.makedirs(docs)
-    script = os.path.join(ROOT, "scripts", "learning_speed_study.py")
+    script = os.path.join(ROOT, "scripts", "studies", "learning_speed_study.py")
     with open(os.path.join(ROOT, "docs", "learning_speed.csv")) as f:
         fields = next(csv.reader(f))
     base = dict.fromkeys(fields, "") | {"setting": "adder", "implementation": "attnlab", "init": "gpt2",
@@ -152,7 +151,7 @@ def test_learning_speed_summary(work):
 
 
 def test_experiments_tables(work):
-    """scripts/experiments.py --tables-only on hand-made rows: the task table's median (range) and the
+    """scripts/studies/experiments.py --tables-only on hand-made rows: the task table's median (range) and the
     block's stamp naming where the runs ran."""
     docs = os.path.join(work, "ex-made")
     os.makedirs(docs)
@@ -166,12 +165,12 @@ def test_experiments_tables(work):
               [base | {"seed": str(seed), "solved_at_step": s} for seed, s in ((0, "50"), (1, "100"), (2, ""))])
     with open(os.path.join(docs, "experiments.md"), "w") as f:
         f.write("<!-- BEGIN tasks -->\n<!-- END tasks -->\n")
-    run([os.path.join(ROOT, "scripts", "experiments.py"), "--tables-only", "--docs", docs])
+    run([os.path.join(ROOT, "scripts", "studies", "experiments.py"), "--tables-only", "--docs", docs])
     text = open(os.path.join(docs, "experiments.md")).read()
     expect("from runs of 2026-12-01 on Test CPU, family 99._" in text, "the task table's stamp names date and CPU")
     expect("| 50, 100, not by 1000 | 100 (50 to > 1000) |" in text, "the task table has each seed, median and range")
     write_csv(os.path.join(docs, "experiments.csv"), [base | {"seed": "0", "solved_at_step": "50", "date": ""}])
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "experiments.py"), "--tables-only", "--docs", docs],
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "studies", "experiments.py"), "--tables-only", "--docs", docs],
                        capture_output=True, text=True)
     expect(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
            and "copy-encoder attnlab seed 0 has no date or cpu" in r.stderr,

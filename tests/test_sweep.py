@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/sweep.py (a ctest test of seconds): its runs are tests/fake_attnlab.py's, its directory is
+"""scripts/tools/sweep.py (a ctest test of seconds): its runs are tests/fake_attnlab.py's, its directory is
 claimed by the real attnlab (`attnlab claim-dir`, which the fake passes on).
 
 1. The sweep's directory: a directory of the user's, a run directory, a tuning study, a symbolic link
@@ -30,7 +30,7 @@ import time
 from checks import check, verdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SWEEP = os.path.join(os.path.dirname(HERE), "scripts", "sweep.py")
+SWEEP = os.path.join(os.path.dirname(HERE), "scripts", "tools", "sweep.py")
 FAKE = os.path.join(HERE, "fake_attnlab.py")
 
 
@@ -98,7 +98,7 @@ def check_ownership(real, tmp):
         f.write("mine\n")
     before = tree(tmp)
     cases = [(mine, "it holds files and is not a sweep directory (no .attnlab-sweep marker)"),
-             (run, "it is an attnlab run directory"), (study, "it is scripts/tune.py's tuning study directory"),
+             (run, "it is an attnlab run directory"), (study, "it is scripts/tools/tune.py's tuning study directory"),
              (link, "it is a symbolic link"), (link + "/", "it is a symbolic link"), (afile, "it is not a directory")]
     for out, why in cases:
         r = sweep(real, out, GRID + FLAGS)
@@ -201,10 +201,9 @@ def check_bad_arguments(real, tmp):
             "    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), dst)\n"
             "os.replace = full\n"
             f"sys.argv = [{SWEEP!r}] + sys.argv[1:]\n"
-            f"sys.path.insert(0, {os.path.dirname(SWEEP)!r})\n"
             f"runpy.run_path({SWEEP!r}, run_name='__main__')\n")
     r = subprocess.run([sys.executable, "-c", full, "--out", out, "--attnlab", FAKE] + GRID + FLAGS, capture_output=True,
-                       text=True, timeout=120, env=env_of(real))
+                       text=True, timeout=120, env=dict(env_of(real), PYTHONPATH=os.path.dirname(SWEEP)))
     one_line_exit_2(r, f"sweep: cannot write {os.path.join(out, 'sweep.json')}: No space left on device",
                     "a full disk: one line naming the file, exit 2, no traceback")
 

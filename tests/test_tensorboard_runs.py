@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs of `attnlab train --tensorboard` checked with TensorBoard's official definitions.
 
-Every event file these runs write parses (scripts/check_tfevents.py: framing,
+Every event file these runs write parses (scripts/checks/check_tfevents.py: framing,
 masked CRC-32Cs, no field event.proto does not define) and every metrics.csv
 value is a scalar of its column at its step:
   - an encoder run, a decoder run with --probe-every (whose instruments must
@@ -28,8 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
-import check_tfevents as ct  # noqa: E402
+import check_tfevents as ct  # (PYTHONPATH: scripts/checks)
 
 TINY = ["--vocab", "6", "--min-len", "4", "--max-len", "5", "--d-model", "16", "--heads", "2", "--layers", "1",
         "--d-ff", "32", "--batch-size", "16", "--heldout", "50", "--threads", "1", "--quiet"]

@@ -1,5 +1,5 @@
 // TensorBoard event files: CRC-32C, the protobuf wire format, the histogram
-// buckets, and files written to disk. scripts/check_tfevents.py parses what
+// buckets, and files written to disk. scripts/checks/check_tfevents.py parses what
 // the hidden "[.tfevents_fixture]" case writes with TensorBoard's own .proto
 // files (the ctest test tfevents_records_parse_with_tensorboards_official_protos).
 #include <catch2/catch.hpp>
@@ -229,7 +229,7 @@ TEST_CASE("TfEventsWriter refuses a missing directory with an IoError naming the
   CHECK(!std::filesystem::exists(missing));
 }
 
-// Not run by default: scripts/check_tfevents.py runs it with
+// Not run by default: scripts/checks/check_tfevents.py runs it with
 // ATTNLAB_TFEVENTS_FIXTURE=DIR, then parses DIR's event file with the official
 // .proto definitions and compares it with DIR/expected.json (the values handed in)
 // and with DIR/metrics.csv (the scalars as a run's metrics.csv would hold them).

@@ -1,4 +1,4 @@
-// The directory of a tool (scripts/sweep.py, scripts/tune.py), claimed by one
+// The directory of a tool (scripts/tools/sweep.py, scripts/tools/tune.py), claimed by one
 // rule (training/run_dir/tool_dir.h): new or empty directories are taken and
 // marked, the tool's own accepted, everything else refused and left as it was.
 #include <catch2/catch.hpp>
@@ -54,7 +54,7 @@ TEST_CASE("a tool's directory: a new one (with its parents) and an empty one are
   CHECK(refusal(sweep, ToolKind::kSweep).empty());  // an interrupted sweep continues
   CHECK(refusal(sweep, ToolKind::kStudy) ==
         "--out refuses to write into '" + sweep +
-            "': it is scripts/sweep.py's sweep directory (.attnlab-sweep), not a tuning study directory");
+            "': it is scripts/tools/sweep.py's sweep directory (.attnlab-sweep), not a tuning study directory");
   fs::create_directories(dir / "empty");
   claim_tool_directory(dir / "empty", ToolKind::kStudy);
   CHECK(entries(dir / "empty") == std::vector<std::string>{".attnlab-study"});

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/torch_gpt_reference.py is attnlab's decoder, data rule and training recipe (a ctest test).
+"""scripts/studies/torch_gpt_reference.py is attnlab's decoder, data rule and training recipe (a ctest test).
 
 Without torch (pure logic):
   - the tasks' answers (sort, reverse, copy, add with carries and leading zeros);
@@ -9,7 +9,7 @@ Without torch (pure logic):
     with --layout bare src tgt[:-1] as input, the answer's tokens the only targets;
   - the pairs task: a file's lines, a token per character; --heldout-file: that file's pairs held out for
     every seed, their inputs never trained on, every other input of --file drawn, lengths counted from both;
-  - data/pairs/adder2_heldout.tsv is scripts/make_data.py's minGPT test split of data/pairs/adder2.tsv
+  - data/pairs/adder2_heldout.tsv is scripts/tools/make_data.py's minGPT test split of data/pairs/adder2.tsv
     (500 distinct lines of it); with torch, make_data's randperm equals torch.randperm;
   - the lr schedule (warmup, constant, linear, cosine to min_lr), attnlab's weight-decay groups,
     the target-patience rule (the first step of K consecutive evaluations at the level);
@@ -23,7 +23,7 @@ With torch and the attnlab binary:
     weights in attnlab and the reference, with either --layout;
   - each scheme of --init gives every parameter the same distribution in both: zero where one is
     zero, and the standard deviation within sampling error (a factor-of-2 difference fails);
-  - scripts/same_batches.py replays attnlab's training stream: from attnlab's initial weights the
+  - scripts/studies/same_batches.py replays attnlab's training stream: from attnlab's initial weights the
     reference's loss equals attnlab's at each of the first 20 steps of the adder study's seed 1
     (a different batch would differ by about 1e-2); its std::mt19937_64 gives the C++ standard's
     10,000th number (without torch).
@@ -41,8 +41,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "scripts", "torch_gpt_reference.py")
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+SCRIPT = os.path.join(ROOT, "scripts", "studies", "torch_gpt_reference.py")
 import make_data  # noqa: E402
 import same_batches  # noqa: E402
 import torch_gpt_reference as R  # noqa: E402
@@ -158,7 +157,7 @@ def test_adder_split():
         held = f.read()
     with open(os.path.join(data, "adder2.tsv"), encoding="utf-8") as f:
         every = set(f.read().splitlines())
-    expect(held == make_data.adder_heldout_tsv(), "adder2_heldout.tsv is scripts/make_data.py's (rerun it)")
+    expect(held == make_data.adder_heldout_tsv(), "adder2_heldout.tsv is scripts/tools/make_data.py's (rerun it)")
     lines = held.splitlines()
     expect(len(lines) == 500 and len(set(lines)) == 500 and set(lines) <= every,
            "the held-out adder file is 500 distinct lines of adder2.tsv")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""attnlab predict --json against scripts/attnlab_torch.py, at full precision (a ctest test; needs torch, else skipped).
+"""attnlab predict --json against scripts/pytorch/attnlab_torch.py, at full precision (a ctest test; needs torch, else skipped).
 
 For runs whose symbols only the checkpoint's "vocabulary" metadata holds (pairs
 of words with a decoder, pairs of characters with seq2seq) and two generated
@@ -22,7 +22,6 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 import test_torch_loader as tl  # noqa: E402  (exits 77 when torch is missing)
 
 attnlab_torch, ref, torch = tl.attnlab_torch, tl.ref, tl.torch

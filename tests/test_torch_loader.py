@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/attnlab_torch.py against attnlab itself (a ctest test; needs torch, else skipped).
+"""scripts/pytorch/attnlab_torch.py against attnlab itself (a ctest test; needs torch, else skipped).
 
 1. Runs trained here with the given attnlab, one per model kind and option mix:
    `attnlab predict --run R --logits --top V X` against the loader on 20 random
@@ -34,7 +34,6 @@ try:
 except ImportError:
     print("test_torch_loader: SKIPPED: torch cannot be imported by", sys.executable)
     sys.exit(SKIP)
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import attnlab_torch  # noqa: E402
 import torch_reference as ref  # noqa: E402
 
@@ -292,7 +291,7 @@ def check_refusals(exe, work):
         expect_refusal(what, lambda: attnlab_torch.load(file), *words)
     run = os.path.join(work, RUNS[0][0])
     for text, word in (("3 x 1", "'x'"), ("3 <eos>", "<eos>"), (" ".join(["1"] * 100), "at most 64 positions")):
-        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "attnlab_torch.py"), run, "--predict", text],
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "pytorch", "attnlab_torch.py"), run, "--predict", text],
                            capture_output=True, text=True)
         lines = r.stderr.strip().split("\n")
         if r.returncode != 2 or len(lines) != 1 or word not in lines[0] or r.stdout:

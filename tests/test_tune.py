@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/tune.py (a ctest test; needs Optuna, else skipped).
+"""scripts/tools/tune.py (a ctest test; needs Optuna, else skipped).
 
 Most checks drive the tuner with tests/fake_attnlab.py, whose held-out figures follow from its flags,
 so which trials win, lose, fail and get pruned is known; one check trains real attnlab runs.
@@ -43,7 +43,7 @@ from checks import check, verdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TUNE = os.path.join(ROOT, "scripts", "tune.py")
+TUNE = os.path.join(ROOT, "scripts", "tools", "tune.py")
 FAKE = os.path.join(HERE, "fake_attnlab.py")
 SKIP = 77
 
@@ -172,10 +172,9 @@ def check_refused_directories(tmp):
             "    raise sqlite3.OperationalError('database or disk is full')\n"
             "optuna.create_study = full\n"
             f"sys.argv = [{TUNE!r}] + sys.argv[1:]\n"
-            f"sys.path.insert(0, {os.path.dirname(TUNE)!r})\n"
             f"runpy.run_path({TUNE!r}, run_name='__main__')\n")
     r = subprocess.run([sys.executable, "-c", full, "--out", out, "--attnlab", FAKE] + lr, capture_output=True, text=True,
-                       timeout=120, env=with_real(None))
+                       timeout=120, env=dict(with_real(None), PYTHONPATH=os.path.dirname(TUNE)))
     lines = r.stderr.strip().splitlines()
     check(r.returncode == 2 and len(lines) == 1 and "database or disk is full" in lines[0] and not os.path.exists(out),
           "a full disk at the study's creation: one line, exit 2, no 0-byte study.db, no directory left",
@@ -354,7 +353,7 @@ def check_two_workers(tmp, mpirun):
     env = with_real(dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
     r = subprocess.run([mpirun, "--oversubscribe", "-np", "2", sys.executable, TUNE, "--out", out, "--attnlab", FAKE,
                         "--study-seed", "5"] + args, capture_output=True, text=True, timeout=300, env=env)
-    check(r.returncode == 0, "mpirun -np 2 scripts/tune.py ends with exit 0", r.stdout + r.stderr)
+    check(r.returncode == 0, "mpirun -np 2 scripts/tools/tune.py ends with exit 0", r.stdout + r.stderr)
     check_shared(out, [r.stdout], "mpirun -np 2")  # (the fake's claim-dir: FAKE_ATTNLAB_REAL from this process)
     check(r.stdout.count("trials: 6 complete") == 1 and r.stdout.count("best: trial") == 1,
           "mpirun: rank 0 alone prints the results and the best configuration", r.stdout)

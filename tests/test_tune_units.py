@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/tune.py's decisions, one function at a time, in-process (a ctest test of a few seconds;
+"""scripts/tools/tune.py's decisions, one function at a time, in-process (a ctest test of a few seconds;
 needs Optuna, else skipped). Each check pins a behaviour that a planted bug once broke unnoticed:
 
 1. the pruner reads held-out exact match (1 - it for --objective steps), not token accuracy;
@@ -23,7 +23,6 @@ import threading
 from checks import check, verdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
 SKIP = 77
 
 if importlib.util.find_spec("optuna") is None:

@@ -5,7 +5,7 @@
 // The metadata also holds what resuming needs to continue bitwise: the data
 // stream's and the dropout generator's states, the step, the elapsed time and
 // the step that reached the target; and, so that a model file can be used on
-// its own (scripts/attnlab_torch.py), what checkpoint_description() says.
+// its own (scripts/pytorch/attnlab_torch.py), what checkpoint_description() says.
 // Files written before those keys existed (format 2 too) still load: nothing
 // that loads a checkpoint requires them.
 #include <cstdint>

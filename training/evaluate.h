@@ -39,7 +39,7 @@ Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examp
                          std::vector<std::vector<int32_t>>* predictions = nullptr, const StopCheck& stop = {});
 
 // The plan of a decoding, the same for every command (eval, predict,
-// attention; scripts/attnlab_torch.py mirrors it): an input is decoded for at
+// attention; scripts/pytorch/attnlab_torch.py mirrors it): an input is decoded for at
 // most its expected answer's tokens and one more (the answer's <eos>, or the
 // first token too many; a decoder with --layout bare, whose answers have no
 // <eos>, for exactly the expected answer's tokens), and with random positions its positions are spread

@@ -487,7 +487,7 @@ function sweepScatter(table, param, outcome, runs) {
   return box;
 }
 
-// scripts/sweep.py's summary.csv, sortable by any column; names link to their runs; each
+// scripts/tools/sweep.py's summary.csv, sortable by any column; names link to their runs; each
 // hyperparameter against a chosen outcome.
 function sweepSection(sweep, runs) {
   const table = sweep.table, t = el("table", { id: "sweep-table" }), order = { col: -1, dir: 1 };

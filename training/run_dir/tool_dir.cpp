@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* tool_of(ToolKind kind) { return kind == ToolKind::kSweep ? "scripts/sweep.py" : "scripts/tune.py"; }
+const char* tool_of(ToolKind kind) { return kind == ToolKind::kSweep ? "scripts/tools/sweep.py" : "scripts/tools/tune.py"; }
 const char* what_of(ToolKind kind) { return kind == ToolKind::kSweep ? "sweep directory" : "tuning study directory"; }
 // The marker's one line, with a format number should the layout ever change.
 std::string marker_text(ToolKind kind) { return std::string("attnlab ") + what_of(kind) + ", format 1\n"; }

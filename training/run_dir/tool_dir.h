@@ -1,6 +1,6 @@
 #pragma once
-// The directory one of attnlab's tools writes (scripts/sweep.py's sweep,
-// scripts/tune.py's study), owned by the rule that run directories and
+// The directory one of attnlab's tools writes (scripts/tools/sweep.py's sweep,
+// scripts/tools/tune.py's study), owned by the rule that run directories and
 // attention outputs follow: the tool takes a missing or empty directory and
 // marks it as its own (.attnlab-sweep, .attnlab-study); it continues in a
 // directory carrying its own marker (an interrupted sweep or study); it

@@ -1,0 +1,32 @@
+"""The files of an attnlab run that the tools read, and their fields, declared once.
+
+tests/test_run_schema.py checks these lists against what the C++ writes (cli/train_job.cpp,
+training/metrics_log.cpp, a real run) and what the report reads (cli/report/report.js).
+"""
+
+SUMMARY = "summary.json"  # written when a run ends
+METRICS = "metrics.csv"  # one row every --log-every steps, held-out columns filled at evaluations
+CONFIG = "config.ini"  # the run's resolved settings
+
+# summary.json: the keys every finished run has, then those of some runs only.
+SUMMARY_KEYS = ["task", "model", "parameters", "steps", "heldout_examples", "heldout_token_acc", "heldout_exact",
+                "target", "target_patience", "solved_at_step", "target_first_reached_at_step", "seconds", "threads",
+                "precision", "optimizer_state_bytes", "cpu"]
+SUMMARY_KEYS_DISTRIBUTED = ["processes", "comm_bytes_per_step", "comm_bytes_received_per_step",
+                            "comm_bytes_sent_per_step", "comm_seconds_per_step"]  # under mpirun -np N > 1
+SUMMARY_KEYS_LANGUAGE_MODEL = ["heldout_loss", "heldout_bits_per_char", "heldout_chars"]  # --task text
+
+# metrics.csv's columns, in order.
+METRICS_COLUMNS = ["step", "loss", "lr", "grad_norm", "train_token_acc", "train_exact", "heldout_token_acc",
+                   "heldout_exact", "tokens_per_s", "elapsed_s", "heldout_loss"]
+
+# The columns of a tool's summary.csv (scripts/tools/sweep.py, tune.py) that are outcomes of a point;
+# every other column is a setting. attnlab report (cli/report/report.js, OUTCOMES) reads the same list.
+OUTCOME_COLUMNS = ["run", "heldout_exact", "heldout_token_acc", "heldout_loss", "solved_at_step", "steps", "seconds",
+                   "cpu_seconds", "exit", "objective", "state", "trial", "seeds", "spread"]
+
+
+def solved_at(summary):
+    """The step at which the run was solved (summary.json's solved_at_step), or None (-1: never)."""
+    step = summary["solved_at_step"]
+    return step if step > 0 else None

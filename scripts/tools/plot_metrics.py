@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""Training curves of one attnlab run from its metrics.csv.
+
+usage: scripts/tools/plot_metrics.py RUN_DIR [--out PNG]
+
+Four panels: training loss, accuracy (train teacher-forced and held-out
+greedy exact match), learning rate, and gradient norm (before clipping).
+Writes RUN_DIR/metrics.png unless --out is given.
+"""
+import argparse
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def read_metrics(run):
+    path = os.path.join(run, "metrics.csv")
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        sys.exit(f"plot_metrics: cannot read {path}: {e.strerror}")
+    if not rows:
+        sys.exit(f"plot_metrics: {path} has no rows yet")
+    return rows
+
+
+def column(rows, name):
+    """(steps, values) of the rows where `name` is filled in."""
+    xs, ys = [], []
+    for r in rows:
+        if r.get(name, "") != "":
+            xs.append(int(r["step"]))
+            ys.append(float(r[name]))
+    return xs, ys
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    rows = read_metrics(args.run)
+    out = args.out or os.path.join(args.run, "metrics.png")
+
+    fig, ax = plt.subplots(2, 2, figsize=(10, 7))
+    ax[0, 0].plot(*column(rows, "loss"))
+    ax[0, 0].set_yscale("log")
+    ax[0, 0].set_title("training loss")
+    for name, label in [("train_token_acc", "train token (teacher-forced)"), ("train_exact", "train exact"),
+                        ("heldout_token_acc", "held-out token (greedy)"), ("heldout_exact", "held-out exact")]:
+        xs, ys = column(rows, name)
+        ax[0, 1].plot(xs, ys, marker="o" if name.startswith("heldout") else None, ms=3, label=label)
+    ax[0, 1].set_ylim(-0.02, 1.02)
+    ax[0, 1].set_title("accuracy")
+    ax[0, 1].legend(fontsize=8)
+    ax[1, 0].plot(*column(rows, "lr"))
+    ax[1, 0].set_title("learning rate")
+    ax[1, 1].plot(*column(rows, "grad_norm"))
+    ax[1, 1].set_yscale("log")
+    ax[1, 1].set_title("gradient norm (before clipping)")
+    for a in ax.flat:
+        a.set_xlabel("step")
+        a.grid(alpha=0.3)
+    fig.suptitle(os.path.basename(os.path.normpath(args.run)))
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(out)
+
+
+if __name__ == "__main__":
+    main()

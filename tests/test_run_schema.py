@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""scripts/attnlab_runs/schema.py says what attnlab writes and what its report reads:
+summary.json's keys and metrics.csv's columns against the C++ that writes them (its source, and
+a real run of a tagger and of a language model), the outcome columns and the curves against
+cli/report/report.js.
+
+usage: tests/test_run_schema.py --attnlab PATH   (PYTHONPATH: scripts, as ctest sets it)
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from attnlab_runs import schema
+from checks import check, verdict
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = ["--d-model", "8", "--heads", "2", "--layers", "1", "--d-ff", "16", "--steps", "2", "--eval-every", "1",
+        "--heldout", "4", "--batch-size", "2", "--quiet", "--threads", "1"]
+ALL_SUMMARY_KEYS = schema.SUMMARY_KEYS + schema.SUMMARY_KEYS_DISTRIBUTED + schema.SUMMARY_KEYS_LANGUAGE_MODEL
+
+
+def function_body(signature):
+    """The text of the C++ function under ROOT whose definition starts with `signature`, braces balanced."""
+    for path in sorted(glob.glob(os.path.join(ROOT, "*", "**", "*.cpp"), recursive=True)):
+        if "/tests/" in path or "/build" in path:
+            continue
+        text = open(path, encoding="utf-8").read()
+        at = text.find(signature)
+        if at < 0:
+            continue
+        depth, start = 0, text.index("{", at)
+        for i in range(start, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                return text[start:i + 1]
+    sys.exit(f"test_run_schema: no C++ function '{signature}' under {ROOT}")
+
+
+def source():
+    summary = function_body("void write_summary(")
+    keys = re.findall(r'\{"(\w+)",', summary) + re.findall(r'summary\["(\w+)"\]', summary)
+    check(sorted(set(keys)) == sorted(ALL_SUMMARY_KEYS), "the C++ that writes summary.json writes the schema's keys",
+          f"C++: {sorted(set(keys))}\nschema: {sorted(ALL_SUMMARY_KEYS)}")
+    columns = re.findall(r'"(\w+)"', function_body("const std::vector<std::string>& MetricsLog::columns()"))
+    check(columns == schema.METRICS_COLUMNS, "the C++ that writes metrics.csv writes the schema's columns, in order",
+          f"C++: {columns}\nschema: {schema.METRICS_COLUMNS}")
+
+
+def train(exe, work, name, flags):
+    run = os.path.join(work, name)
+    r = subprocess.run([exe, "train", "--run", run] + flags + TINY, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        sys.exit(f"test_run_schema: attnlab train {' '.join(flags)} exited {r.returncode}: {r.stderr.strip()}")
+    with open(os.path.join(run, schema.SUMMARY)) as f:
+        summary = json.load(f)
+    with open(os.path.join(run, schema.METRICS), newline="") as f:
+        header = next(csv.reader(f))
+    return summary, header
+
+
+def runs(exe):
+    with tempfile.TemporaryDirectory() as work:
+        summary, header = train(exe, work, "tagger", ["--task", "copy", "--vocab", "4", "--min-len", "2",
+                                                      "--max-len", "3", "--model", "encoder"])
+        check(list(summary) == schema.SUMMARY_KEYS, "a tagger's summary.json has the schema's keys, in order",
+              f"run: {list(summary)}\nschema: {schema.SUMMARY_KEYS}")
+        check(header == schema.METRICS_COLUMNS, "its metrics.csv has the schema's columns", f"run: {header}")
+        text = os.path.join(ROOT, "data", "logbook.txt")
+        summary, header = train(exe, work, "lm", ["--task", "text", "--file", text, "--seq-len", "8"])
+        want = schema.SUMMARY_KEYS + schema.SUMMARY_KEYS_LANGUAGE_MODEL
+        check(list(summary) == want, "a language model's summary.json has the schema's keys and its own three",
+              f"run: {list(summary)}\nschema: {want}")
+        check(header == schema.METRICS_COLUMNS, "its metrics.csv has the schema's columns", f"run: {header}")
+
+
+def report():
+    js = open(os.path.join(ROOT, "cli", "report", "report.js"), encoding="utf-8").read()
+    outcomes = re.search(r"const OUTCOMES = new Set\(\[(.*?)\]\)", js, re.S)
+    names = re.findall(r'"(\w+)"', outcomes.group(1)) if outcomes else []
+    check(names == schema.OUTCOME_COLUMNS, "report.js's OUTCOMES are the schema's outcome columns",
+          f"report.js: {names}\nschema: {schema.OUTCOME_COLUMNS}")
+    curves = re.search(r"const CURVES = \[(.*?)\];", js, re.S)
+    cols = re.findall(r'"(\w+)"', re.sub(r'title: "[^"]*"', "", curves.group(1))) if curves else []
+    check(cols and set(cols) <= set(schema.METRICS_COLUMNS), "the curves report.js draws are metrics.csv columns",
+          f"report.js: {cols}")
+    verdict_js = re.search(r"function verdict\(run\) \{\n  const s = run.summary;(.*?)\n\}", js, re.S)
+    read = set(re.findall(r"\bs\.(\w+)", verdict_js.group(1) if verdict_js else "")) | set(
+        re.findall(r'mark\("(\w+)"', js)) | set(re.findall(r'"(\w+)" in sum\b', js))
+    check(verdict_js and read <= set(ALL_SUMMARY_KEYS), "the summary.json keys report.js reads are the schema's",
+          f"report.js reads: {sorted(read)}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--attnlab", required=True)
+    exe = ap.parse_args().attnlab
+    source()
+    runs(exe)
+    report()
+    return verdict("test_run_schema")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
