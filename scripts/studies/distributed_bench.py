@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 
+from attnlab_runs.files import read_summary
 from attnlab_runs.launch import ROOT
 
 SHAPES = {  # name: V = T, d, heads, layers, d_ff, batch (bench/shapes.h)
@@ -65,8 +66,7 @@ def train(args, name, np_, way, steps, run):
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"distributed_bench: {' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")
-    with open(os.path.join(run, "summary.json")) as f:
-        s = json.load(f)
+    s = read_summary(run)
     return {"config": name, "np": np_, "way": way or "-", "parameters": s["parameters"],
             "ms_per_step": 1000 * s["seconds"] / steps if np_ <= 2 else None,
             "received": s.get("comm_bytes_received_per_step", 0), "sent": s.get("comm_bytes_sent_per_step", 0),

@@ -30,6 +30,8 @@ import math
 import os
 import sys
 
+from attnlab_runs.schema import METRICS
+from attnlab_runs.files import read_csv
 from attnlab_runs.launch import ROOT, run_child, run_pool
 from attnlab_runs.study import median
 
@@ -48,18 +50,13 @@ def train(exe, flags, run_dir, allow_fail=False):
     return code
 
 
-def read_rows(path):
-    with open(path) as f:
-        return list(csv.DictReader(f))
-
-
 def init_job(args, arch, norm, layers, seed):
     run = os.path.join(args.runs, f"init-{arch}-{norm}-L{layers}-s{seed}")
     flags = TASK + MODEL + ["--model", arch, "--norm", norm, "--layers", str(layers), "--seed", str(seed),
                             "--steps", "1", "--probe-every", "1", "--eval-every", "1", "--heldout", "20", "--clip", "0"]
     train(args.attnlab, flags, run)
     return [(arch, norm, layers, seed, r["param"], float(r["grad_norm"]))
-            for r in read_rows(os.path.join(run, "probe_params.csv")) if r["step"] == "1"]
+            for r in read_csv(os.path.join(run, "probe_params.csv")) if r["step"] == "1"]
 
 
 def layer_of(param):
@@ -92,7 +89,7 @@ def warm_job(args, norm, lr, warmup, seed):
                             str(warmup), "--clip", "0", "--steps", str(args.cap), "--eval-every", "100",
                             "--target", "1", "--seed", str(seed), "--heldout", "200"]
     code = train(args.attnlab, flags, run, allow_fail=True)
-    metrics = read_rows(os.path.join(run, "metrics.csv"))
+    metrics = read_csv(os.path.join(run, METRICS))
     evals = [(int(r["step"]), float(r["heldout_exact"])) for r in metrics if r["heldout_exact"] != ""]
     norms = [float(r["grad_norm"]) for r in metrics if int(r["step"]) <= 100 and r["grad_norm"] != ""]
     solved = next((s for s, e in evals if e >= 1.0), "")
@@ -109,7 +106,7 @@ def run_warmup(args):
     path = os.path.join(args.out, "gradient_flow_warmup.csv")
     key = lambda r: tuple(str(r[k]) for k in ("layers", "norm", "lr", "warmup", "seed"))  # noqa: E731
     done = {key(r) for r in new}
-    old = [r for r in read_rows(path) if key(r) not in done] if os.path.exists(path) else []
+    old = [r for r in read_csv(path) if key(r) not in done] if os.path.exists(path) else []
     write_csv(path, WARM_FIELDS, old + new)
 
 
@@ -149,7 +146,7 @@ def summarise(out):
     """The slopes and per-layer ratios the doc quotes, printed from the CSVs."""
     init = os.path.join(out, "gradient_flow_init.csv")
     if os.path.exists(init):
-        rows = read_rows(init)
+        rows = read_csv(init)
         deepest = max(int(r["layers"]) for r in rows)
         for arch in ("encoder", "decoder"):
             for norm in ("pre", "post"):
@@ -162,7 +159,7 @@ def summarise(out):
                       f"head {slope(sides['head']):+.2f}; L = {deepest}: ff.fc2 last/first block {ratio:.2f}")
     warm = os.path.join(out, "gradient_flow_warmup.csv")
     if os.path.exists(warm):
-        rows = read_rows(warm)
+        rows = read_csv(warm)
         for layers, norm, lr, w in warm_keys(rows):
             rs = [r for r in rows if (r["layers"], r["norm"], r["lr"], r["warmup"]) == (layers, norm, lr, w)]
             solved = [int(r["solved_at"]) if r["solved_at"] else math.inf for r in rs]
@@ -186,7 +183,7 @@ def plot(out):
     os.makedirs(figs, exist_ok=True)
     init = os.path.join(out, "gradient_flow_init.csv")
     if os.path.exists(init):
-        rows = read_rows(init)
+        rows = read_csv(init)
         deepest = max(int(r["layers"]) for r in rows)
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
         for ax, arch in zip(axes, ("encoder", "decoder")):
@@ -225,7 +222,7 @@ def plot(out):
         plt.close(fig)
     warm = os.path.join(out, "gradient_flow_warmup.csv")
     if os.path.exists(warm):
-        rows = read_rows(warm)
+        rows = read_csv(warm)
         keys = warm_keys(rows)
         fig, ax = plt.subplots(figsize=(11, 4))
         cap = max(int(r["solved_at"]) for r in rows if r["solved_at"]) if any(r["solved_at"] for r in rows) else 1

@@ -38,12 +38,12 @@ import csv
 import datetime
 import json
 import os
-import shlex
 import sys
 import time
 
-from attnlab_runs.files import held_step
-from attnlab_runs.launch import ROOT, run_child, run_pool
+from attnlab_runs.files import held_step, heldout_curve
+from attnlab_runs.launch import ROOT, checked_child, run_pool, train
+from attnlab_runs.schema import solved_at
 from attnlab_runs.study import check_provenance, cpu_kind, median, median_range, provenance, replace_block
 
 NANO = ["--model", "decoder", "--d-model", "48", "--heads", "3", "--layers", "3", "--d-ff", "192",
@@ -80,31 +80,18 @@ def run_flags(task_flags, cap, init, layout, seed, every, patience):
                                 "--target-patience", str(patience), "--seed", str(seed), "--threads", "1"]
 
 
-def attnlab_history(run_dir):
-    """[[step, held-out exact], ...] from the rows of metrics.csv that carry an evaluation."""
-    with open(os.path.join(run_dir, "metrics.csv")) as f:
-        return [[int(r["step"]), float(r["heldout_exact"])] for r in csv.DictReader(f) if r["heldout_exact"] != ""]
-
-
 def run_attnlab(exe, flags, run_dir):
-    cmd = [exe, "train"] + flags + ["--quiet", "--overwrite", "--run", run_dir]
-    code, _, err, cpu = run_child(cmd)
-    if code != 0:
-        raise RuntimeError(f"{' '.join(map(shlex.quote, cmd))} failed ({code}): {err.strip()}")
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        s = json.load(f)
+    s, cpu = train(exe, run_dir, flags)
     return {"parameters": s["parameters"], "steps": s["steps"], "heldout_exact": s["heldout_exact"],
-            "seconds": round(s["seconds"], 2), "cpu_seconds": round(cpu, 2), "evals": attnlab_history(run_dir),
-            "solved_at_step": s["solved_at_step"] if s["solved_at_step"] > 0 else None,
+            "seconds": round(s["seconds"], 2), "cpu_seconds": round(cpu, 2), "evals": heldout_curve(run_dir),
+            "solved_at_step": solved_at(s),
             "command": "attnlab train " + " ".join(flags)}
 
 
 def run_pytorch(flags):
     script = os.path.join(ROOT, "scripts", "studies", "torch_gpt_reference.py")
     env = dict(os.environ, **ONE_THREAD)
-    code, out, err, cpu = run_child([sys.executable, script] + flags, env=env)
-    if code != 0:
-        raise RuntimeError(f"{script} {' '.join(flags)} failed ({code}): {err.strip()}")
+    out, _ = checked_child([sys.executable, script] + flags, env=env, shown=f"{script} {' '.join(flags)}")
     r = json.loads(out.strip().splitlines()[-1])
     return {k: r[k] for k in ("parameters", "steps", "heldout_exact", "seconds", "evals", "solved_at_step")} | {
         "cpu_seconds": r["cpu_seconds"], "command": "python3 scripts/studies/torch_gpt_reference.py " + " ".join(flags)}

@@ -25,16 +25,14 @@ per run (--threads 1), --jobs runs at a time.
 import argparse
 import csv
 import datetime
-import json
 import os
 import re
-import shlex
-import subprocess
 import sys
 import threading
 import time
 
-from attnlab_runs.launch import ROOT, run_pool
+from attnlab_runs.files import read_summary
+from attnlab_runs.launch import ROOT, checked_child, run_pool, train
 from attnlab_runs.study import replace_block
 
 TRAIN_LENS = (8, 12)
@@ -71,10 +69,7 @@ def train_args(variant, task, model, positional):
 
 
 def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(shlex.quote, cmd))} failed ({p.returncode}): {p.stderr.strip()}")
-    return p.stdout
+    return checked_child(cmd)[0]
 
 
 def parse_eval(text):
@@ -98,22 +93,21 @@ def same_run(stamped, shown, run_dir):
     return inits in ([], ["torch"])
 
 
-def train(exe, runs_dir, variant, task, model, positional, seed, retrain):
+def trained_cell(exe, runs_dir, variant, task, model, positional, seed, retrain):
     run_dir = os.path.join(runs_dir, variant, f"{cell_name(task, model, positional)}-s{seed}")
     args = train_args(variant, task, model, positional) + ["--seed", str(seed), "--threads", "1"]
     shown = "attnlab train " + " ".join(args)
     stamp = os.path.join(run_dir, "length_study_command.txt")
-    done = os.path.exists(os.path.join(run_dir, "summary.json")) and os.path.exists(stamp)
-    if retrain or not done or not same_run(open(stamp).read().strip(), shown, run_dir):
-        run([exe, "train"] + args + ["--quiet", "--overwrite", "--run", run_dir])
+    summary = read_summary(run_dir)
+    if retrain or summary is None or not os.path.exists(stamp) or not same_run(open(stamp).read().strip(), shown, run_dir):
+        summary, _ = train(exe, run_dir, args)
         with open(stamp, "w") as f:
             f.write(shown + "\n")
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        return run_dir, json.load(f), shown
+    return run_dir, summary, shown
 
 
 def study_cell(exe, runs_dir, variant, task, model, positional, seed, retrain):
-    run_dir, s, shown = train(exe, runs_dir, variant, task, model, positional, seed, retrain)
+    run_dir, s, shown = trained_cell(exe, runs_dir, variant, task, model, positional, seed, retrain)
     rows = []
     for n in EVAL_LENS:
         exact, token = parse_eval(run([exe, "eval", "--run", run_dir, "--len", str(n), "--threads", "1"]))

@@ -21,7 +21,6 @@ the same way (how far a difference of rounding size carries on its own).
 Needs torch; exit 2 with one line for a bad option or a run whose vocabulary is not the reference's.
 """
 import argparse
-import csv
 import json
 import os
 import subprocess
@@ -29,6 +28,8 @@ import sys
 import tempfile
 
 import learning_speed_study as L  # noqa: E402
+from attnlab_runs.schema import METRICS
+from attnlab_runs.files import read_csv
 from attnlab_runs.files import held_step
 from attnlab_runs.study import median_range
 import torch_gpt_reference as R  # noqa: E402
@@ -99,9 +100,7 @@ class AttnlabPairsStream:
 def attnlab_train(exe, flags, run):
     subprocess.run([exe, "train"] + flags + ["--tokenize", "chars", "--quiet", "--overwrite", "--run", run],
                    check=True, capture_output=True)
-    with open(os.path.join(run, "metrics.csv")) as f:
-        rows = list(csv.DictReader(f))
-    return rows
+    return read_csv(os.path.join(run, METRICS))
 
 
 def replay(torch, flags, init_weights, cfg_seed, steps, every, patience):

@@ -23,7 +23,6 @@ docs/figures/scaling_study.csv. Takes a few minutes on one core (--quick: less).
 """
 import argparse
 import csv
-import json
 import math
 import os
 import subprocess
@@ -36,7 +35,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from attnlab_runs.files import read_csv
+from attnlab_runs.files import read_csv, read_summary
 from attnlab_runs.launch import ROOT, default_exe
 
 FIG = os.path.join(ROOT, "docs", "figures")
@@ -101,8 +100,7 @@ def solve_run(exe, work, d_k, scale, seed, cap):
            "--heldout", "200", "--target", "1", "--init", "torch", "--seed", str(seed), "--quiet", "--threads", "1", "--overwrite",
            "--run", run]
     subprocess.run(cmd, check=True)
-    with open(os.path.join(run, "summary.json")) as f:
-        s = json.load(f)
+    s = read_summary(run)
     return s["solved_at_step"], s["heldout_exact"], s["seconds"]
 
 

@@ -16,7 +16,6 @@ setting solved the task. Last, each method's best configuration trained again wi
 (the studies train with seed 0): is its steps-to-solve the configuration's or the seed's?
 """
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -24,7 +23,8 @@ import sys
 
 import optuna
 
-from attnlab_runs.launch import ROOT, default_exe
+from attnlab_runs.files import read_summary
+from attnlab_runs.launch import ROOT, default_exe, train
 from attnlab_runs.flags import train_flags
 
 TASK = ["--task", "pairs", "--file", os.path.join("data", "pairs", "adder2.tsv"), "--tokenize", "chars",
@@ -136,11 +136,10 @@ def check_seeds(args):
         for seed in (1, 2):
             run = os.path.join(args.out, "seeds", f"{m}-{rep}-trial{best.number:04d}-seed{seed}")
             os.makedirs(os.path.dirname(run), exist_ok=True)
-            if not os.path.exists(os.path.join(run, "summary.json")):  # trained by an earlier call
-                subprocess.run([args.attnlab, "train", "--run", run, "--overwrite", "--quiet", "--threads", "1",
-                                "--seed", str(seed), "--target", "1"] + flags + TASK, check=True)
-            with open(os.path.join(run, "summary.json")) as f:
-                steps.append(json.load(f)["solved_at_step"])
+            summary = read_summary(run)  # trained by an earlier call
+            if summary is None:
+                summary, _ = train(args.attnlab, run, ["--threads", "1", "--seed", str(seed), "--target", "1"] + flags + TASK)
+            steps.append(summary["solved_at_step"])
         print(f"{m:>6}  {' '.join(flags)}: {', '.join(str(x) for x in steps)} (-1: not solved in 2500)")
 
 

@@ -7,7 +7,6 @@ Panels: training loss and held-out exact match against step, and gradient
 norm. Prints one line per run from its summary.json (when present).
 """
 import argparse
-import json
 import os
 import sys
 
@@ -16,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from attnlab_runs.files import read_csv
+from attnlab_runs.files import read_csv, read_summary
 
 
 def column(rows, name):
@@ -42,10 +41,8 @@ def main():
         ax[0].plot(*column(rows, "loss"), label=label)
         ax[1].plot(*column(rows, "heldout_exact"), marker="o", ms=3, label=label)
         ax[2].plot(*column(rows, "grad_norm"), label=label)
-        summary_path = os.path.join(run, "summary.json")
-        if os.path.exists(summary_path):
-            with open(summary_path) as f:
-                s = json.load(f)
+        s = read_summary(run)
+        if s is not None:
             print(f"{label:30s} {s['steps']:6d} {s['heldout_exact']:7.3f} {s['solved_at_step']:8d} {s['seconds']:8.1f}")
     ax[0].set_yscale("log")
     ax[0].set_title("training loss")

@@ -8,7 +8,6 @@ greedy exact match), learning rate, and gradient norm (before clipping).
 Writes RUN_DIR/metrics.png unless --out is given.
 """
 import argparse
-import csv
 import os
 import sys
 
@@ -17,14 +16,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from attnlab_runs.schema import METRICS
+from attnlab_runs.files import read_csv
+
 
 def read_metrics(run):
-    path = os.path.join(run, "metrics.csv")
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        sys.exit(f"plot_metrics: cannot read {path}: {e.strerror}")
+    path = os.path.join(run, METRICS)
+    rows = read_csv(path)
     if not rows:
         sys.exit(f"plot_metrics: {path} has no rows yet")
     return rows
