@@ -205,7 +205,8 @@ def check_page(exe_browser, page, runs, exe, inputs, artifacts, printed=False):
         shot = os.path.join(artifacts, os.path.basename(page).replace(".html", ".png"))
         b.screenshot(shot)  # the top of the page as it opens
         check(os.path.exists(shot), f"{page}: no screenshot {shot}")
-        check(b.evaluate('document.body.getAttribute("data-rendered")') == "ok", f"{page}: the page did not render (data-rendered)")
+        check(b.evaluate('document.body.getAttribute("data-rendered")') == "ok",
+              f"{page}: the page did not render (data-rendered)")
         if printed:
             waiting = b.evaluate(UNBUILT)
             left = b.evaluate(BUILD_FIRST)
@@ -224,7 +225,8 @@ def check_page(exe_browser, page, runs, exe, inputs, artifacts, printed=False):
         errors = [t for t in b.console if t[0] in ("error", "assert")] + b.exceptions + [e for e in b.log if e[0] == "error"]
         check(not errors, f"{page}: console errors or exceptions {errors[:5]}")
         url = "file://" + page
-        check(all(r == url for r in b.requests), f"{page}: requests other than the page: {[r for r in b.requests if r != url][:5]}")
+        check(all(r == url for r in b.requests),
+              f"{page}: requests other than the page: {[r for r in b.requests if r != url][:5]}")
     finally:
         log = b.close()
     for bad in ("Uncaught", "Refused to", "ERR_NAME_NOT_RESOLVED", "net::ERR"):
@@ -263,10 +265,12 @@ HEAT_CANVAS = """((ri, key, asked) => {
   const frame = c.parentElement.getBoundingClientRect(), bar = c.parentElement.nextElementSibling;
   const scale = bar ? [...bar.querySelectorAll("text")].map((t) => t.textContent) : [];
   const inside = frame.left <= box.left && box.right <= frame.right && frame.top <= box.top && box.bottom <= frame.bottom;
-  return { left: box.left, top: box.top, width: box.width, height: box.height, columns: c.width, rows: c.height, drawn, inside, scale,
+  return { left: box.left, top: box.top, width: box.width, height: box.height, columns: c.width, rows: c.height,
+           drawn, inside, scale,
            colours: asked.map(([r, col]) => [...d.subarray(4 * (r * c.width + col), 4 * (r * c.width + col) + 3)]) };
 })"""
-TIP = 'new Promise((done) => requestAnimationFrame(() => { const t = document.getElementById("tip"); done(t.hidden ? null : t.textContent); }))'
+TIP = ('new Promise((done) => requestAnimationFrame(() => { const t = document.getElementById("tip"); '
+       'done(t.hidden ? null : t.textContent); }))')
 VIRIDIS_ENDS = ([68, 1, 84], [253, 231, 37])  # report.js's VIRIDIS: the colours of the smallest and largest value
 
 

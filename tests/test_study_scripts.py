@@ -170,8 +170,8 @@ def test_experiments_tables(work):
     expect("from runs of 2026-12-01 on Test CPU, family 99._" in text, "the task table's stamp names date and CPU")
     expect("| 50, 100, not by 1000 | 100 (50 to > 1000) |" in text, "the task table has each seed, median and range")
     write_csv(os.path.join(docs, "experiments.csv"), [base | {"seed": "0", "solved_at_step": "50", "date": ""}])
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "studies", "experiments.py"), "--tables-only", "--docs", docs],
-                       capture_output=True, text=True)
+    script = os.path.join(ROOT, "scripts", "studies", "experiments.py")
+    r = subprocess.run([sys.executable, script, "--tables-only", "--docs", docs], capture_output=True, text=True)
     expect(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
            and "copy-encoder attnlab seed 0 has no date or cpu" in r.stderr,
            f"experiments.py refuses a row without its date in one line (got {r.returncode}: {r.stderr.strip()})")

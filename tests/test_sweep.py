@@ -34,8 +34,6 @@ SWEEP = os.path.join(os.path.dirname(HERE), "scripts", "tools", "sweep.py")
 FAKE = os.path.join(HERE, "fake_attnlab.py")
 
 
-
-
 def env_of(real, seconds="0.01"):
     return dict(os.environ, FAKE_ATTNLAB_REAL=real, FAKE_ATTNLAB_EVAL_SECONDS=seconds)
 
@@ -144,7 +142,8 @@ def check_signals(real, tmp):
     code, text, err = interrupt(real, out, signal.SIGINT, ignore_sigint=True)
     check(code == 130 and "interrupted (SIGINT)" in err and "the same command resumes" in err and "Traceback" not in err,
           "SIGINT (inherited ignored): the sweep stops, exit 130, says how to resume, no traceback", f"{code}\n{text}\n{err}")
-    rows = list(csv.DictReader(open(os.path.join(out, "summary.csv")))) if os.path.exists(os.path.join(out, "summary.csv")) else []
+    table = os.path.join(out, "summary.csv")
+    rows = list(csv.DictReader(open(table))) if os.path.exists(table) else []
     check(sorted(row["exit"] for row in rows) == ["130", "130"], "the table of the interrupted sweep: each point's exit 130",
           str(rows))
     for p in ("lr0.01", "lr0.02"):

@@ -239,7 +239,8 @@ def reference_for(torch, flags, weights):
     own = {n: tuple(p.shape) for n, p in model.named_parameters()}
     theirs = {n: tuple(t.shape) for n, t in weights.items()}
     expect(own == theirs, f"the same parameters, names and shapes: only reference {set(own) - set(theirs)}, "
-                          f"only attnlab {set(theirs) - set(own)}, shapes {[(n, own[n], theirs[n]) for n in own if n in theirs and own[n] != theirs[n]]}")
+                          f"only attnlab {set(theirs) - set(own)}, "
+                          f"shapes {[(n, own[n], theirs[n]) for n in own if n in theirs and own[n] != theirs[n]]}")
     return cfg, task, model
 
 
@@ -300,9 +301,9 @@ def test_training_parity(torch, exe, work):
     for layout in ("special", "bare"):
         flags = ref_flags + ["--layout", layout]
         _, ckpt0 = attnlab_run(exe, work, f"one-{layout}-0", flags + own + ["--lr", "1e-30", "--steps", "1",
-                                                                             "--eval-every", "1"])
+                                                                            "--eval-every", "1"])
         _, ckpt20 = attnlab_run(exe, work, f"one-{layout}-20", flags + own + ["--lr", "1e-2", "--steps", "20",
-                                                                               "--eval-every", "20"])
+                                                                              "--eval-every", "20"])
         start, theirs = R.read_safetensors(torch, ckpt0), R.read_safetensors(torch, ckpt20)
         cfg, task, model = reference_for(torch, flags + ["--lr", "1e-2"], start)
         model.load_state_dict(start, strict=True)
@@ -324,7 +325,7 @@ def test_init_distributions(torch, exe, work):
     for scheme in ("torch", "gpt2"):
         # One step at lr 1e-9 moves no weight by more than about 1e-9: the checkpoint is the initialisation.
         _, ckpt = attnlab_run(exe, work, f"init-{scheme}", flags + ["--init", scheme, "--lr", "1e-9", "--steps", "1",
-                                                                   "--eval-every", "1"])
+                                                                    "--eval-every", "1"])
         theirs = R.read_safetensors(torch, ckpt)
         cfg, _, model = reference_for(torch, flags + ["--init", scheme], theirs)
         R.initialise(torch, model, scheme, cfg.layers, torch.Generator().manual_seed(0))

@@ -52,9 +52,6 @@ if importlib.util.find_spec("optuna") is None:
     sys.exit(SKIP)
 
 
-
-
-
 REAL = None  # the attnlab under test: the fake passes `claim-dir` to it (FAKE_ATTNLAB_REAL)
 
 

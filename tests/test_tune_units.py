@@ -39,8 +39,6 @@ from tune_trial import Objective, TrialRunner  # noqa: E402
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-
-
 class StubRun:
     """What TrialRunner reads of a run: its directory, exit code, whether the tuner stopped it, its output."""
 

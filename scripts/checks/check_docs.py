@@ -19,7 +19,8 @@ A comment on the line before a block steers it:
 Comparison (the default, what the test suite runs): every command exits as
 expected, and its output has the lines the page shows, compared by format:
 numbers are masked, whether an answer was right and whether a target was
-reached, the CPU's name, vendor and ISA flags and the products' kernel, are masked too (they may differ between CPU kinds: a run is bitwise
+reached, the CPU's name, vendor and ISA flags and the products' kernel, are masked too (they may
+differ between CPU kinds: a run is bitwise
 reproducible only on the same binary, thread count and CPU kind), and the set
 of distinct lines must be the same ("..." in the page allows more lines).
 --exact compares the numbers too (only timings are masked): for the machine
@@ -168,7 +169,8 @@ def check_block(block, work, env, args, report):
     if block.is_script:
         code, out = run("set -e\n" + "\n".join(block.lines), work, env)
         ok = code == expected_exit
-        report(ok, block, f"script exited {code}, expected {expected_exit}" + ("" if ok else "\n      " + "\n      ".join(out[-5:])))
+        tail = "" if ok else "\n      " + "\n      ".join(out[-5:])
+        report(ok, block, f"script exited {code}, expected {expected_exit}" + tail)
         return None
     new_lines, problems = [], []
     for cmd, written, expected in split_transcript(block.lines):

@@ -25,7 +25,6 @@ import numpy as np
 from attnlab_runs.safetensors import read
 
 
-
 def write(path):
     # Data order: c.f64, b.matrix, a.scalar, empty; header keys sorted, so they differ.
     tensors = [

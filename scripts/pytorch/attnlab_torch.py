@@ -333,7 +333,8 @@ def read_config_ini(run):
 
 
 class TaskText:
-    """Text <-> ids: the checkpoint's vocabulary, or for an older file the generated tasks' numbered symbols or add's characters."""
+    """Text <-> ids: the checkpoint's vocabulary, or for an older file the generated tasks' numbered symbols or
+    add's characters."""
 
     NUMBERED = ("copy", "reverse", "sort", "duplicate", "induction", "recall")
     WRITTEN = ("words", "chars", "chars_ignoring_whitespace")

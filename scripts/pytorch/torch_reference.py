@@ -556,8 +556,9 @@ def bench_decode(name, threads, blas_threads, reps, seed=0):
     median = times[len(times) // 2]
     print(json.dumps({
         "impl": "pytorch", "torch": torch.__version__, "mode": "decode", "config": name, "arch": "decoder",
-        "threads": max(threads, blas_threads), "torch_threads": threads, "blas_threads": blas_threads, "blas_kernels": openblas_kernels(),
-        "batch": B, "src_len": src_len, "new_tokens": new_tokens, "generated": B * new_tokens, "ms": median * 1e3, "tokens_per_s": B * new_tokens / median,
+        "threads": max(threads, blas_threads), "torch_threads": threads, "blas_threads": blas_threads,
+        "blas_kernels": openblas_kernels(), "batch": B, "src_len": src_len, "new_tokens": new_tokens,
+        "generated": B * new_tokens, "ms": median * 1e3, "tokens_per_s": B * new_tokens / median,
         "answers_equal": equal,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
 

@@ -192,7 +192,7 @@ def main():
                     a = task_args + model_args + opt_args + ["--positional", p, "--init", i, "--eval-every", str(every),
                                                              "--steps", str(cap)]
                     jobs += [("init", f"{name}-{p}-{i}", run_attnlab, (args.attnlab, f"{name}-{p}-{i}", a, seed,
-                                                                      args.runs)) for seed in args.seeds]
+                                                                       args.runs)) for seed in args.seeds]
     if args.part in ("all", "s") and not args.tables_only:
         s_args = S_ARGS + ["--eval-every", str(S_EVAL_EVERY), "--steps", str(S_STEP_CAP)]
         for seed in args.s_seeds:  # interleaved, so that both implementations see the same machine load

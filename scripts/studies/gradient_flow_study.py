@@ -94,8 +94,8 @@ def warm_job(args, norm, lr, warmup, seed):
     norms = [float(r["grad_norm"]) for r in metrics if int(r["step"]) <= 100 and r["grad_norm"] != ""]
     solved = next((s for s, e in evals if e >= 1.0), "")
     diverged = code != 0 or any(not math.isfinite(float(r["loss"])) for r in metrics if r["loss"] != "")
-    return {"layers": layers, "norm": norm, "lr": lr, "warmup": warmup, "seed": seed, "solved_at": solved, "diverged": int(diverged),
-            "final_exact": evals[-1][1] if evals else 0.0,
+    return {"layers": layers, "norm": norm, "lr": lr, "warmup": warmup, "seed": seed, "solved_at": solved,
+            "diverged": int(diverged), "final_exact": evals[-1][1] if evals else 0.0,
             "max_grad_norm_first_100": f"{max(norms):.4g}" if norms else ""}
 
 
@@ -164,7 +164,8 @@ def summarise(out):
             rs = [r for r in rows if (r["layers"], r["norm"], r["lr"], r["warmup"]) == (layers, norm, lr, w)]
             solved = [int(r["solved_at"]) if r["solved_at"] else math.inf for r in rs]
             m = median(solved)
-            print(f"warm-up L {layers:>2} {norm:4} lr {lr:6} warmup {w:>4}: solved at {[s if s != math.inf else '-' for s in solved]} "
+            shown = [s if s != math.inf else '-' for s in solved]
+            print(f"warm-up L {layers:>2} {norm:4} lr {lr:6} warmup {w:>4}: solved at {shown} "
                   f"(median {m if m != math.inf else '> cap'}), diverged {sum(int(r['diverged']) for r in rs)} "
                   f"of {len(rs)}, max grad norm in the first 100 steps {[r['max_grad_norm_first_100'] for r in rs]}")
 

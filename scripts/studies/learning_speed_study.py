@@ -76,8 +76,8 @@ def task_flags_for(setting, impl):
 
 
 def run_flags(task_flags, cap, init, layout, seed, every, patience):
-    return task_flags + NANO + ["--init", init, "--layout", layout, "--eval-every", str(every), "--steps", str(cap), "--target", "1",
-                                "--target-patience", str(patience), "--seed", str(seed), "--threads", "1"]
+    return task_flags + NANO + ["--init", init, "--layout", layout, "--eval-every", str(every), "--steps", str(cap),
+                                "--target", "1", "--target-patience", str(patience), "--seed", str(seed), "--threads", "1"]
 
 
 def run_attnlab(exe, flags, run_dir):

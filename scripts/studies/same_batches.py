@@ -10,7 +10,8 @@ attnlab's training stream is reproduced here, std::mt19937_64 seeded with derive
 file's inputs, in file order (datasets/pairs.cpp). The two runs then differ only in float rounding.
 Printed per seed, a JSON line on stdout (and at the end their summary on stderr): the largest loss
 difference over the first 10, 20, 100, 200, 300, 500 and 1000 steps, the first step where it exceeds
-0.01, and each run's steps to hold 100% and 99% (3 evaluations) and its first evaluation at 50%. With --perturb E, the control: the reference run again
+0.01, and each run's steps to hold 100% and 99% (3 evaluations) and its first evaluation at 50%.
+With --perturb E, the control: the reference run again
 from the initial weights times (1 + E x N(0, 1)) elementwise, compared with the first reference run
 the same way (how far a difference of rounding size carries on its own).
 

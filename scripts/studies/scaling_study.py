@@ -29,14 +29,15 @@ import subprocess
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
+from attnlab_runs.files import read_csv, read_summary
+from attnlab_runs.launch import ROOT, default_exe
+
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from attnlab_runs.files import read_csv, read_summary
-from attnlab_runs.launch import ROOT, default_exe
 
 FIG = os.path.join(ROOT, "docs", "figures")
 D_KS = [4, 8, 16, 32, 64, 128]
@@ -97,8 +98,8 @@ def solve_run(exe, work, d_k, scale, seed, cap):
     cmd = [exe, "train", "--task", "reverse", "--model", "encoder", "--vocab", "16", "--min-len", "16", "--max-len", "16",
            "--d-model", "32", "--heads", "1", "--d-k", str(d_k), "--layers", "2", "--d-ff", "64",
            "--attn-scale", scale, "--lr", "3e-3", "--batch-size", "32", "--steps", str(cap), "--eval-every", "25",
-           "--heldout", "200", "--target", "1", "--init", "torch", "--seed", str(seed), "--quiet", "--threads", "1", "--overwrite",
-           "--run", run]
+           "--heldout", "200", "--target", "1", "--init", "torch", "--seed", str(seed), "--quiet", "--threads", "1",
+           "--overwrite", "--run", run]
     subprocess.run(cmd, check=True)
     s = read_summary(run)
     return s["solved_at_step"], s["heldout_exact"], s["seconds"]

@@ -4,8 +4,9 @@
 Written from the math, independently of attnlab's code (and of scripts/pytorch/attnlab_torch.py),
 to be the same model, data and training as `attnlab train --model decoder`:
 
-  model     tokens [bos] src [sep] tgt (--layout bare: src tgt, no special tokens), embedded (tok_emb) plus positions (pos_emb learned, or the
-            sinusoidal table, or none); L blocks, pre-LN  x + attn(ln1 x), x + ff(ln2 x)  then ln_f,
+  model     tokens [bos] src [sep] tgt (--layout bare: src tgt, no special tokens), embedded (tok_emb)
+            plus positions (pos_emb learned, or the sinusoidal table, or none); L blocks,
+            pre-LN  x + attn(ln1 x), x + ff(ln2 x)  then ln_f,
             or post-LN  ln1(x + attn x), ln2(x + ff x); causal multi-head attention with q, k, v and
             out projections (all with biases), scores scaled by 1/sqrt(d_k); feed-forward fc1, relu or
             exact-erf gelu, fc2; a head Linear(d, V) with bias, or tied to tok_emb (then its bias only);

@@ -50,8 +50,8 @@ def study_dir(out, method, rep):
 
 def run_study(args, method, rep):
     flags, trials = METHODS[method], GRID_POINTS if method == "grid" else args.trials
-    cmd = [sys.executable, os.path.join(ROOT, "scripts", "tools", "tune.py"), "--out", study_dir(args.out, method, rep), "--attnlab",
-           args.attnlab, "--objective", "steps", "--target", "1", "--trials", str(trials), "--study-seed", str(rep)]
+    cmd = [sys.executable, os.path.join(ROOT, "scripts", "tools", "tune.py"), "--out", study_dir(args.out, method, rep),
+           "--attnlab", args.attnlab, "--objective", "steps", "--target", "1", "--trials", str(trials), "--study-seed", str(rep)]
     print("$ " + " ".join(cmd + flags + ["--"] + TASK), flush=True)
     subprocess.run(cmd + flags + ["--"] + TASK, check=True)
 

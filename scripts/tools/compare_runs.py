@@ -10,12 +10,12 @@ import argparse
 import os
 import sys
 
+from attnlab_runs.files import read_csv, read_summary
+
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-from attnlab_runs.files import read_csv, read_summary
 
 
 def column(rows, name):

@@ -33,8 +33,8 @@ def main():
     layers = meta["layers"]
     if not layers:
         sys.exit("plot_attention: the model has no attention layers")
-    cols = max(l["heads"] for l in layers)
-    size = max(2.2, 0.28 * max(len(l["keys"]) for l in layers))
+    cols = max(layer["heads"] for layer in layers)
+    size = max(2.2, 0.28 * max(len(layer["keys"]) for layer in layers))
     fig, axes = plt.subplots(len(layers), cols, figsize=(size * cols + 1.6, size * len(layers) + 0.8), squeeze=False)
     image = None
     for r, layer in enumerate(layers):

@@ -17,6 +17,8 @@ import os
 import sys
 from collections import defaultdict
 
+from attnlab_runs.files import read_csv
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -24,11 +26,8 @@ import matplotlib.colors as mcolors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from attnlab_runs.files import read_csv
 
 PROBE_HINT = "train with --probe-every N"
-
-
 
 
 def is_matrix(name):

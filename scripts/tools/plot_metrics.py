@@ -11,13 +11,13 @@ import argparse
 import os
 import sys
 
+from attnlab_runs.files import read_csv
+from attnlab_runs.schema import METRICS
+
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-from attnlab_runs.schema import METRICS
-from attnlab_runs.files import read_csv
 
 
 def read_metrics(run):

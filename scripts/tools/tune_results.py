@@ -41,7 +41,8 @@ def rows(study, params):
         row = {"run": a.get("run", ""), "trial": t.number, "state": state_of(t),
                "objective": _rounded(t.value) if t.state == optuna.trial.TrialState.COMPLETE else "",
                "spread": _rounded(a["spread"]) if "spread" in a else "", "seeds": a.get("seeds", ""),
-               "heldout_exact": _rounded(a.get("heldout_exact", "")), "heldout_token_acc": _rounded(a.get("heldout_token_acc", "")),
+               "heldout_exact": _rounded(a.get("heldout_exact", "")),
+               "heldout_token_acc": _rounded(a.get("heldout_token_acc", "")),
                "heldout_loss": _rounded(a.get("heldout_loss", "")),
                "solved_at_step": (statistics.median(solved) if min(solved) >= 0 else -1) if solved else "",
                "steps": int(a["steps"]) if "steps" in a else "", "seconds": a.get("seconds", ""),
@@ -54,7 +55,7 @@ def rows(study, params):
 
 def columns(params, objective):
     cols = ["trial", "run"] + [p.name for p in params] + ["objective", "spread", "state", "heldout_exact",
-                                                           "solved_at_step", "steps", "cpu_seconds"]
+                                                          "solved_at_step", "steps", "cpu_seconds"]
     rest = ["seeds", "heldout_token_acc", "seconds", "exit"]
     if objective == "loss":
         cols.insert(cols.index("heldout_exact"), "heldout_loss")
