@@ -31,8 +31,10 @@ if importlib.util.find_spec("optuna") is None:
 
 import optuna  # noqa: E402
 
+import tune  # noqa: E402
 import tune_results  # noqa: E402
 import tune_study  # noqa: E402
+from attnlab_runs.flags import flag_names  # noqa: E402
 from tune_space import parse_param  # noqa: E402
 from tune_trial import Objective, TrialRunner  # noqa: E402
 
@@ -146,11 +148,45 @@ def check_worker_seeds():
     check(tune_study.worker_seed(None, False) is None, "no --study-seed: the sampler seeds itself")
 
 
+def check_grid_left():
+    """The grid sampler's rule, through Optuna's public API: a grid point is left while no trial of it has finished."""
+    grid = {"lr": [0.1, 0.2], "layers": [1, 2]}
+    study = optuna.create_study(sampler=tune_study.QuietGrid(grid, seed=0))
+    worker = tune_study.Worker.__new__(tune_study.Worker)
+
+    class Args:
+        pass
+    Args.grid, worker.args, worker.study = grid, Args(), study
+    asked = []
+    for _ in range(4):
+        trial = study.ask()
+        asked.append((trial, {name: trial.suggest_categorical(name, values) for name, values in grid.items()}))
+    check(len({tuple(p.values()) for _, p in asked}) == 4, "the grid sampler proposes the 4 points once each")
+    for trial, _ in asked[:3]:
+        study.tell(trial, 1.0)
+    check(worker._grid_left(study.get_trials(deepcopy=False)), "3 of 4 grid points finished, 1 running: one is left")
+    study.tell(asked[3][0], state=optuna.trial.TrialState.FAIL)
+    check(not worker._grid_left(study.get_trials(deepcopy=False)), "every grid point finished (one failed): none left")
+
+
+def check_seed_flag():
+    """--seed S and --seed=S after -- give the same seeds; with --seeds N the flag goes, the tuner adds each seed."""
+    for given in (["--seed", "5"], ["--seed=5"]):
+        args = tune.parse_args(["--out", "x", "--param", "lr=log:1e-3:1e-2", "--seeds", "2", "--"] + given)
+        tune.check_args(args)
+        check(args.base_seed == 5 and "seed" not in flag_names(args.fixed),
+              f"-- {' '.join(given)} --seeds 2: seeds 5 and 6, the flag itself not passed on", str(args.fixed))
+    args = tune.parse_args(["--out", "x", "--param", "lr=log:1e-3:1e-2", "--", "--seed=7"])
+    tune.check_args(args)
+    check(args.base_seed == 7 and args.fixed == ["--seed=7"], "-- --seed=7 alone: seed 7, passed on as given",
+          str(args.fixed))
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="test_tune_units-") as tmp:
         for step in (check_pruner_figure, check_log_scale, check_unsolved_seed, check_budget,
                      lambda: check_ended_seed(tmp), lambda: check_failed_seed(tmp), check_table_solved,
-                     check_worker_seeds):
+                     check_worker_seeds, check_grid_left, check_seed_flag):
             step()
     return verdict("test_tune_units")
 

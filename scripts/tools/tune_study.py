@@ -1,6 +1,7 @@
 """scripts/tools/tune.py's study: its storage, sampler and pruner, the worker that asks it for trials and
 runs them (--jobs at a time) within the budget, and what a worker does when Ctrl-C stops it."""
 import hashlib
+import itertools
 import os
 import random
 import signal
@@ -153,8 +154,14 @@ class Worker:
         if self.args.cpu_budget is not None and cpu >= self.args.cpu_budget:
             return False
         if self.args.sampler == "grid" and not any(t.state == optuna.trial.TrialState.WAITING for t in trials):
-            return bool(self.study.sampler._get_unvisited_grid_ids(self.study))
+            return self._grid_left(trials)
         return True
+
+    def _grid_left(self, trials):
+        """Whether some grid point has no finished trial yet (the grid sampler's rule: a running one is not done)."""
+        names = list(self.args.grid)
+        finished = {tuple(t.params.get(n) for n in names) for t in trials if t.state.is_finished()}
+        return any(point not in finished for point in itertools.product(*self.args.grid.values()))
 
     def _ask(self):
         """A new trial within the budget, with its run directories' name (an interrupted trial queued again
@@ -186,7 +193,7 @@ class Worker:
                 self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
             if outcome.state == "interrupted":  # queued again: the resumed study runs this configuration first
                 system = {"fixed_params": params}
-                own = self.study._storage.get_trial_system_attrs(trial._trial_id)
+                own = next(t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number).system_attrs
                 system.update({k: own[k] for k in ("grid_id", "search_space") if k in own})
                 self.study.add_trial(optuna.trial.create_trial(
                     state=optuna.trial.TrialState.WAITING, system_attrs=system,
