@@ -19,11 +19,11 @@ so each step depends on the whole trajectory so far. One parameter
 import json
 import math
 import os
-import re
 
 import torch
 
 from attnlab_runs.launch import ROOT
+from attnlab_runs.mirror import no_decay
 
 OUT = os.path.join(ROOT, "tests", "data", "optim_reference.json")
 
@@ -43,17 +43,6 @@ PARAMS = [
 def noise_for(index, numel):
     # fixed, deterministic, multiples of 1/16 in [-5/16, 5/16]
     return [((index * 5 + i * 7) % 11 - 5) / 16.0 for i in range(numel)]
-
-
-def no_decay(name):
-    """The attnlab default rule (framework/optim/optimizer.h)."""
-    parts = name.split(".")
-    if parts[-1] == "bias":
-        return True
-    for s in parts:
-        if re.fullmatch(r"ln(\d*|_.*)", s) or "emb" in s:
-            return True
-    return False
 
 
 def make_params():

@@ -47,6 +47,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from attnlab_runs.mirror import no_decay
+
 N_SPECIALS = 4  # <pad> <bos> <eos> <sep>, as datasets/vocab.h
 
 
@@ -116,12 +118,6 @@ class EncoderTagger(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
-
-
-def no_decay(name):
-    """attnlab's default_no_decay (framework/optim/optimizer.cpp): biases, LayerNorm, embeddings."""
-    parts = name.split(".")
-    return parts[-1] == "bias" or any(p.startswith("ln") or "emb" in p for p in parts)
 
 
 def draw(gen, n, length, symbols):

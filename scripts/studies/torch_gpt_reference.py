@@ -54,6 +54,7 @@ import sys
 import time
 
 from attnlab_runs.files import held_step
+from attnlab_runs.mirror import no_decay
 
 PAD, BOS, EOS, SEP, FIRST_SYMBOL = 0, 1, 2, 3, 4
 IGNORE = -100
@@ -335,18 +336,6 @@ def initialise(torch, model, scheme, layers, gen):
             else:
                 residual = parts[-2] in ("out_proj", "fc2")
                 p.normal_(0.0, residual_std if residual else 0.02, generator=gen)
-
-
-def no_decay(name):
-    """attnlab's default groups: no decay on biases, layer norms (ln, ln1, ln_f ...) and embeddings."""
-    parts = name.split(".")
-    if parts[-1] == "bias":
-        return True
-    for s in parts:
-        is_ln = s.startswith("ln") and (len(s) == 2 or s[2] == "_" or s[2:].isdigit())
-        if is_ln or "emb" in s:
-            return True
-    return False
 
 
 def scheduled_lr(cfg, step):

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 
+from attnlab_runs.figures import save_figure
 from attnlab_runs.files import read_csv, read_summary
 
 import matplotlib
@@ -50,15 +51,8 @@ def main():
     ax[1].set_ylim(-0.02, 1.02)
     ax[2].set_yscale("log")
     ax[2].set_title("gradient norm")
-    for a in ax:
-        a.set_xlabel("step")
-        a.grid(alpha=0.3)
     ax[1].legend(fontsize=8)
-    if args.title:
-        fig.suptitle(args.title)
-    fig.tight_layout()
-    fig.savefig(args.out, dpi=110)
-    print(args.out)
+    save_figure(fig, args.out, ax, args.title)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import os
 import sys
 from collections import defaultdict
 
+from attnlab_runs.figures import save_figure
 from attnlab_runs.files import read_csv
 
 import matplotlib
@@ -103,13 +104,7 @@ def main():
         ax_h.plot(s, [np.mean(per_step[x]) for x in s], label=layer)
     ax_h.set_title("mean attention entropy (nats)")
     ax_h.legend(fontsize=6)
-    for a in (ax_a, ax_g, ax_h):
-        a.set_xlabel("step")
-        a.grid(alpha=0.3)
-    fig.suptitle(os.path.basename(os.path.normpath(args.run)) + ": gradient flow")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    print(out)
+    save_figure(fig, out, (ax_a, ax_g, ax_h), os.path.basename(os.path.normpath(args.run)) + ": gradient flow")
 
 
 if __name__ == "__main__":

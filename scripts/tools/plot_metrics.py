@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 
+from attnlab_runs.figures import save_figure
 from attnlab_runs.files import read_csv
 from attnlab_runs.schema import METRICS
 
@@ -62,13 +63,7 @@ def main():
     ax[1, 1].plot(*column(rows, "grad_norm"))
     ax[1, 1].set_yscale("log")
     ax[1, 1].set_title("gradient norm (before clipping)")
-    for a in ax.flat:
-        a.set_xlabel("step")
-        a.grid(alpha=0.3)
-    fig.suptitle(os.path.basename(os.path.normpath(args.run)))
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    print(out)
+    save_figure(fig, out, ax.flat, os.path.basename(os.path.normpath(args.run)))
 
 
 if __name__ == "__main__":

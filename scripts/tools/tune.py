@@ -41,10 +41,10 @@ Exit codes: 0 done, 2 bad arguments (or a file the tuner cannot write), 130 inte
 import argparse
 import sys
 
-from attnlab_runs.flags import default_flags, flag_names, flag_value, resolved_value, without_flag
+from attnlab_runs.flags import default_flags, flag_names, flag_value, format_value, resolved_value, without_flag
 from attnlab_runs.launch import check_train_flags, default_exe, require_attnlab
 from attnlab_runs.tool import OneLineParser, refuse
-from tune_space import ParamError, format_value, parse_space
+from tune_space import ParamError, parse_space
 
 
 def fail(message):

@@ -10,7 +10,7 @@ import sys
 import optuna
 
 from attnlab_runs.files import print_table, write_table
-from tune_space import format_value, train_flags
+from attnlab_runs.flags import format_value, train_flags
 
 STATES = {optuna.trial.TrialState.COMPLETE: "complete", optuna.trial.TrialState.PRUNED: "pruned",
           optuna.trial.TrialState.RUNNING: "running", optuna.trial.TrialState.WAITING: "waiting"}

@@ -10,6 +10,8 @@ The name is a train flag without its dashes. Floats are passed to attnlab with 4
 digits, and the tables show the values passed, so the best command runs exactly what was measured.
 """
 
+from attnlab_runs.flags import format_value
+
 KINDS = ("log", "float", "int", "cat")
 
 
@@ -97,15 +99,3 @@ def parse_space(specs):
         if names.count(n) > 1:
             raise ParamError(f"--param {n} is given twice")
     return space
-
-
-def format_value(value):
-    """A value as passed to attnlab: floats with 4 significant digits, others as written."""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def train_flags(params):
-    """{name: value} -> ['--name', 'value', ...] in the order given."""
-    return [x for name, value in params.items() for x in (f"--{name}", format_value(value))]

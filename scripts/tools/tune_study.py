@@ -13,11 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import optuna
 
-from attnlab_runs.flags import default_flags
+from attnlab_runs.flags import default_flags, train_flags
 from attnlab_runs.launch import claim_directory
 from attnlab_runs.tool import launcher_rank_size
 from tune_results import counted, report
-from tune_space import train_flags
 from tune_trial import Objective, TrialRunner, run_base
 
 
