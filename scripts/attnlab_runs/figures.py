@@ -1,4 +1,14 @@
-"""The last steps of a figure of a run: curves over steps with a grid, a title, saved and its path printed."""
+"""A figure of one run: its command line, and its last steps (curves over steps with a grid, a title,
+saved and its path printed)."""
+import argparse
+
+
+def run_figure_parser(doc):
+    """The command line of a script that draws one run: RUN and --out (default: a .png in RUN)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run")
+    ap.add_argument("--out")
+    return ap
 
 
 def save_figure(fig, out, step_axes=(), title=None, **layout):

@@ -8,8 +8,11 @@ import sys
 from attnlab_runs.schema import METRICS, SUMMARY
 
 
-def read_csv(path, hint=""):
-    """The rows of a CSV file as dicts; exits with one line naming the file if it cannot be read."""
+def read_csv(path, hint="", missing_ok=False):
+    """The rows of a CSV file as dicts ([] for a missing file when missing_ok); exits with one line naming
+    the file if it cannot be read."""
+    if missing_ok and not os.path.exists(path):
+        return []
     try:
         with open(path, newline="") as f:
             return list(csv.DictReader(f))

@@ -1,8 +1,12 @@
 """What the study drivers (scripts/studies/) share: where a row ran, medians over seeds, and the
 generated blocks of the docs' pages."""
 import math
+import os
 import re
 import sys
+
+from attnlab_runs.files import read_csv
+from attnlab_runs.launch import ROOT
 
 
 def cpu_kind():
@@ -36,6 +40,19 @@ def check_provenance(rows, path, who):
             sys.exit(f"{who}: {path}: the row {r.get('experiment') or r.get('setting')} "
                      f"{r.get('variant') or r.get('implementation')} seed {r.get('seed')} has no date or cpu "
                      "(where it was measured)")
+
+
+def add_places(parser, runs):
+    """--runs (the study's run directories, under runs/RUNS) and --docs (where its pages and CSVs are)."""
+    parser.add_argument("--runs", default=os.path.join(ROOT, "runs", runs), help="the run directories")
+    parser.add_argument("--docs", default=os.path.join(ROOT, "docs"), help="the pages and CSVs written")
+
+
+def read_rows(path, who):
+    """The rows of a study's CSV ([] before its first run), each checked to say where it ran."""
+    rows = read_csv(path, missing_ok=True)
+    check_provenance(rows, path, who)
+    return rows
 
 
 def median(values):

@@ -18,6 +18,14 @@ def job_id():
     return env.get("PMIX_NAMESPACE") or env.get("OMPI_MCA_ess_base_jobid") or f"pid{os.getpid()}"
 
 
+def split_at_dashes(argv):
+    """(the tool's own arguments, the train flags after `--`)."""
+    if "--" not in argv:
+        return argv, []
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
+
+
 def refuse(tool, message):
     """Bad input: one line on stderr (rank 0 alone under mpirun: every rank meets the same input), exit 2."""
     if launcher_rank_size()[0] == 0:

@@ -29,7 +29,7 @@ import time
 
 from attnlab_runs.launch import ROOT, checked_child, run_pool, train
 from attnlab_runs.schema import solved_at
-from attnlab_runs.study import check_provenance, cpu_kind, median, median_range, provenance, replace_block
+from attnlab_runs.study import add_places, cpu_kind, median, median_range, provenance, read_rows, replace_block
 
 # Task suite: length 16, 16 task symbols (V = 20 with the 4 specials); add with
 # 3 + 3 digits. Every model is small (d 64, h 4, d_ff 256; L 2 per stack).
@@ -161,19 +161,14 @@ def main():
     p.add_argument("--jobs", type=int, default=1,
                    help="runs at a time (each on one thread); >1 adds contention to the timings")
     p.add_argument("--tables-only", action="store_true", help="rewrite the tables from docs/experiments.csv; run nothing")
-    p.add_argument("--runs", default=os.path.join(ROOT, "runs", "experiments"))
-    p.add_argument("--docs", default=os.path.join(ROOT, "docs"))
+    add_places(p, "experiments")
     args = p.parse_args()
     if not args.tables_only and not os.access(args.attnlab, os.X_OK):
         sys.exit(f"experiments: no attnlab binary at {args.attnlab}; build it (scripts/build.sh) or pass --attnlab")
     os.makedirs(args.runs, exist_ok=True)
 
     csv_path = os.path.join(args.docs, "experiments.csv")
-    old = []
-    if os.path.exists(csv_path):
-        with open(csv_path) as f:
-            old = list(csv.DictReader(f))
-        check_provenance(old, csv_path, "experiments")  # before the runs, not after them
+    old = read_rows(csv_path, "experiments")  # checked before the runs, not after them
     jobs = []  # (part, experiment, function, arguments), in the order of the tables
     if args.tables_only:
         pass

@@ -142,11 +142,15 @@ def output_side(rows, arch, norm):
     return {k: sorted(v) for k, v in out.items()}
 
 
+def part_rows(out, part):
+    """The rows of gradient_flow_PART.csv in `out`, [] before that part has run."""
+    return read_csv(os.path.join(out, f"gradient_flow_{part}.csv"), missing_ok=True)
+
+
 def summarise(out):
     """The slopes and per-layer ratios the doc quotes, printed from the CSVs."""
-    init = os.path.join(out, "gradient_flow_init.csv")
-    if os.path.exists(init):
-        rows = read_csv(init)
+    rows = part_rows(out, "init")
+    if rows:
         deepest = max(int(r["layers"]) for r in rows)
         for arch in ("encoder", "decoder"):
             for norm in ("pre", "post"):
@@ -157,9 +161,8 @@ def summarise(out):
                 ratio = fc2[-1][1] / fc2[0][1] if fc2 else float("nan")
                 print(f"{arch:7} {norm:4}: slope of log |grad| on log L: last ff.fc2 {slope(sides['last ff.fc2']):+.2f}, "
                       f"head {slope(sides['head']):+.2f}; L = {deepest}: ff.fc2 last/first block {ratio:.2f}")
-    warm = os.path.join(out, "gradient_flow_warmup.csv")
-    if os.path.exists(warm):
-        rows = read_csv(warm)
+    rows = part_rows(out, "warmup")
+    if rows:
         for layers, norm, lr, w in warm_keys(rows):
             rs = [r for r in rows if (r["layers"], r["norm"], r["lr"], r["warmup"]) == (layers, norm, lr, w)]
             solved = [int(r["solved_at"]) if r["solved_at"] else math.inf for r in rs]
@@ -182,9 +185,8 @@ def plot(out):
     import matplotlib.pyplot as plt
     figs = os.path.join(out, "figures")
     os.makedirs(figs, exist_ok=True)
-    init = os.path.join(out, "gradient_flow_init.csv")
-    if os.path.exists(init):
-        rows = read_csv(init)
+    rows = part_rows(out, "init")
+    if rows:
         deepest = max(int(r["layers"]) for r in rows)
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
         for ax, arch in zip(axes, ("encoder", "decoder")):
@@ -221,9 +223,8 @@ def plot(out):
         fig.tight_layout()
         fig.savefig(os.path.join(figs, "gradient_flow_depth.png"), dpi=100)
         plt.close(fig)
-    warm = os.path.join(out, "gradient_flow_warmup.csv")
-    if os.path.exists(warm):
-        rows = read_csv(warm)
+    rows = part_rows(out, "warmup")
+    if rows:
         keys = warm_keys(rows)
         fig, ax = plt.subplots(figsize=(11, 4))
         cap = max(int(r["solved_at"]) for r in rows if r["solved_at"]) if any(r["solved_at"] for r in rows) else 1

@@ -44,7 +44,7 @@ import time
 from attnlab_runs.files import held_step, heldout_curve
 from attnlab_runs.launch import ROOT, checked_child, run_pool, train
 from attnlab_runs.schema import solved_at
-from attnlab_runs.study import check_provenance, cpu_kind, median, median_range, provenance, replace_block
+from attnlab_runs.study import add_places, cpu_kind, median, median_range, provenance, read_rows, replace_block
 
 NANO = ["--model", "decoder", "--d-model", "48", "--heads", "3", "--layers", "3", "--d-ff", "192",
         "--activation", "gelu", "--positional", "learned", "--lr", "5e-4", "--beta1", "0.9", "--beta2", "0.95",
@@ -150,12 +150,8 @@ def table(rows):
     return "\n".join(out)
 
 
-def read_rows(path):
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
-    check_provenance(rows, path, "learning_speed_study")
+def typed_rows(path):
+    rows = read_rows(path, "learning_speed_study")
     for r in rows:
         r["layout"] = r.get("layout") or "special"  # rows written before --layout existed
         for k in ("seed", "parameters", "eval_every", "patience", "steps"):
@@ -200,8 +196,7 @@ def main():
     p.add_argument("--patience", type=int, default=3, help="consecutive evaluations a level must hold")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (each on one thread); at most 2 here")
     p.add_argument("--tables-only", action="store_true", help="rewrite the table from the CSV; run nothing")
-    p.add_argument("--runs", default=os.path.join(ROOT, "runs", "learning_speed"))
-    p.add_argument("--docs", default=os.path.join(ROOT, "docs"))
+    add_places(p, "learning_speed")
     args = p.parse_args()
     if args.eval_every < 0 or args.patience < 1 or args.jobs < 1:
         sys.exit(f"learning_speed_study: --eval-every must be >= 0, --patience and --jobs >= 1, got "
@@ -212,7 +207,7 @@ def main():
     jobs = [] if args.tables_only else [
         (s, v, seed) for s in SETTINGS if not args.only or s[0] in args.only for seed in args.seeds for v in wanted]
     csv_path = os.path.join(args.docs, "learning_speed.csv")
-    kept = read_rows(csv_path)  # read (and checked) before an hour of runs, not after
+    kept = typed_rows(csv_path)  # read (and checked) before an hour of runs, not after
     os.makedirs(args.runs, exist_ok=True)
     start = time.perf_counter()
 

@@ -31,9 +31,9 @@ import sys
 import threading
 import time
 
-from attnlab_runs.files import read_summary
+from attnlab_runs.files import read_csv, read_summary
 from attnlab_runs.launch import ROOT, checked_child, run_pool, train
-from attnlab_runs.study import replace_block
+from attnlab_runs.study import add_places, replace_block
 
 TRAIN_LENS = (8, 12)
 EVAL_LENS = [12, 14, 16, 20, 32]
@@ -215,13 +215,6 @@ def write_outputs(rows, docs):
         f.write(text)
 
 
-def load_csv(path):
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return list(csv.DictReader(f))
-
-
 def write_csv(path, rows):
     order = {v: i for i, v in enumerate(list(VARIANTS) + TASKS + MODELS + POSITIONALS)}
     rows.sort(key=lambda r: (order[r["variant"]], order[r["model"]], order[r["task"]], order[r["positional"]],
@@ -255,11 +248,10 @@ def main():
     p.add_argument("--jobs", type=int, default=2, help="runs at a time, each on one thread")
     p.add_argument("--retrain", action="store_true", help="train again even where a finished run exists")
     p.add_argument("--figures-only", action="store_true", help="heatmaps and tables from the CSV; run nothing")
-    p.add_argument("--runs", default=os.path.join(ROOT, "runs", "length"))
-    p.add_argument("--docs", default=os.path.join(ROOT, "docs"))
+    add_places(p, "length")
     args = p.parse_args()
     csv_path = os.path.join(args.docs, "figures", "length_grid.csv")
-    rows = load_csv(csv_path)
+    rows = read_csv(csv_path, missing_ok=True)
     if not args.figures_only:
         if not os.access(args.attnlab, os.X_OK):
             sys.exit(f"length_study: no attnlab binary at {args.attnlab}; build it or pass --attnlab")

@@ -12,12 +12,11 @@ and of the gradient flowing back into it, from probe_stream.csv; and per
 attention layer the mean entropy of its heads, from probe_heads.csv.
 Writes RUN_DIR/gradient_flow.png unless --out is given.
 """
-import argparse
 import os
 import sys
 from collections import defaultdict
 
-from attnlab_runs.figures import save_figure
+from attnlab_runs.figures import run_figure_parser, save_figure
 from attnlab_runs.files import read_csv
 
 import matplotlib
@@ -57,9 +56,7 @@ def heatmap(ax, fig, rows, key, names, steps, title, labels=True):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run")
-    ap.add_argument("--out")
+    ap = run_figure_parser(__doc__)
     ap.add_argument("--all-params", action="store_true")
     args = ap.parse_args()
     params = read_csv(os.path.join(args.run, "probe_params.csv"), PROBE_HINT)

@@ -7,11 +7,10 @@ Four panels: training loss, accuracy (train teacher-forced and held-out
 greedy exact match), learning rate, and gradient norm (before clipping).
 Writes RUN_DIR/metrics.png unless --out is given.
 """
-import argparse
 import os
 import sys
 
-from attnlab_runs.figures import save_figure
+from attnlab_runs.figures import run_figure_parser, save_figure
 from attnlab_runs.files import read_csv
 from attnlab_runs.schema import METRICS
 
@@ -40,9 +39,7 @@ def column(rows, name):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run")
-    ap.add_argument("--out")
+    ap = run_figure_parser(__doc__)
     args = ap.parse_args()
     rows = read_metrics(args.run)
     out = args.out or os.path.join(args.run, "metrics.png")

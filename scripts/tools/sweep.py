@@ -50,7 +50,7 @@ import time
 from attnlab_runs.files import last_line, print_table, read_summary, write_table
 from attnlab_runs.flags import default_flags, flag_names
 from attnlab_runs.launch import (Run, check_train_flags, claim_directory, default_exe, require_attnlab, train_args)
-from attnlab_runs.tool import OneLineParser, job_id, launcher_rank_size, refuse
+from attnlab_runs.tool import OneLineParser, job_id, launcher_rank_size, refuse, split_at_dashes
 
 POLL_SECONDS = 0.1
 
@@ -232,10 +232,7 @@ def plot(out, table, grid):
 
 
 def parse_args(argv):
-    shared = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, shared = argv[:i], argv[i + 1:]
+    argv, shared = split_at_dashes(argv)
     ap = OneLineParser(prog="sweep", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="sweep directory (one run directory per grid point)")
     ap.add_argument("--grid", action="append", default=[], help="name=v1,v2,... (repeatable)")

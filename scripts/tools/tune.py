@@ -43,7 +43,7 @@ import sys
 
 from attnlab_runs.flags import default_flags, flag_names, flag_value, format_value, resolved_value, without_flag
 from attnlab_runs.launch import check_train_flags, default_exe, require_attnlab
-from attnlab_runs.tool import OneLineParser, refuse
+from attnlab_runs.tool import OneLineParser, refuse, split_at_dashes
 from tune_space import ParamError, parse_space
 
 
@@ -52,10 +52,7 @@ def fail(message):
 
 
 def parse_args(argv):
-    fixed = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, fixed = argv[:i], argv[i + 1:]
+    argv, fixed = split_at_dashes(argv)
     ap = OneLineParser(prog="tune.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--param", action="append", default=[])
