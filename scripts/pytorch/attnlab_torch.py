@@ -195,16 +195,10 @@ class Model(ref.Model):
             rows.append(real + [real[-1] if real else 0] * (t - n))
         return torch.tensor(rows, dtype=torch.long)
 
-    def embed(self, ids):
-        pos = self._positions.pop(0) if getattr(self, "_positions", None) else None
-        if pos is None:
-            return super().embed(ids)
-        h = self.tok_emb(ids)
-        if self.cfg["positional"] == "learned":
-            h = h + self.pos_emb.weight[pos]
-        elif self.cfg["positional"] == "sinusoidal":
-            h = h + self.pe[pos].to(h.dtype)
-        return h
+    def embed(self, ids, positions=None):
+        if positions is None and getattr(self, "_positions", None):
+            positions = self._positions.pop(0)
+        return super().embed(ids, positions)
 
 
 def build(cfg):

@@ -234,13 +234,14 @@ class Model(nn.Module):
             self.ln_f = nn.LayerNorm(d, eps=1e-5)
         self.head = TiedHeadBias(V) if cfg["tie_embeddings"] else nn.Linear(d, V)
 
-    def embed(self, ids):
+    def embed(self, ids, positions=None):
+        """Token embeddings plus positions' (by default 0..T-1; an index or indices otherwise)."""
         h = self.tok_emb(ids)
-        t = ids.shape[1]
+        at = slice(0, ids.shape[1]) if positions is None else positions
         if self.cfg["positional"] == "learned":
-            h = h + self.pos_emb.weight[:t]
+            h = h + self.pos_emb.weight[at]
         elif self.cfg["positional"] == "sinusoidal":
-            h = h + self.pe[:t].to(h.dtype)
+            h = h + self.pe[at].to(h.dtype)
         return h
 
     def logits(self, h):
@@ -498,11 +499,7 @@ def greedy_decoder_cached(model, prompts, new_tokens):
     out = []
     token = ids[:, :1]
     for pos in range(p_len + new_tokens - 1):
-        h = model.tok_emb(token)
-        if model.cfg["positional"] == "learned":
-            h = h + model.pos_emb.weight[pos]
-        elif model.cfg["positional"] == "sinusoidal":
-            h = h + model.pe[pos].to(h.dtype)
+        h = model.embed(token, pos)
         for block, cache in zip(model.blocks, caches):
             if block.pre:
                 h = h + cached_self_attention(block.attn, block.ln1(h), cache, pos)

@@ -20,13 +20,13 @@ Runtime is bounded: every run has a step cap (--steps) and stops at its target;
 the caps below times the slowest per-step cost seen bound the total.
 """
 import argparse
-import csv
 import datetime
 import json
 import os
 import sys
 import time
 
+from attnlab_runs.files import write_table
 from attnlab_runs.launch import ROOT, checked_child, run_pool, train
 from attnlab_runs.schema import solved_at
 from attnlab_runs.study import add_places, cpu_kind, median, median_range, provenance, read_rows, replace_block
@@ -225,11 +225,7 @@ def main():
     all_rows.sort(key=lambda r: (parts[r["part"]], order.get(r["experiment"], 99), r["experiment"],
                                  r["implementation"], int(r["seed"])))
     os.makedirs(args.docs, exist_ok=True)
-    with open(csv_path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
-        w.writeheader()
-        for r in all_rows:
-            w.writerow({k: ("" if r[k] is None else r[k]) for k in CSV_FIELDS})
+    write_table(csv_path, CSV_FIELDS, all_rows)  # None written as an empty field
 
     md_path = os.path.join(args.docs, "experiments.md")
     text = open(md_path).read() if os.path.exists(md_path) else "# Experiments\n"

@@ -34,14 +34,13 @@ directories to runs/learning_speed/. One thread per run (attnlab --threads 1; to
 with OMP/OpenBLAS at 1 thread); runtime bounded by the step caps.
 """
 import argparse
-import csv
 import datetime
 import json
 import os
 import sys
 import time
 
-from attnlab_runs.files import held_step, heldout_curve
+from attnlab_runs.files import held_step, heldout_curve, write_table
 from attnlab_runs.launch import ROOT, checked_child, run_pool, train
 from attnlab_runs.schema import solved_at
 from attnlab_runs.study import add_places, cpu_kind, median, median_range, provenance, read_rows, replace_block
@@ -167,12 +166,7 @@ def write_outputs(rows, docs):
     order = {n: i for i, (n, *_) in enumerate(SETTINGS)} | {n: i for i, (n, *_) in enumerate(VARIANTS)}
     rows = sorted(rows, key=lambda r: (order[r["setting"]], order[r["variant"]], r["seed"]))
     csv_path = os.path.join(docs, "learning_speed.csv")
-    with open(csv_path + ".tmp", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if r[k] is None else r[k]) for k in CSV_FIELDS})
-    os.replace(csv_path + ".tmp", csv_path)
+    write_table(csv_path, CSV_FIELDS, rows)  # None written as an empty field
     md_path = os.path.join(docs, "experiments.md")
     with open(md_path) as f:
         text = f.read()
