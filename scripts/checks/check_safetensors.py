@@ -63,6 +63,9 @@ def main():
     ap.add_argument("--read")
     ap.add_argument("--expect-pattern", action="store_true")
     args = ap.parse_args()
+    if not args.write and not args.read:
+        ap.print_help()
+        return 2
     if args.write:
         write(args.write)
     if args.read:
@@ -79,9 +82,6 @@ def main():
                 assert np.array_equal(tensors[name], arr), name
             assert metadata == {"arch": "encoder", "step": "42"}, metadata
             print("pattern and metadata match exactly")
-    if not args.write and not args.read:
-        ap.print_help()
-        return 2
     return 0
 
 

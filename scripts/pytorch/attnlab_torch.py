@@ -264,28 +264,19 @@ def greedy(model, source, budget=None):
         raise LoadError(f"the input has {len(source)} tokens; this model takes sequences of at most {max_len} positions")
     if arch == "encoder":
         return logits_of(model, src=[source], src_pad=None)[0].argmax(-1).tolist()
-    out = []
-    if arch == "decoder":
-        seq = [BOS] + list(source) + [SEP]
-        table = decoding_positions(cfg, len(seq), budget - 1)
-        while len(out) < budget:
-            token = int(logits_of(model, tgt_in=[seq], tgt_pad=None, tgt_pos=[table[:len(seq)]])[0, -1].argmax())
-            if token == EOS:
-                break
-            out.append(token)
-            seq.append(token)
-            if len(seq) > max_len:  # the next step would read more positions than the model has
-                break
-        return out
-    tgt = [BOS]
-    table = decoding_positions(cfg, 1, budget - 1)
-    for _ in range(min(budget, max_len)):
-        token = int(logits_of(model, src=[source], src_pad=None, tgt_in=[tgt], tgt_pad=None,
-                              tgt_pos=[table[:len(tgt)]])[0, -1].argmax())
+    # The decoder reads [bos] source [sep] and its answer; seq2seq's decoder [bos] and its answer, the
+    # encoder the source.
+    out, seq = [], [BOS] + list(source) + [SEP] if arch == "decoder" else [BOS]
+    encoded = {} if arch == "decoder" else {"src": [source], "src_pad": None}
+    table = decoding_positions(cfg, len(seq), budget - 1)
+    while len(out) < budget:
+        token = int(logits_of(model, tgt_in=[seq], tgt_pad=None, tgt_pos=[table[:len(seq)]], **encoded)[0, -1].argmax())
         if token == EOS:
             break
         out.append(token)
-        tgt.append(token)
+        seq.append(token)
+        if len(seq) > max_len:  # the next step would read more positions than the model has
+            break
     return out
 
 
@@ -393,9 +384,16 @@ class TaskText:
     def to_text(self, ids):
         return ("" if self.char_level else " ").join(self.tokens[i] for i in ids)
 
+    def fixed_answer(self):
+        """The length of every answer of a task whose answers have one length (induction: its span), else None."""
+        return {"induction": int(self.ini.get("span", 3)), "recall": 2}.get(self.name)
+
     def answer_length(self, source):
         """The correct answer's length (the encoder's answer is cut to it), as the task's solve;
         LoadError for an input the task cannot answer."""
+        fixed = self.fixed_answer()
+        if fixed is not None:
+            return fixed
         if self.name == "duplicate":
             return 2 * len(source)
         if self.name == "add":
@@ -404,10 +402,6 @@ class TaskText:
                 raise LoadError(f"add: the input '{self.to_text(source)}' must be digits, one '+', digits")
             i = source.index(plus)
             return max(i, len(source) - i - 1) + 1
-        if self.name == "induction":
-            return int(self.ini.get("span", 3))
-        if self.name == "recall":
-            return 2
         if self.name == "pairs":
             lengths = self.pair_lengths()
             if tuple(source) not in lengths:
@@ -417,14 +411,13 @@ class TaskText:
 
     def longest_answer(self):
         """The task's max_output_len: the longest answer of training."""
+        fixed = self.fixed_answer()
+        if fixed is not None:
+            return fixed
         if self.name == "add":
             return int(self.ini.get("digits", 3)) + 1
         if self.name == "duplicate":
             return 2 * int(self.ini.get("max-len", 8))
-        if self.name == "induction":
-            return int(self.ini.get("span", 3))
-        if self.name == "recall":
-            return 2
         if self.name == "pairs":
             return max(self.pair_lengths().values())
         return int(self.ini.get("max-len", 8))

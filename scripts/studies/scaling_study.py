@@ -105,6 +105,13 @@ def solve_run(exe, work, d_k, scale, seed, cap):
     return s["solved_at_step"], s["heldout_exact"], s["seconds"]
 
 
+def dk_axis(a):
+    """An axis over d_k: log base 2, with a grid."""
+    a.set_xscale("log", base=2)
+    a.set_xlabel("$d_k$")
+    a.grid(alpha=0.3, which="both")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attnlab", default=default_exe())
@@ -167,10 +174,8 @@ def main():
     ax[0].set_title("(a) q, k entries i.i.d. N(0,1) (numpy)")
     ax[1].set_title("(b) attnlab encoder at init (probe, mean of 2 layers)")
     for a in ax:
-        a.set_xscale("log", base=2)
+        dk_axis(a)
         a.set_yscale("log")
-        a.set_xlabel("$d_k$")
-        a.grid(alpha=0.3, which="both")
         a.legend(fontsize=7)
     ax[0].set_ylabel("variance of the scaled logits")
     fig.suptitle("Logit variance at initialization (thick pale lines: $d_k \\cdot s^2$, the unit-variance expectation)")
@@ -194,9 +199,7 @@ def main():
     ax[2].set_title(r"gradient norm into $W_Q, W_K$ ($\sqrt{\|g_Q\|^2+\|g_K\|^2}$)")
     ax[2].set_yscale("log")
     for a in ax:
-        a.set_xscale("log", base=2)
-        a.set_xlabel("$d_k$")
-        a.grid(alpha=0.3, which="both")
+        dk_axis(a)
     ax[0].legend(fontsize=7)
     fig.suptitle("At initialization: 2-layer encoder, one head of width $d_k$, d = 64 (mean of %d seeds)" % args.seeds)
     fig.tight_layout()
