@@ -248,8 +248,10 @@ def main():
         sys.exit(f"check_docs: no attnlab executable at {args.attnlab} (build it, or pass --attnlab PATH)")
     pages = args.pages or [os.path.join(ROOT, "README.md")] + sorted(
         os.path.join(ROOT, "docs", f) for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md"))
+    # PYTHONPATH: the pages' python blocks import the PyTorch loader and reference as a user would,
+    # from scripts/pytorch (docs/pytorch.md says so).
     env = dict(os.environ, PATH=os.path.dirname(args.attnlab) + os.pathsep + os.environ.get("PATH", ""),
-               COLUMNS="200")
+               COLUMNS="200", PYTHONPATH=os.path.join(ROOT, "scripts", "pytorch"))
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     for page in pages:
         check_page(os.path.abspath(page), args, env, counts)
