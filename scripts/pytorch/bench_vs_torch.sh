@@ -38,7 +38,7 @@
 # records one step's products and replays them alone: products_mfu_bound), and
 # "products" is the share of a step's time that those products take.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 configs="${1:-S M L}"
 threads_list="${2:-1 2}"
 rounds="${ROUNDS:-2}"
