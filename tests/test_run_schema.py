@@ -96,6 +96,20 @@ def report():
           f"report.js reads: {sorted(read)}")
 
 
+def tools():
+    check(set(schema.SWEEP_OUTCOMES) <= set(schema.OUTCOME_COLUMNS), "sweep.py's outcome columns are the report's outcomes")
+    try:
+        import tune_results  # Optuna's
+    except ImportError:
+        print("skipped: tune.py's columns (no optuna)")
+        return
+    for objective in ("exact", "loss", "steps"):
+        written = tune_results.columns([], objective)[1]
+        check(set(written) <= set(schema.OUTCOME_COLUMNS),
+              f"tune.py's summary.csv columns (--objective {objective}, no parameters) are the report's outcomes",
+              f"not outcomes: {sorted(set(written) - set(schema.OUTCOME_COLUMNS))}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--attnlab", required=True)
@@ -103,6 +117,7 @@ def main():
     source()
     runs(exe)
     report()
+    tools()
     return verdict("test_run_schema")
 
 

@@ -20,6 +20,9 @@ SUMMARY_KEYS_LANGUAGE_MODEL = ["heldout_loss", "heldout_bits_per_char", "heldout
 METRICS_COLUMNS = ["step", "loss", "lr", "grad_norm", "train_token_acc", "train_exact", "heldout_token_acc",
                    "heldout_exact", "tokens_per_s", "elapsed_s", "heldout_loss"]
 
+# The outcome columns of scripts/tools/sweep.py's summary.csv, after "run" and the grid's settings.
+SWEEP_OUTCOMES = ["heldout_exact", "heldout_token_acc", "solved_at_step", "steps", "seconds", "cpu_seconds", "exit"]
+
 # The columns of a tool's summary.csv (scripts/tools/sweep.py, tune.py) that are outcomes of a point;
 # every other column is a setting. attnlab report (cli/report/report.js, OUTCOMES) reads the same list.
 OUTCOME_COLUMNS = ["run", "heldout_exact", "heldout_token_acc", "heldout_loss", "solved_at_step", "steps", "seconds",

@@ -49,7 +49,8 @@ import time
 
 from attnlab_runs.files import last_line, print_table, read_summary, write_table
 from attnlab_runs.flags import default_flags, flag_names
-from attnlab_runs.launch import (Run, check_train_flags, claim_directory, default_exe, require_attnlab, train_args)
+from attnlab_runs.launch import Run, check_train_flags, claim_directory, default_exe, require_attnlab, train_args
+from attnlab_runs.schema import SWEEP_OUTCOMES
 from attnlab_runs.tool import OneLineParser, job_id, launcher_rank_size, refuse, split_at_dashes
 
 POLL_SECONDS = 0.1
@@ -261,8 +262,7 @@ def points_of(grid):
 def summarise(out, grid, points, results):
     """The table of the points with a result (all of them, unless the sweep was interrupted): printed,
     DIR/summary.csv and summary.png. Returns the names of the points that failed."""
-    columns = ["run"] + [k for k, _ in grid] + ["heldout_exact", "heldout_token_acc", "solved_at_step", "steps", "seconds",
-                                                "cpu_seconds", "exit"]
+    columns = ["run"] + [k for k, _ in grid] + SWEEP_OUTCOMES
     table = []
     for name, values, _ in points:
         if name not in results:
