@@ -37,15 +37,16 @@ PRODUCTION = ["framework", "models", "datasets", "training", "cli", "bench"]
 #   decoding were adding in parallel.
 # - The report's script and style (cli/report/*.js, *.css), the page `attnlab report` writes:
 #   523 code lines, 53.4 characters a line; the budget leaves 10.9%.
-# - Python, scripts/ and tests/*.py together: 7,571 code lines, 44.6 characters a line; the
-#   budget leaves 10.9%. One budget because a test is code someone maintains as much as the
-#   tool it tests, and moving code between a tool and its test makes no room.
+# - Python, scripts/ and tests/*.py together: 7,664 code lines, 45.1 characters a line, once
+#   issue 43 had put scripts/ in folders around one package (7,571 and 44.6 before); the budget
+#   leaves 10.9%. One budget because a test is code someone maintains as much as the tool it
+#   tests, and moving code between a tool and its test makes no room.
 # Each density ceiling sits 8% over that day's figure: joining one line in ten to its
 # neighbour raises a language's density by about 11%.
 LANGUAGES = {
     "C++": {"folders": PRODUCTION, "ends": (".cpp", ".h"), "budget": 17500, "density": 42.4},
     "report JS/CSS": {"folders": ["cli/report"], "ends": (".js", ".css"), "budget": 580, "density": 57.7},
-    "Python": {"folders": ["scripts", "tests"], "ends": (".py",), "budget": 8400, "density": 48.2},
+    "Python": {"folders": ["scripts", "tests"], "ends": (".py",), "budget": 8500, "density": 48.7},
 }
 FILE_LIMIT = 400
 FUNCTION_LIMIT = 60
