@@ -37,9 +37,9 @@ PRODUCTION = ["framework", "models", "datasets", "training", "cli", "bench"]
 #   decoding were adding in parallel.
 # - The report's script and style (cli/report/*.js, *.css), the page `attnlab report` writes:
 #   523 code lines, 53.4 characters a line; the budget leaves 10.9%.
-# - Python, scripts/ and tests/*.py together: 7,664 code lines, 45.1 characters a line, once
+# - Python, scripts/ and tests/*.py together: 7,678 code lines, 45.1 characters a line, once
 #   issue 43 had put scripts/ in folders around one package (7,571 and 44.6 before); the budget
-#   leaves 10.9%. One budget because a test is code someone maintains as much as the tool it
+#   leaves 10.7%. One budget because a test is code someone maintains as much as the tool it
 #   tests, and moving code between a tool and its test makes no room.
 # Each density ceiling sits 8% over that day's figure: joining one line in ten to its
 # neighbour raises a language's density by about 11%.
