@@ -254,17 +254,18 @@ class StepTraffic {
 }  // namespace
 
 StepResult train_step(TrainState& state, const StepHooks& hooks, TrainingProbe* probe) {
+  const TrainSettings& s = state.settings();
   StepResult r;
   r.step = ++state.step;
   const MicroBatches micro = micro_batches(state, probe != nullptr);
   ++state.steps_run;
   const StepTraffic counted(state);
-  add_micro_stats(summed_gradients(state, micro, probe), micro, state.settings().batch_size, r);
+  add_micro_stats(summed_gradients(state, micro, probe), micro, s.batch_size, r);  // forward, backward, ordered sum
   if (hooks.after_backward) hooks.after_backward(state, r.loss);
-  r.grad_norm = gradient_norm(state);
-  if (state.settings().clip > 0) clip_to_norm(state.parameters(), r.grad_norm, state.settings().clip);
+  r.grad_norm = gradient_norm(state);  // sharded: over the processes' slices
+  if (s.clip > 0) clip_to_norm(state.parameters(), r.grad_norm, s.clip);
   if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) return abandoned(state, probe, r);
-  r.lr = update(state, r.step);
+  r.lr = update(state, r.step);  // sharded: each process its slice, then gathered
   if (hooks.after_update) hooks.after_update(state);
   if (probe) probe->after_step(r.step);
   return r;
