@@ -206,6 +206,15 @@ void add_micro_stats(const std::vector<double>& all, const MicroBatches& micro, 
   r.tokens = static_cast<int64_t>(trained);
 }
 
+// The step's batch from the stream, cut into micro-batches whose gradients
+// are summed into the parameters' and whose figures into r (the batches are
+// freed before the update).
+void micro_batch_gradients(TrainState& state, TrainingProbe* probe, StepResult& r) {
+  const MicroBatches micro = micro_batches(state, probe != nullptr);
+  ++state.steps_run;
+  add_micro_stats(summed_gradients(state, micro, probe), micro, state.settings().batch_size, r);
+}
+
 // The global gradient norm; sharded, each process's gradients hold the sum in its own slice only.
 double gradient_norm(const TrainState& state) {
   if (!state.optimizer().sharded()) return grad_norm(state.parameters());
@@ -257,10 +266,8 @@ StepResult train_step(TrainState& state, const StepHooks& hooks, TrainingProbe* 
   const TrainSettings& s = state.settings();
   StepResult r;
   r.step = ++state.step;
-  const MicroBatches micro = micro_batches(state, probe != nullptr);
-  ++state.steps_run;
   const StepTraffic counted(state);
-  add_micro_stats(summed_gradients(state, micro, probe), micro, s.batch_size, r);  // forward, backward, ordered sum
+  micro_batch_gradients(state, probe, r);  // each micro-batch's forward and backward, summed in order
   if (hooks.after_backward) hooks.after_backward(state, r.loss);
   r.grad_norm = gradient_norm(state);  // sharded: over the processes' slices
   if (s.clip > 0) clip_to_norm(state.parameters(), r.grad_norm, s.clip);
