@@ -3,7 +3,11 @@
 // two ways (the multi-process bits are tests/test_mpi.cpp's, with real mpirun jobs).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "framework/error.h"
+#include "models/config.h"
+#include "tests/cli_harness.h"
 #include "training/distributed/ordered_sum.h"
 
 using namespace attnlab;
@@ -72,11 +76,19 @@ TEST_CASE("automatic's gather threshold is 256 KiB of gradient, counted in bytes
   CHECK(choose_reduction(100'000, 4, 1) == Reduction::reduce_scatter);
 }
 
-TEST_CASE("reductions are named as the flag spells them, and an unknown one is refused naming it", "[distributed]") {
+TEST_CASE("reductions are named as the flag spells them, and an unknown one is refused naming it where the flag "
+          "is read",
+          "[distributed]") {
   for (Reduction r : {Reduction::automatic, Reduction::gather, Reduction::reduce_scatter})
-    CHECK(parse_reduction(reduction_name(r)) == r);
-  CHECK(reduction_name(Reduction::reduce_scatter) == "reduce-scatter");
-  CHECK_THROWS_WITH(parse_reduction("ring"), Catch::Contains("'ring'") && Catch::Contains("reduce-scatter"));
+    CHECK(choice_named<Reduction>(name_of(r)) == r);
+  CHECK(name_of(Reduction::automatic) == "auto");
+  CHECK(name_of(Reduction::reduce_scatter) == "reduce-scatter");
+  CHECK_FALSE(choice_named<Reduction>("ring"));
+  testing::TempDir dir("reduction-name");
+  const testing::CliResult r = testing::run_attnlab("train --reduction ring --steps 1 --run " + (dir / "never"));
+  CHECK(r.code == 2);
+  CHECK(r.out.find("--reduction must be one of auto, gather, reduce-scatter, got 'ring'") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "never"));
 }
 
 TEST_CASE("tree_sum gives local_partial_sums' bits element by element for 1 to 6 leaves, across its chunks, in place "

@@ -68,7 +68,7 @@ TEST_CASE("thread slices compute each micro-batch once, a block of T at a time o
 }
 
 TEST_CASE("thread slices pass a micro-batch's exception to the caller, one thread runs every leaf on the model, and "
-          "sum_in_place takes 1 to T micro-batches",
+          "sum_in_place takes 1 to T micro-batches, one on the calling thread",
           "[thread-slices]") {
   auto model = tiny_model();
   ThreadSlices two(*model, 2);
@@ -90,20 +90,26 @@ TEST_CASE("thread slices pass a micro-batch's exception to the caller, one threa
   CHECK(used == std::vector<const SequenceModel*>(3, model.get()));
   CHECK_THROWS_AS(ThreadSlices(*model, 0), ValueError);
 
-  // sum_in_place takes 1 to threads() micro-batches; one is the model's own gradient, untouched.
+  // sum_in_place takes 1 to threads() micro-batches; one is the model's own gradient, untouched,
+  // computed on the calling thread with its thread count (a step of one micro-batch splits every op).
   ModelInput in;
   in.src = IntTensor({2, 6}, 3);
   const IntTensor targets({2, 6}, 4);
   std::vector<Real> computed;
   int runs = 0;
+  const int caller_threads = omp_get_max_threads();
+  omp_set_num_threads(3);
   two.sum_in_place(1, [&](SequenceModel& on, int64_t k) {
     ++runs;
     CHECK(&on == model.get());
     CHECK(k == 0);
+    CHECK(omp_get_max_threads() == 3);
+    CHECK_FALSE(omp_in_parallel());
     on.zero_grad();
     backward(cross_entropy(on.forward(in), targets));
     computed.assign(on.parameters()[0].grad().data(), on.parameters()[0].grad().data() + on.parameters()[0].numel());
   });
+  omp_set_num_threads(caller_threads);
   CHECK(runs == 1);
   const Var first = model->parameters()[0];
   CHECK(std::vector<Real>(first.grad().data(), first.grad().data() + first.numel()) == computed);

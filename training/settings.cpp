@@ -217,8 +217,6 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   require(std::isfinite(s.target) && s.target >= 0 && s.target <= 1, "--target must be in [0, 1], got " + str(s.target));
   require_fraction("--label-smoothing", s.label_smoothing);
   require(s.on_nan == "stop" || s.on_nan == "skip", "--on-nan must be stop or skip, got '" + s.on_nan + "'");
-  require(s.reduction == "auto" || s.reduction == "gather" || s.reduction == "reduce-scatter",
-          "--reduction must be auto, gather or reduce-scatter, got '" + s.reduction + "'");
   require(s.probe_every >= 0, "--probe-every must be >= 0 (0 = off), got " + str(s.probe_every));
   check_optimization_flags(s);
   validate(s.optim);

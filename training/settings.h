@@ -10,6 +10,7 @@
 #include "framework/optim/optimizer.h"
 #include "framework/optim/schedule.h"
 #include "models/config.h"
+#include "training/distributed/reduction.h"
 
 namespace attnlab {
 
@@ -23,7 +24,7 @@ struct TrainSettings {
   int64_t batch_size = 64;
   int64_t grad_accum = 1;  // micro-batches per step and process, their gradients summed in a fixed order
   bool report = false;  // write RUN/report.html when the run ends (the CLI's; the loop ignores it)
-  std::string reduction = "auto";  // how processes sum them: auto | gather | reduce-scatter (the same bits)
+  Reduction reduction = Reduction::automatic;  // how processes sum them (the same bits either way)
   bool shard_optimizer = false;  // under mpirun, each process keeps the optimizer state of its slice (ZeRO-1)
   double clip = 1.0;  // 0 = no clipping
   double label_smoothing = 0;

@@ -17,7 +17,7 @@ namespace attnlab {
 
 // Where an option's value lives in a TrainSettings, whatever its type.
 using FieldRef = std::variant<int64_t*, double*, bool*, std::string*, uint64_t*, int*, Arch*, Positional*, Norm*,
-                              InitScheme*, Layout*, Precision*>;
+                              InitScheme*, Layout*, Precision*, Reduction*>;
 
 struct TrainOption {
   const char* group;  // Task | Model | Optimization | Training

@@ -1,6 +1,9 @@
 #pragma once
-// One training step: a batch from the stream, forward, loss, backward, the
-// gradient hook, clipping, the scheduled learning rate, the update.
+// One training step: the batch from the stream cut into micro-batches (of
+// --grad-accum, the threads and the processes; one when none splits it), each
+// one's forward, loss and backward, their gradients summed in one fixed order
+// (training/distributed/ordered_sum.h; sharded: each process's slice), the
+// gradient hook, the norm and clipping, the update at the scheduled rate.
 #include <cstdint>
 #include <functional>
 #include <string>

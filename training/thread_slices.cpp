@@ -66,6 +66,7 @@ void ThreadSlices::on_threads(int64_t count, const std::function<void(SequenceMo
 void ThreadSlices::sum_in_place(int64_t count, const std::function<void(SequenceModel& model, int64_t k)>& run) {
   if (count < 1 || count > threads())
     throw ValueError("sum_in_place takes 1 to " + std::to_string(threads()) + " micro-batches, not " + std::to_string(count));
+  if (count == 1) return run(model_, 0);  // on the calling thread: its gradient is the sum
   sync_replicas();
   on_threads(count, run);
   // Each parameter's gradient, cut into pieces that the threads sum independently.

@@ -45,6 +45,7 @@ class ThreadSlices {
   // model's parameters' gradients; the model's then hold their sum over
   // ordered_sum.h's tree (tree_sum: the bits of local_partial_sums over
   // `count` micro-batches), with no copy of a whole gradient in between.
+  // count 1: run(model, 0) on the calling thread, its ops on its threads.
   void sum_in_place(int64_t count, const std::function<void(SequenceModel& model, int64_t k)>& run);
 
   // For training/distributed/ordered_sum.h's local_partial_sums over

@@ -126,20 +126,10 @@ std::vector<Real> reduce_scatter_sum(const Communicator& comm, const std::vector
 
 }  // namespace
 
-Reduction parse_reduction(const std::string& text) {
-  if (text == "auto") return Reduction::automatic;
-  if (text == "gather") return Reduction::gather;
-  if (text == "reduce-scatter") return Reduction::reduce_scatter;
-  throw ValueError("unknown gradient reduction '" + text + "': expected auto, gather or reduce-scatter");
-}
-
-std::string reduction_name(Reduction r) {
-  switch (r) {
-    case Reduction::automatic: return "auto";
-    case Reduction::gather: return "gather";
-    case Reduction::reduce_scatter: return "reduce-scatter";
-  }
-  return "auto";
+const std::vector<std::pair<Reduction, std::string>>& choice_names(Reduction) {
+  static const std::vector<std::pair<Reduction, std::string>> names = {
+      {Reduction::automatic, "auto"}, {Reduction::gather, "gather"}, {Reduction::reduce_scatter, "reduce-scatter"}};
+  return names;
 }
 
 std::vector<SumNode> subtrees_within(int64_t micro_batches, int64_t begin, int64_t end) {

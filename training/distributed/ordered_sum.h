@@ -19,17 +19,12 @@
 // MPI's own reductions are never used: the standard leaves their order free.
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <vector>
 
 #include "training/distributed/communicator.h"
+#include "training/distributed/reduction.h"
 
 namespace attnlab {
-
-enum class Reduction { automatic, gather, reduce_scatter };
-
-Reduction parse_reduction(const std::string& text);  // auto | gather | reduce-scatter; ValueError otherwise
-std::string reduction_name(Reduction r);
 
 // A node of the summation tree: micro-batches [lo, hi).
 struct SumNode {
