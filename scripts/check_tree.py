@@ -33,8 +33,11 @@ PRODUCTION = ["framework", "models", "datasets", "training", "cli", "bench"]
 # completed on resume, readers that retry a rotated checkpoint, and one ownership rule for the
 # directories the sweep and tuning tools write, asked of attnlab by the Python tools; to 21,200 the
 # same day when that work came to 657 lines (signals at every instant and resumed records 247, the
-# tools' directories and claim-dir 211, the readers and standard output's errno 199).
-LINE_BUDGET = 21200
+# tools' directories and claim-dir 211, the readers and standard output's errno 199); to 21,450 for
+# issue 43's hook points and decoding (21,056 before, 21,403 after: the seam and its users, the
+# attnlab hooks command, and decoding written once with sampling on it; the old decoding loops,
+# capture members and residual sink removed).
+LINE_BUDGET = 21450
 FILE_LIMIT = 400
 FUNCTION_LIMIT = 60
 TOP = PRODUCTION + ["scripts", "tests", "docs", "examples", "cmake", ".ci"]
