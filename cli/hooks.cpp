@@ -58,7 +58,7 @@ int run_hooks(const Args& args) {
   model.hooks().clear();
 
   std::cout << model.hooks().names().size() << " hook points of " << run_path << " (" << name_of(c.arch)
-            << "), shapes for one sequence of "
+            << "),\nshapes for one sequence (B = 1) of "
             << (c.arch == Arch::seq2seq ? std::to_string(t_src) + " source and " + std::to_string(t_tgt) + " target"
                                         : std::to_string(t_src))
             << " tokens:\n";
