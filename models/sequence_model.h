@@ -50,7 +50,10 @@ struct ModelInput {
 using DecodeLogits = std::vector<std::vector<std::vector<Real>>>;
 
 // Picks the next token from its logits row (V); it is called once per token
-// chosen, in order (so it may also draw from a generator, or print).
+// chosen (so it may also draw from a generator, or print), a sequence's
+// tokens in order. Across a batch, cached steps go by position and uncached
+// ones by token, so with prompts of different lengths the calls interleave
+// differently.
 using TokenChooser = std::function<int32_t(const Real* logits, int64_t V)>;
 
 struct DecodeOptions {
