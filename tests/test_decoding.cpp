@@ -52,7 +52,7 @@ TEST_CASE("sampling over the KV cache draws the uncached tokens for the same see
   }
 }
 
-TEST_CASE("the sampler draws no special token; temperature 0 and top-k 1 take the most likely, ties by id",
+TEST_CASE("the sampler draws no special token, and temperature 0 and top-k 1 take the most likely, ties by id",
           "[decoding]") {
   Rng rng(7);
   const std::vector<Real> logits = {9, 9, 9, 9, 1, 3, 3, 2};  // specials 0..3 most likely, then 5 and 6 tie

@@ -204,7 +204,7 @@ TEST_CASE("zeroing one head's z through the seam equals zeroing that head's colu
   }
 }
 
-TEST_CASE("an unknown hook name is refused naming it; a replacement of another shape is refused", "[hooks]") {
+TEST_CASE("an unknown hook name is refused naming it, and a replacement of another shape is refused", "[hooks]") {
   auto model = model_of({"decoder", Norm::pre, Positional::sinusoidal});
   HookTable& hooks = model->hooks();
   auto observe_nothing = [](const std::string&, const Var&) {};
