@@ -217,20 +217,24 @@ void write_outputs(const std::string& out_dir, const OutputFiles& files) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, MultiHeadAttention*>> capture_attention(SequenceModel& model,
-                                                                          const FormattedBatch& batch) {
-  auto layers = find_attention_modules(model);
+std::vector<std::pair<std::string, Tensor>> capture_attention(SequenceModel& model, const FormattedBatch& batch) {
+  std::vector<std::pair<std::string, Tensor>> layers;
+  for (const auto& [name, mha] : find_attention_modules(model)) layers.emplace_back(name, Tensor());
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < layers.size(); ++i)
+    ids.push_back(model.hooks().observe(layers[i].first + ".pattern", [&layers, i](const std::string&, const Var& w) {
+      layers[i].second = w.value();
+    }));
   InferenceGuard guard(model);
-  for (auto& [name, mha] : layers) mha->capture_weights(true);
   model.forward(batch.input);
-  for (auto& [name, mha] : layers) mha->capture_weights(false);
+  for (int64_t id : ids) model.hooks().remove(id);
   return layers;
 }
 
 // One layer's maps: a CSV matrix per head into `files`, and its entry of attention.json.
-nlohmann::json layer_maps(const std::string& name, const MultiHeadAttention& mha, BatchFormat format,
+nlohmann::json layer_maps(const std::string& name, const Tensor& w, BatchFormat format,
                           const std::vector<std::string>& src, const std::vector<std::string>& tgt, OutputFiles& files) {
-  const Tensor& w = mha.last_weights();  // (1, h, T_q, T_k)
+  // w (1, h, T_q, T_k)
   const int64_t h = w.size(1), t_q = w.size(2), t_k = w.size(3);
   // Which sequences the layer's queries and keys run over.
   const bool cross = ends_with(name, "cross_attn");
@@ -314,7 +318,7 @@ int run_attention(const Args& args) {
                          {"input", task.to_text(reading.input)}, {"output", task.to_text(reading.output)},
                          {"layers", nlohmann::json::array()}};
   OutputFiles files;
-  for (auto& [name, mha] : layers) meta["layers"].push_back(layer_maps(name, *mha, format, src, tgt, files));
+  for (auto& [name, weights] : layers) meta["layers"].push_back(layer_maps(name, weights, format, src, tgt, files));
   files.emplace_back("attention.json", meta.dump(2) + "\n");
   write_outputs(out_dir, files);
   std::cout << task.to_text(reading.output) << "\n"

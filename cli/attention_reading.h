@@ -30,14 +30,14 @@ Reading read_sequence_task(const LoadedRun& loaded, const std::string& text);
 // is the most likely next character.
 Reading read_text(const LoadedRun& loaded, const std::string& text);
 
-// The model's attention layers (dotted names), each holding its weights
-// (last_weights) for `batch`, read in inference mode.
-std::vector<std::pair<std::string, MultiHeadAttention*>> capture_attention(SequenceModel& model,
-                                                                          const FormattedBatch& batch);
+// The model's attention layers (dotted names) in forward order, each with its
+// weights (1, h, T_q, T_k) for `batch` (its hook point NAME.pattern), read in
+// inference mode.
+std::vector<std::pair<std::string, Tensor>> capture_attention(SequenceModel& model, const FormattedBatch& batch);
 
-// One layer's description (name, heads, queries, keys, causal, files) after a
-// forward pass with its weights captured; one CSV matrix per head into `files`.
-nlohmann::json layer_maps(const std::string& name, const MultiHeadAttention& mha, BatchFormat format,
+// One layer's description (name, heads, queries, keys, causal, files) from its
+// weights w (1, h, T_q, T_k); one CSV matrix per head into `files`.
+nlohmann::json layer_maps(const std::string& name, const Tensor& w, BatchFormat format,
                           const std::vector<std::string>& src, const std::vector<std::string>& tgt, OutputFiles& files);
 
 }  // namespace attnlab::cli

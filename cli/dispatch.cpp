@@ -35,6 +35,7 @@ const Command kCommands[] = {
     {"gradcheck", "finite-difference check of a model's gradients (train's flags)", run_gradcheck},
     {"attention", "a trained model's attention weights for one input, as CSV maps", run_attention},
     {"report", "one self-contained HTML page of runs: curves, gradients, attention", run_report},
+    {"hooks", "the hook points of a run's model: every activation's name and shape", run_hooks},
     {"claim-dir", "claim a directory for scripts/tools/sweep.py or scripts/tools/tune.py", run_claim_dir},
 };
 
@@ -159,7 +160,7 @@ int run_command_line(int argc, char** argv) {
     }
     return finish_standard_output(name, code);
   }
-  std::cerr << "attnlab: unknown command '" << name << "' (commands: train, eval, predict, sample, tasks, bench, gradcheck, attention, report; see attnlab --help)\n";
+  std::cerr << "attnlab: unknown command '" << name << "' (commands: train, eval, predict, sample, tasks, bench, gradcheck, attention, report, hooks; see attnlab --help)\n";
   return kExitUsage;
 }
 

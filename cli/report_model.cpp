@@ -76,10 +76,10 @@ nlohmann::json attention_for(LoadedRun& loaded, const std::string& text, const s
   nlohmann::json entry = {{"source", source}, {"input", task.to_text(reading.input)},
                           {"output", task.to_text(reading.output)}, {"layers", nlohmann::json::array()}};
   OutputFiles unused;  // the CSV text `attention` writes; the page takes the weights themselves
-  for (auto& [name, mha] : capture_attention(model, reading.batch)) {
-    nlohmann::json layer = layer_maps(name, *mha, format, src, tgt, unused);
+  for (auto& [name, weights] : capture_attention(model, reading.batch)) {
+    nlohmann::json layer = layer_maps(name, weights, format, src, tgt, unused);
     layer.erase("files");
-    layer["weights"] = head_weights(mha->last_weights());
+    layer["weights"] = head_weights(weights);
     entry["layers"].push_back(std::move(layer));
   }
   return entry;

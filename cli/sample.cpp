@@ -8,35 +8,11 @@
 
 #include "cli/command_line.h"
 #include "cli/load_run.h"
-#include "datasets/vocab.h"
-#include "framework/random.h"
+#include "models/sampling.h"
 
 namespace attnlab::cli {
 
 namespace {
-
-// The next token from the last position's logits: specials are never drawn;
-// temperature 0 takes the most likely token, otherwise the top-k (all when
-// k = 0) are drawn in proportion to exp(logit / temperature).
-int32_t draw_next(const Real* logits, int64_t V, double temperature, int64_t top_k, Rng& rng) {
-  std::vector<int32_t> order;
-  for (int32_t i = kNumSpecial; i < V; ++i) order.push_back(i);
-  std::sort(order.begin(), order.end(), [logits](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);  // ties by id: deterministic
-  });
-  if (temperature == 0) return order[0];
-  if (top_k > 0 && static_cast<size_t>(top_k) < order.size()) order.resize(static_cast<size_t>(top_k));
-  std::vector<double> weights(order.size());
-  const double top = logits[order[0]];
-  double total = 0;
-  for (size_t i = 0; i < order.size(); ++i) total += weights[i] = std::exp((logits[order[i]] - top) / temperature);
-  double u = rng.uniform() * total;
-  for (size_t i = 0; i < order.size(); ++i) {
-    u -= weights[i];
-    if (u < 0) return order[i];
-  }
-  return order.back();  // u landed on the rounding error at the end
-}
 
 const char* const kSampleUsage =
     "usage: attnlab sample --run DIR [--prompt TEXT] [options]\n\n"
@@ -45,6 +21,27 @@ const char* const kSampleUsage =
     "the prompt followed by the generated text.\n\n";
 const char* const kSampleExample =
     "\nexample:\n  attnlab sample --run runs/text --prompt \"The \" --tokens 300 --temperature 0.8 --top-k 10\n";
+
+// Appends `tokens` tokens to ids, each chosen by o.choose. While the text fits
+// the context, the model reads all of it: one decoding continues it over the
+// KV cache. (Random positions spread each text over the table anew, so there
+// every token reads its text afresh.) Then each token reads the latest
+// `context` ones: their positions moved, so a full forward each.
+void continue_text(SequenceModel& model, std::vector<int32_t>& ids, int64_t tokens, int64_t context,
+                   DecodeOptions o) {
+  const auto length = static_cast<int64_t>(ids.size());
+  const int64_t cached = model.config().random_positions > 0 ? 0 : std::min(tokens, context - length + 1);
+  if (cached > 0) {
+    const std::vector<int32_t> got = model.generate({ids}, {cached}, o)[0];
+    ids.insert(ids.end(), got.begin(), got.end());
+  }
+  o.cached = false;
+  for (int64_t i = static_cast<int64_t>(ids.size()) - length; i < tokens; ++i) {
+    const std::vector<int32_t> window(ids.end() - std::min<int64_t>(context, static_cast<int64_t>(ids.size())),
+                                      ids.end());
+    ids.push_back(model.generate({window}, {1}, o)[0].at(0));
+  }
+}
 
 }  // namespace
 
@@ -91,20 +88,16 @@ int run_sample(const Args& args) {
   // The context the model was trained on (positions beyond it never were).
   const int64_t context = std::min<int64_t>(model.config().max_len, loaded.settings.task.seq_len);
   Rng rng(seed);
-  InferenceGuard guard(model);
-  std::cout << prompt << std::flush;
-  for (int64_t i = 0; i < tokens; ++i) {
-    // The model sees the latest `context` characters.
-    const auto T = std::min<int64_t>(context, static_cast<int64_t>(ids.size()));
-    ModelInput in;
-    in.tgt_in = IntTensor({1, T});
-    std::copy(ids.end() - T, ids.end(), in.tgt_in.data.begin());
-    Var logits = model.forward(in);  // (1, T, V)
-    const int64_t V = logits.size(-1);
-    const int32_t next = draw_next(logits.value().data() + (T - 1) * V, V, temperature, top_k, rng);
-    ids.push_back(next);
+  const TokenChooser draw = token_sampler(temperature, top_k, rng);
+  DecodeOptions o;
+  o.raw_prompts = true;
+  o.choose = [&](const Real* logits, int64_t V) {  // each character is printed as it is drawn
+    const int32_t next = draw(logits, V);
     std::cout << task.to_text({next}) << std::flush;
-  }
+    return next;
+  };
+  std::cout << prompt << std::flush;
+  continue_text(model, ids, tokens, context, o);
   std::cout << "\n";
   return kExitOk;
 }

@@ -32,13 +32,23 @@ EncoderBlock::EncoderBlock(const TransformerConfig& c, Rng& init, Rng& dropout_r
   dropout_ = register_module("dropout", std::make_shared<Dropout>(static_cast<Real>(c.dropout), dropout_rng));
 }
 
-Var EncoderBlock::forward(const Var& x, const Tensor* key_padding) {
+Var EncoderBlock::forward(const Var& input, const Tensor* key_padding) {
+  const Var x = hooks_.pass("resid_pre", input);
   if (pre_norm_) {
-    Var h = x + dropout_->forward(attn->forward(ln1->forward(x), Var(), false, key_padding));
-    return h + dropout_->forward(ff->forward(ln2->forward(h)));
+    Var h = hooks_.pass("resid_mid", x + dropout_->forward(attn->forward(ln1->forward(x), Var(), false, key_padding)));
+    return hooks_.pass("resid_post", h + dropout_->forward(ff->forward(ln2->forward(h))));
   }
-  Var h = ln1->forward(x + dropout_->forward(attn->forward(x, Var(), false, key_padding)));
-  return ln2->forward(h + dropout_->forward(ff->forward(h)));
+  Var h = hooks_.pass("resid_mid", ln1->forward(x + dropout_->forward(attn->forward(x, Var(), false, key_padding))));
+  return hooks_.pass("resid_post", ln2->forward(h + dropout_->forward(ff->forward(h))));
+}
+
+void EncoderBlock::attach_hooks(HookTable& table, const std::string& prefix) {
+  hooks_.attach(table, prefix);
+  hooks_.declare("resid_pre", "B, T, d");
+  attn->attach_hooks(table, prefix + "attn.");
+  hooks_.declare("resid_mid", "B, T, d");
+  ff->attach_hooks(table, prefix + "mlp.");
+  hooks_.declare("resid_post", "B, T, d");
 }
 
 // ---- DecoderBlock ------------------------------------------------------------
@@ -60,7 +70,7 @@ DecoderBlock::DecoderBlock(const TransformerConfig& c, bool cross_attention, Rng
   dropout_ = register_module("dropout", std::make_shared<Dropout>(static_cast<Real>(c.dropout), dropout_rng));
 }
 
-Var DecoderBlock::forward(const Var& x, const Tensor* self_padding, const Var& memory,
+Var DecoderBlock::forward(const Var& input, const Tensor* self_padding, const Var& memory,
                           const Tensor* memory_padding) {
   if (cross_attn && !memory.defined())
     throw ValueError("DecoderBlock: a block with cross-attention needs the encoder memory");
@@ -71,15 +81,29 @@ Var DecoderBlock::forward(const Var& x, const Tensor* self_padding, const Var& m
     return dropout_->forward(cross_attn->forward(in, memory, false, memory_padding));
   };
   auto feed = [&](const Var& in) { return dropout_->forward(ff->forward(in)); };
+  const Var x = hooks_.pass("resid_pre", input);
   Var h;
   if (pre_norm_) {
-    h = x + self(ln1->forward(x));
-    if (cross_attn) h = h + cross(ln2->forward(h));
-    return h + feed(ff_norm.forward(h));
+    h = hooks_.pass("resid_mid", x + self(ln1->forward(x)));
+    if (cross_attn) h = hooks_.pass("resid_mid_cross", h + cross(ln2->forward(h)));
+    return hooks_.pass("resid_post", h + feed(ff_norm.forward(h)));
   }
-  h = ln1->forward(x + self(x));
-  if (cross_attn) h = ln2->forward(h + cross(h));
-  return ff_norm.forward(h + feed(h));
+  h = hooks_.pass("resid_mid", ln1->forward(x + self(x)));
+  if (cross_attn) h = hooks_.pass("resid_mid_cross", ln2->forward(h + cross(h)));
+  return hooks_.pass("resid_post", ff_norm.forward(h + feed(h)));
+}
+
+void DecoderBlock::attach_hooks(HookTable& table, const std::string& prefix) {
+  hooks_.attach(table, prefix);
+  hooks_.declare("resid_pre", "B, T, d");
+  self_attn->attach_hooks(table, prefix + (cross_attn ? "self_attn." : "attn."));
+  hooks_.declare("resid_mid", "B, T, d");
+  if (cross_attn) {
+    cross_attn->attach_hooks(table, prefix + "cross_attn.");
+    hooks_.declare("resid_mid_cross", "B, T, d");
+  }
+  ff->attach_hooks(table, prefix + "mlp.");
+  hooks_.declare("resid_post", "B, T, d");
 }
 
 // ---- TokenHead ---------------------------------------------------------------

@@ -31,6 +31,9 @@ class EncoderBlock : public Module {
   EncoderBlock(const TransformerConfig& config, Rng& init, Rng& dropout_rng);
   // x (B, T, d); key_padding (B, T) or null -> (B, T, d).
   Var forward(const Var& x, const Tensor* key_padding);
+  // Declares the block's hook points under `prefix` ("blocks.1."), in forward
+  // order: resid_pre, attn.*, resid_mid, mlp.*, resid_post (docs/hooks.md).
+  void attach_hooks(HookTable& table, const std::string& prefix);
 
   std::shared_ptr<LayerNorm> ln1;
   std::shared_ptr<MultiHeadAttention> attn;
@@ -40,6 +43,7 @@ class EncoderBlock : public Module {
  private:
   std::shared_ptr<Dropout> dropout_;
   bool pre_norm_;
+  HookSite hooks_;
 };
 
 // Causal self-attention, optional cross-attention, feed-forward.
@@ -52,6 +56,10 @@ class DecoderBlock : public Module {
   // memory_padding (B, T_src) when the block has cross-attention.
   Var forward(const Var& x, const Tensor* self_padding, const Var& memory = Var(),
               const Tensor* memory_padding = nullptr);
+  // Declares the block's hook points under `prefix`, in forward order:
+  // resid_pre, attn.* (self_attn.* with cross-attention), resid_mid, then with
+  // cross-attention cross_attn.* and resid_mid_cross, mlp.*, resid_post.
+  void attach_hooks(HookTable& table, const std::string& prefix);
 
   std::shared_ptr<LayerNorm> ln1;
   std::shared_ptr<MultiHeadAttention> self_attn;  // registered as "attn" without cross-attention
@@ -63,6 +71,7 @@ class DecoderBlock : public Module {
  private:
   std::shared_ptr<Dropout> dropout_;
   bool pre_norm_;
+  HookSite hooks_;
 };
 
 // The output projection to vocabulary logits: x Wᵀ + b with W = head.weight

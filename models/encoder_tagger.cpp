@@ -13,19 +13,19 @@ EncoderTagger::EncoderTagger(const TransformerConfig& config, uint64_t seed) : S
   auto list = register_module("blocks", std::make_shared<ModuleList>());
   for (int64_t i = 0; i < config_.n_layers; ++i) {
     blocks_.push_back(list->add(std::to_string(i), std::make_shared<EncoderBlock>(config_, init_rng_, dropout_rng_)));
-    attention_layers_.push_back(blocks_.back()->attn.get());
   }
   if (config_.norm == Norm::pre) ln_f_ = register_module("ln_f", std::make_shared<LayerNorm>(config_.d_model));
   build_head();
+  declare_stack_hooks("", blocks_, true);
 }
 
 Var EncoderTagger::forward(const ModelInput& input) {
   check_sequence(input.src, input.src_pad, "encoder input src");
   const Tensor* pad = pad_or_null(input.src_pad);
-  Var h = observed(embed_at(input.src, positions_for(input.src, input.src_pad, input.src_pos)));  // (B, T, d)
-  for (auto& block : blocks_) h = observed(block->forward(h, pad));
+  Var h = hooked("embed", embed_at(input.src, positions_for(input.src, input.src_pad, input.src_pos)));
+  for (auto& block : blocks_) h = block->forward(h, pad);  // (B, T, d)
   if (ln_f_) h = ln_f_->forward(h);
-  return head_logits(h);  // (B, T, V)
+  return hooked("logits", head_logits(hooked("ln_final", std::move(h))));  // (B, T, V)
 }
 
 std::vector<std::vector<int32_t>> EncoderTagger::greedy(const std::vector<std::vector<int32_t>>& sources,

@@ -33,22 +33,4 @@ Var decoder_block_step(DecoderBlock& block, bool pre_norm, const Var& x, KvCache
   return ff_norm.forward(h + block.ff->forward(h));
 }
 
-std::vector<int32_t> argmax_rows(const Var& logits) {
-  ConstMatMap rows = logits.value().matrix();  // (B, V)
-  std::vector<int32_t> best(static_cast<size_t>(rows.rows()));
-  for (Eigen::Index a = 0; a < rows.rows(); ++a) {
-    Eigen::Index j = 0;
-    rows.row(a).maxCoeff(&j);
-    best[static_cast<size_t>(a)] = static_cast<int32_t>(j);
-  }
-  return best;
-}
-
-void record_logits(DecodeLogits* sink, size_t slot, const Var& logits, int64_t a) {
-  if (!sink) return;
-  const int64_t v = logits.size(-1);
-  const Real* row = logits.value().data() + a * v;
-  (*sink)[slot].emplace_back(row, row + v);
-}
-
 }  // namespace attnlab

@@ -1,6 +1,6 @@
 #pragma once
-// KV-cached greedy decoding: the pieces the decoder-only LM and the
-// encoder-decoder share. Each step feeds one position of every active
+// KV-cached decoding (SequenceModel::decode, models/decoding.cpp): the cache
+// of a decoder stack and one position's step through a block. Each step feeds one position of every active
 // sequence through the decoder blocks; the blocks' self-attention reads the
 // keys and values of earlier positions from a cache instead of recomputing
 // the prefix, and cross-attention reads keys and values of the encoder
@@ -12,10 +12,6 @@
 #include "models/blocks.h"
 
 namespace attnlab {
-
-// The logits row (V) behind each token greedy decoding chose, eos included,
-// per sequence: the tests compare the cached and the uncached path by it.
-using DecodeLogits = std::vector<std::vector<std::vector<Real>>>;
 
 // The caches of one decoder stack, one entry per block.
 struct DecoderCache {
@@ -33,12 +29,5 @@ DecoderCache make_decoder_cache(const std::vector<std::shared_ptr<DecoderBlock>>
 // block's memory cache (required when the block has cross-attention).
 Var decoder_block_step(DecoderBlock& block, bool pre_norm, const Var& x, KvCache& self, const KvCache* cross,
                        const std::vector<int64_t>& slots);
-
-// The argmax of each row of logits (B, 1, V), the first on ties (as
-// Eigen's maxCoeff, which the uncached path uses).
-std::vector<int32_t> argmax_rows(const Var& logits);
-
-// Appends row a of logits (B, 1, V) to (*sink)[slot] when sink is set.
-void record_logits(DecodeLogits* sink, size_t slot, const Var& logits, int64_t a);
 
 }  // namespace attnlab

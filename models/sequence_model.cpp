@@ -52,6 +52,25 @@ Var SequenceModel::embed(const IntTensor& ids, int64_t offset) const {
   return emb_dropout_->forward(h);
 }
 
+std::vector<std::string> SequenceModel::residual_stream_points() const {
+  std::vector<std::string> points;
+  const std::string post = ".resid_post";
+  for (const std::string& name : hooks_.names()) {
+    const bool embed = name == "embed" || name == "encoder.embed" || name == "decoder.embed";
+    const bool block_out = name.size() > post.size() && name.compare(name.size() - post.size(), post.size(), post) == 0;
+    if (embed || block_out) points.push_back(name);
+  }
+  return points;
+}
+
+void SequenceModel::observe_residual_stream(std::vector<Var>* sink) {
+  for (int64_t id : residual_hooks_) hooks_.remove(id);
+  residual_hooks_.clear();
+  if (!sink) return;
+  for (const std::string& point : residual_stream_points())
+    residual_hooks_.push_back(hooks_.observe(point, [sink](const std::string&, const Var& v) { sink->push_back(v); }));
+}
+
 Var SequenceModel::head_logits(const Var& h) const { return head_->forward(h, tok_emb_->weight); }
 
 void SequenceModel::check_length(size_t length, const char* what) const {

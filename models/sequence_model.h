@@ -1,16 +1,19 @@
 #pragma once
 // SequenceModel: what the CLI, the trainer and the instruments see of a model.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
+#include "framework/nn/hook_points.h"
 #include "framework/nn/module.h"
 #include "framework/random.h"
 #include "models/config.h"
 
 namespace attnlab {
 
-class MultiHeadAttention;
+class DecoderBlock;
+class LayerNorm;
 class Embedding;
 class LearnedPositional;
 class SinusoidalPositional;
@@ -24,6 +27,7 @@ struct SpecialTokens {
   static constexpr int32_t bos = 1;
   static constexpr int32_t eos = 2;
   static constexpr int32_t sep = 3;
+  static constexpr int32_t count = 4;  // the first id of a task symbol
 };
 
 // One batch as the models read it. Pads are (B, T) with 1 = padding; a field
@@ -39,6 +43,31 @@ struct ModelInput {
   // [0, P) in evaluation (models/positions.h).
   IntTensor src_pos;
   IntTensor tgt_pos;
+};
+
+// The logits row (V) behind each token decoding chose, eos included, per
+// sequence: the tests compare the cached and the uncached path by it.
+using DecodeLogits = std::vector<std::vector<std::vector<Real>>>;
+
+// Picks the next token from its logits row (V); it is called once per token
+// chosen (so it may also draw from a generator, or print), a sequence's
+// tokens in order. Across a batch, cached steps go by position and uncached
+// ones by token, so with prompts of different lengths the calls interleave
+// differently.
+using TokenChooser = std::function<int32_t(const Real* logits, int64_t V)>;
+
+struct DecodeOptions {
+  // true: one position per step for every sequence, prompt included, over
+  // cached keys and values (models/kv_cache.h); false: a full forward over
+  // the whole prefix for every token, the reference the cached path is
+  // tested against. With any hook set, decoding is uncached (forwards only
+  // pass the hook points).
+  bool cached = true;
+  TokenChooser choose;             // null: the argmax (the first on ties)
+  DecodeLogits* logits = nullptr;  // receives each chosen token's logits row
+  // false: the model's prompt of each source (greedy's); true: the decoder
+  // reads each source as it is, the text a language model continues.
+  bool raw_prompts = false;
 };
 
 class SequenceModel : public Module {
@@ -57,22 +86,50 @@ class SequenceModel : public Module {
   // also the plan the positions are decided on (decoding_positions in
   // models/positions.h: prompt + budget - 1 positions), so with random
   // positions a source's answer depends on its budget, never on the others'.
+  // Decoders: generate(sources, max_new_tokens), KV-cached.
   virtual std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources,
-                                                   const std::vector<int64_t>& max_new_tokens) = 0;
+                                                   const std::vector<int64_t>& max_new_tokens) {
+    return generate(sources, max_new_tokens);
+  }
   std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources, int64_t max_new_tokens) {
     return greedy(sources, std::vector<int64_t>(sources.size(), max_new_tokens));
   }
 
-  // Every attention layer in forward order (self-attention before
-  // cross-attention within a block; encoder before decoder), for instruments.
-  std::vector<const MultiHeadAttention*> attention_layers() const { return attention_layers_; }
+  // Decoding as greedy describes it, for the decoder and seq2seq (ValueError
+  // for the encoder), each token chosen by options.choose (models/decoding.cpp).
+  std::vector<std::vector<int32_t>> generate(const std::vector<std::vector<int32_t>>& sources,
+                                             const std::vector<int64_t>& max_new_tokens,
+                                             const DecodeOptions& options = {});
+  // Greedy decoding by one path, with each chosen token's logits.
+  std::vector<std::vector<int32_t>> greedy_cached(const std::vector<std::vector<int32_t>>& sources,
+                                                  const std::vector<int64_t>& max_new_tokens,
+                                                  DecodeLogits* logits = nullptr);
+  std::vector<std::vector<int32_t>> greedy_uncached(const std::vector<std::vector<int32_t>>& sources,
+                                                    const std::vector<int64_t>& max_new_tokens,
+                                                    DecodeLogits* logits = nullptr);
+  // The same budget for every source.
+  std::vector<std::vector<int32_t>> greedy_cached(const std::vector<std::vector<int32_t>>& sources,
+                                                  int64_t max_new_tokens, DecodeLogits* logits = nullptr) {
+    return greedy_cached(sources, std::vector<int64_t>(sources.size(), max_new_tokens), logits);
+  }
+  std::vector<std::vector<int32_t>> greedy_uncached(const std::vector<std::vector<int32_t>>& sources,
+                                                    int64_t max_new_tokens, DecodeLogits* logits = nullptr) {
+    return greedy_uncached(sources, std::vector<int64_t>(sources.size(), max_new_tokens), logits);
+  }
+
   const TransformerConfig& config() const { return config_; }
   // The generator of every dropout mask (saved in checkpoints so a resumed run is bitwise the same).
   Rng& dropout_rng() { return dropout_rng_; }
-  // Instruments: while set, forward appends the residual stream (B, T, d)
-  // entering the first block and leaving each block, stack by stack (encoder
-  // first), to *sink. Null (the default) records nothing.
-  void observe_residual_stream(std::vector<Var>* sink) { residual_sink_ = sink; }
+  // The seam: every activation forward passes, by name in forward order
+  // (docs/hooks.md), to observe or replace. Cached decoding steps pass none.
+  HookTable& hooks() { return hooks_; }
+  const HookTable& hooks() const { return hooks_; }
+  // The residual stream's hook points: each stack's embed, then each of its
+  // blocks' resid_post (encoder first).
+  std::vector<std::string> residual_stream_points() const;
+  // While set, forward appends the activations at residual_stream_points()
+  // to *sink (observers on the seam); null removes them.
+  void observe_residual_stream(std::vector<Var>* sink);
 
  protected:
   // Validates the config (ValueError) and seeds the generators: initial
@@ -108,22 +165,54 @@ class SequenceModel : public Module {
   void check_sequence(const IntTensor& ids, const Tensor& pad, const char* what) const;
   void check_length(size_t length, const char* what) const;  // length <= max_len
   static const Tensor* pad_or_null(const Tensor& pad) { return pad.numel() > 0 ? &pad : nullptr; }
-  // Passes h through, appending it to the residual sink when one is set.
-  const Var& observed(const Var& h) const {
-    if (residual_sink_) residual_sink_->push_back(h);
-    return h;
+  // What a decoder supplies to generate(). The prompt of each source (checked
+  // against max_len): decoder [bos] src [sep] (bare: src), seq2seq [bos].
+  virtual std::vector<std::vector<int32_t>> decoding_prompts(const std::vector<std::vector<int32_t>>& sources) const;
+  // The stack a cached step runs: its blocks and final norm (null: none).
+  struct DecoderStack {
+    const std::vector<std::shared_ptr<DecoderBlock>>* blocks = nullptr;
+    LayerNorm* ln_f = nullptr;
+  };
+  virtual DecoderStack decoder_stack() const;
+  // seq2seq: the encoder memory (B, T_src, d) of the sources, padded into
+  // src_pad; others: undefined.
+  virtual Var decoding_memory(const std::vector<std::vector<int32_t>>& sources, Tensor& src_pad) {
+    (void)sources;
+    (void)src_pad;
+    return Var();
+  }
+
+  // v through the hook point `name` (a model-level point: embed, ln_final, logits).
+  Var hooked(const char* name, Var v) const {
+    if (!hooks_.empty()) hooks_.pass(name, v);
+    return v;
+  }
+  // Declares the model-level points around a stack: prefix + "embed" before
+  // its blocks' points (attach_hooks under prefix + "blocks.N."), prefix +
+  // "ln_final" after them, and with logits "logits" last.
+  template <class Block>
+  void declare_stack_hooks(const std::string& prefix, const std::vector<std::shared_ptr<Block>>& blocks, bool logits) {
+    hooks_.declare(prefix + "embed", "B, T, d");
+    for (size_t i = 0; i < blocks.size(); ++i) blocks[i]->attach_hooks(hooks_, prefix + "blocks." + std::to_string(i) + ".");
+    hooks_.declare(prefix + "ln_final", "B, T, d");
+    if (logits) hooks_.declare("logits", "B, T, V");
   }
 
   TransformerConfig config_;
   Rng init_rng_;     // draws every initial parameter, in registration order
   Rng dropout_rng_;  // shared by every Dropout of the model (its address must not change)
-  std::vector<const MultiHeadAttention*> attention_layers_;
   std::shared_ptr<Embedding> tok_emb_;
   std::shared_ptr<LearnedPositional> learned_pos_;    // positional == "learned"
   std::shared_ptr<SinusoidalPositional> sin_pos_;     // positional == "sinusoidal"
   std::shared_ptr<Dropout> emb_dropout_;
   std::shared_ptr<TokenHead> head_;
-  std::vector<Var>* residual_sink_ = nullptr;
+  HookTable hooks_;
+  std::vector<int64_t> residual_hooks_;  // the observers observe_residual_stream set
+
+ private:
+  struct Decoding;  // models/decoding.cpp
+  void decode_cached(const std::vector<std::vector<int32_t>>& sources, Decoding& d);
+  void decode_uncached(const std::vector<std::vector<int32_t>>& sources, Decoding& d);
 };
 
 // While alive: eval mode and no graph recording; restores the previous mode.

@@ -191,7 +191,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 TEST_CASE("every subcommand's --help fits in 80 columns, long example commands broken as shell continuations",
           "[cli][help]") {
-  for (const std::string command : {"train", "eval", "predict", "sample", "tasks", "bench", "gradcheck", "attention", "report"}) {
+  for (const std::string command : {"train", "eval", "predict", "sample", "tasks", "bench", "gradcheck", "attention", "report",
+                                    "hooks"}) {
     const Result r = run_attnlab(command + " --help");
     INFO(command << " --help:\n" << r.out);
     REQUIRE(r.code == 0);

@@ -134,7 +134,7 @@ TEST_CASE("started as 2 processes (mpirun -np 2), the one-process commands refus
   TempDir dir("readers-mpirun");
   const std::string line = "this command runs as one process, not as 2 under mpirun; run it without mpirun (only train "
                            "and bench --comm run as several)\n";
-  for (const std::string command : {"eval", "predict", "attention", "report", "sample", "tasks", "gradcheck"}) {
+  for (const std::string command : {"eval", "predict", "attention", "report", "sample", "tasks", "gradcheck", "hooks"}) {
     const std::string args = command + " --run " + (dir / "nothing") + " \"1 2 3\"";
     const CliResult first = run_attnlab(args, "OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0");
     INFO(command << " -> " << first.out);

@@ -303,7 +303,8 @@ TEST_CASE("every subcommand's --help shows its switches without an arg placehold
     }
   }
   // No command's help shows a switch with "arg (=false)" or "[=arg(=...)]".
-  for (const char* command : {"train", "eval", "predict", "sample", "tasks", "bench", "gradcheck", "attention", "report"}) {
+  for (const char* command :
+       {"train", "eval", "predict", "sample", "tasks", "bench", "gradcheck", "attention", "report", "hooks"}) {
     Result r = run_attnlab(std::string(command) + " --help");
     INFO(command << ":\n" << r.out);
     CHECK(r.code == 0);

@@ -8,6 +8,7 @@
 #include "framework/nn/nn.h"
 #include "framework/ops/ops.h"
 #include "framework/ops/rotary.h"
+#include "tests/pattern_recorder.h"
 
 using namespace attnlab;
 
@@ -321,7 +322,7 @@ TEST_CASE("MultiHeadAttention parameter names, shapes and count", "[attention]")
 TEST_CASE("every head's attention weights sum to 1 over the keys, masked keys get exactly 0", "[attention]") {
   Rng init(4), drop(5), data(6);
   MultiHeadAttention mha(mha_options(8, 4), init, drop);
-  mha.capture_weights(true);
+  PatternRecorder recorder(mha);
   const int64_t B = 2, h = 4, T = 5;
   Var x(random_tensor({B, T, 8}, data));
   Tensor pad = Tensor::from({B, T}, {0, 0, 0, 0, 1, 0, 0, 1, 1, 1});
@@ -329,7 +330,7 @@ TEST_CASE("every head's attention weights sum to 1 over the keys, masked keys ge
     for (const Tensor* padding : {static_cast<const Tensor*>(nullptr), static_cast<const Tensor*>(&pad)}) {
       INFO("causal " << causal << ", padding " << (padding != nullptr));
       mha.forward(x, Var(), causal, padding);
-      const Tensor& w = mha.last_weights();
+      const Tensor& w = recorder.weights;
       REQUIRE(w.shape() == Shape{B, h, T, T});
       for (int64_t b = 0; b < B; ++b)
         for (int64_t head = 0; head < h; ++head)
@@ -349,20 +350,20 @@ TEST_CASE("every head's attention weights sum to 1 over the keys, masked keys ge
   }
 }
 
-TEST_CASE("cross-attention weights are (B, h, T_q, T_k), capture off keeps the last captured", "[attention]") {
+TEST_CASE("cross-attention weights are (B, h, T_q, T_k), a removed observer keeps the last recorded", "[attention]") {
   Rng init(7), drop(8), data(9);
   MultiHeadAttentionOptions o = mha_options(6, 3);
   o.kv_dim = 4;
   MultiHeadAttention mha(o, init, drop);
-  REQUIRE(mha.last_weights().numel() == 0);
-  mha.capture_weights(true);
+  PatternRecorder recorder(mha);
+  REQUIRE(recorder.weights.numel() == 0);
   Var x(random_tensor({2, 3, 6}, data)), memory(random_tensor({2, 7, 4}, data));
   mha.forward(x, memory);
-  REQUIRE(mha.last_weights().shape() == Shape{2, 3, 3, 7});
-  Tensor kept = mha.last_weights();
-  mha.capture_weights(false);
+  REQUIRE(recorder.weights.shape() == Shape{2, 3, 3, 7});
+  Tensor kept = recorder.weights;
+  recorder.stop();
   mha.forward(Var(random_tensor({2, 3, 6}, data)), memory);
-  for (int64_t i = 0; i < kept.numel(); ++i) REQUIRE(mha.last_weights()[i] == kept[i]);
+  for (int64_t i = 0; i < kept.numel(); ++i) REQUIRE(recorder.weights[i] == kept[i]);
 }
 
 TEST_CASE("parameter-free attention averages the inputs with softmax(x_i . x_j * s) weights", "[attention]") {
@@ -427,13 +428,13 @@ TEST_CASE("attention dropout acts in training only", "[attention][dropout]") {
   Var in_eval = dropped.forward(x);
   for (int64_t i = 0; i < reference.numel(); ++i) REQUIRE(in_eval.value()[i] == Approx(reference.value()[i]));
   dropped.train();
-  dropped.capture_weights(true);
+  PatternRecorder recorder(dropped);
   Var in_training = dropped.forward(x);
   double diff = 0;
   for (int64_t i = 0; i < reference.numel(); ++i) diff += std::abs(in_training.value()[i] - reference.value()[i]);
   REQUIRE(diff > 1e-3);
   // The captured weights are those before dropout: rows still sum to 1.
-  const Tensor& w = dropped.last_weights();
+  const Tensor& w = recorder.weights;
   for (int64_t row = 0; row < w.numel() / 4; ++row) {
     double total = 0;
     for (int64_t j = 0; j < 4; ++j) total += w[row * 4 + j];

@@ -117,13 +117,18 @@ TEST_CASE("make_model initialises deterministically from its seed", "[models]") 
   CHECK(any_differs);
 }
 
-TEST_CASE("attention_layers lists every attention in forward order", "[models]") {
-  CHECK(make_model(small("encoder"), 1)->attention_layers().size() == 2);
-  CHECK(make_model(small("decoder"), 1)->attention_layers().size() == 2);
-  auto s2s = make_model(small("seq2seq"), 1);
-  auto layers = s2s->attention_layers();
+TEST_CASE("every attention layer has a pattern hook point, in forward order", "[models]") {
+  auto patterns = [](const SequenceModel& m) {
+    std::vector<std::string> out;
+    for (const std::string& name : m.hooks().names())
+      if (name.size() > 8 && name.compare(name.size() - 8, 8, ".pattern") == 0) out.push_back(name);
+    return out;
+  };
+  CHECK(patterns(*make_model(small("encoder"), 1)).size() == 2);
+  CHECK(patterns(*make_model(small("decoder"), 1)).size() == 2);
+  auto layers = patterns(*make_model(small("seq2seq"), 1));
   REQUIRE(layers.size() == 6);  // 2 encoder self, then (self, cross) x 2
-  CHECK(layers[3]->options().kv_dim == 16);
+  CHECK(layers[3] == "decoder.blocks.0.cross_attn.pattern");
 }
 
 // ---- causality ----------------------------------------------------------------------

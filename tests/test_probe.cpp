@@ -17,6 +17,7 @@
 #include "models/batch.h"
 #include "models/sequence_model.h"
 #include "tests/fixtures.h"
+#include "tests/pattern_recorder.h"
 
 using namespace attnlab;
 namespace fs = std::filesystem;
@@ -143,7 +144,7 @@ TEST_CASE("a MultiHeadAttention with zero query projection attends uniformly, th
   mha.q_proj->bias.value().zero_();
   const int64_t T = 6;
   Var x(random_tensor({2, T, 8}, init), true);
-  mha.capture_weights(true);
+  PatternRecorder recorder(mha);
   Var loss = sum(mha.forward(x));
   auto inputs = recorded_attention_inputs(loss);
   REQUIRE(inputs.size() == 1);
@@ -152,7 +153,7 @@ TEST_CASE("a MultiHeadAttention with zero query projection attends uniformly, th
   CHECK(inputs[0].k == inputs[0].q);
   CHECK(inputs[0].packed_row == 24);
   CHECK(inputs[0].packed_k_base == 2 * 4);
-  auto stats = attention_head_stats(mha.last_weights(), inputs[0], mha.scale());
+  auto stats = attention_head_stats(recorder.weights, inputs[0], mha.scale());
   for (const HeadStats& s : stats) {
     CHECK(s.entropy == Approx(std::log(static_cast<double>(T))).epsilon(1e-6));  // float32 softmax of equal logits
     CHECK(s.logit_mean == 0);  // q = 0 exactly, so every logit is exactly 0
@@ -170,15 +171,15 @@ TEST_CASE("the logit statistics read from the packed Q/K/V product equal those o
   o.d_v = 4;
   MultiHeadAttention mha(o, init, drop);
   Var x(random_tensor({2, 5, 12}, init), true);
-  mha.capture_weights(true);
+  PatternRecorder recorder(mha);
   Var loss = sum(mha.forward(x));
   auto inputs = recorded_attention_inputs(loss);
   REQUIRE(inputs.size() == 1);
   REQUIRE(inputs[0].packed_row == 24);
   CHECK(inputs[0].packed_k_base == 6);
   const Tensor q = mha.q_proj->forward(x).value(), k = mha.k_proj->forward(x).value();  // (B, T, h*d_k) each
-  auto packed = attention_head_stats(mha.last_weights(), inputs[0], mha.scale());
-  auto separate = attention_head_stats(mha.last_weights(), &q, &k, mha.scale());
+  auto packed = attention_head_stats(recorder.weights, inputs[0], mha.scale());
+  auto separate = attention_head_stats(recorder.weights, &q, &k, mha.scale());
   REQUIRE(packed.size() == 3);
   for (size_t hh = 0; hh < 3; ++hh) {
     CHECK(separate[hh].logit_var > 0);  // real logits, not a degenerate case
@@ -230,7 +231,7 @@ TEST_CASE("TrainingProbe logs gradient norms equal to the norms computed directl
   for (const std::string arch : {"encoder", "decoder"}) {
     auto model = make_model(tiny_config(arch), 7);
     auto opt = make_optimizer(OptimizerConfig{}, model->named_parameters());
-    TrainingProbe probe(*model, dir.path.string(), {"emb", "block0", "block1"});
+    TrainingProbe probe(*model, model->hooks(), dir.path.string(), {"emb", "block0", "block1"});
     FormattedBatch batch = tiny_batch(arch);
     model->zero_grad();
     probe.before_forward();
@@ -275,7 +276,7 @@ TEST_CASE("TrainingProbe logs gradient norms equal to the norms computed directl
       CHECK(entropy > 0);
       CHECK(entropy <= std::log(static_cast<double>(T)) + 1e-6);  // never above uniform over all T keys
     }
-    // The probe leaves capture off after its step.
-    for (auto& [name, mha] : find_attention_modules(*model)) CHECK_FALSE(mha->capturing_weights());
+    // The probe leaves nothing hooked after its step.
+    CHECK(model->hooks().empty());
   }
 }

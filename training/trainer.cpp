@@ -13,12 +13,21 @@ namespace attnlab {
 
 namespace {
 
-// Names of the residual-stream points the models append (see SequenceModel::observe_residual_stream).
-std::vector<std::string> residual_stream_labels(const TransformerConfig& c) {
+// The probe's label of each residual-stream hook point (SequenceModel::residual_stream_points):
+// "embed" -> "emb", "blocks.N.resid_post" -> "blockN", with "enc." / "dec." for "encoder." / "decoder.".
+std::vector<std::string> residual_stream_labels(const std::vector<std::string>& points) {
+  static const std::pair<std::string, std::string> kStacks[] = {{"encoder.", "enc."}, {"decoder.", "dec."}};
   std::vector<std::string> out;
-  for (const std::string& stack : c.arch == Arch::seq2seq ? std::vector<std::string>{"enc.", "dec."} : std::vector<std::string>{""}) {
-    out.push_back(stack + "emb");
-    for (int64_t i = 0; i < c.n_layers; ++i) out.push_back(stack + "block" + std::to_string(i));
+  for (std::string name : points) {
+    std::string label;
+    for (const auto& [stack, short_name] : kStacks)
+      if (name.rfind(stack, 0) == 0) {
+        label = short_name;
+        name = name.substr(stack.size());
+      }
+    if (name == "embed") label += "emb";
+    else label += "block" + name.substr(7, name.find('.', 7) - 7);  // "blocks.N.resid_post"
+    out.push_back(label);
   }
   return out;
 }
@@ -99,7 +108,8 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
   }
   // Observers only: a probed run is bitwise an unprobed one.
   if (s_.probe_every > 0)
-    probe_ = std::make_unique<TrainingProbe>(state_.model(), dir, residual_stream_labels(s_.model), resumed);
+    probe_ = std::make_unique<TrainingProbe>(state_.model(), state_.model().hooks(), dir,
+                                             residual_stream_labels(state_.model().residual_stream_points()), resumed);
   // A resumed run starts a new event file (TensorBoard reads every file of
   // the directory) that begins with a session start after the checkpoint:
   // TensorBoard then drops what a killed run logged past it, as metrics.csv does.

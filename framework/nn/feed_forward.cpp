@@ -20,8 +20,14 @@ FeedForward::FeedForward(int64_t d, int64_t d_ff, Activation act, Real dropout_p
 }
 
 Var FeedForward::forward(const Var& x) const {
-  Var h = act_ == Activation::relu ? fc1->forward_relu(x) : gelu(fc1->forward(x));  // (..., d_ff)
-  return fc2->forward(dropout->forward(h));
+  Var h = hooks_.pass("hidden", act_ == Activation::relu ? fc1->forward_relu(x) : gelu(fc1->forward(x)));  // (..., d_ff)
+  return hooks_.pass("out", fc2->forward(dropout->forward(h)));
+}
+
+void FeedForward::attach_hooks(HookTable& table, const std::string& prefix) {
+  hooks_.attach(table, prefix);
+  hooks_.declare("hidden", "B, T, d_ff");
+  hooks_.declare("out", "B, T, d");
 }
 
 }  // namespace attnlab

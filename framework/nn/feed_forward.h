@@ -4,6 +4,7 @@
 #include <string>
 
 #include "framework/nn/dropout.h"
+#include "framework/nn/hook_points.h"
 #include "framework/nn/linear.h"
 
 namespace attnlab {
@@ -22,6 +23,9 @@ class FeedForward : public Module {
 
   // x (..., d) -> (..., d).
   Var forward(const Var& x) const;
+  // Declares prefix + hidden (..., d_ff: after the activation, before dropout)
+  // and prefix + out (..., d: fc2's output), which forward then passes.
+  void attach_hooks(HookTable& table, const std::string& prefix);
 
   Activation activation() const { return act_; }
 
@@ -31,6 +35,7 @@ class FeedForward : public Module {
 
  private:
   Activation act_;
+  HookSite hooks_;
 };
 
 }  // namespace attnlab

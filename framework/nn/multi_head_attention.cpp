@@ -163,13 +163,17 @@ Var MultiHeadAttention::forward(const Var& x, const Var& memory, bool causal, co
   AttentionMask mask;
   mask.causal = causal;
   mask.key_padding = key_padding;
-  Tensor* weights_out = capture_ ? &weights_ : nullptr;
   const bool weight_dropout = training() && opt_.dropout > 0;
+  // Only the composed path has the scores, and a pattern to replace, as Vars.
+  const bool composed =
+      weight_dropout || hooks_.observed("scores") || hooks_.replaced("scores") || hooks_.replaced("pattern");
+  Tensor weights;  // (B, h, T_q, T_k), copied out of a fused kernel when the pattern is observed
+  Tensor* weights_out = !composed && hooks_.observed("pattern") ? &weights : nullptr;
   const bool self_attention = !memory.defined() || memory.node() == x.node();
-  if (opt_.projections && !opt_.rope && !weight_dropout && self_attention) {
+  if (opt_.projections && !opt_.rope && !composed && self_attention) {
     // The fused kernel reads the heads straight from the one Q/K/V product, unsplit.
     const Var qkv = stacked_forward({q_proj.get(), k_proj.get(), v_proj.get()}, x);  // (B, T, h·(2·d_k + d_v))
-    return out_proj->forward(attention_packed(qkv, opt_.n_heads, opt_.d_k, opt_.d_v, scale_, mask, weights_out));
+    return output(attention_packed(qkv, opt_.n_heads, opt_.d_k, opt_.d_v, scale_, mask, weights_out), weights_out);
   }
   // Otherwise the heads stay where the projections wrote them too: q (B, T_q, h·d_k),
   // k (B, T_k, h·d_k), v (B, T_k, h·d_v); without projections one head over the
@@ -184,19 +188,33 @@ Var MultiHeadAttention::forward(const Var& x, const Var& memory, bool causal, co
     k = rotary_heads(k, opt_.n_heads);
   }
   Var ctx;  // (B, T_q, h·d_v)
-  if (weight_dropout) {
+  if (composed) {
     const int64_t h = opt_.n_heads;
     ctx = merge_heads(composed_attention(split_heads(q, h, opt_.d_k), split_heads(k, h, opt_.d_k),
-                                         split_heads(v, h, opt_.d_v), scale_, mask, opt_.dropout, dropout_rng_, true,
-                                         weights_out));
+                                         split_heads(v, h, opt_.d_v), scale_, mask, opt_.dropout, dropout_rng_,
+                                         weight_dropout, nullptr, &hooks_));
   } else {
     ctx = attention_heads(q, k, v, opt_.n_heads, scale_, mask, weights_out);
   }
-  return opt_.projections ? out_proj->forward(ctx) : ctx;  // (B, T_q, d)
+  return output(std::move(ctx), weights_out);  // (B, T_q, d)
+}
+
+Var MultiHeadAttention::output(Var ctx, const Tensor* weights) const {
+  if (weights) hooks_.pass("pattern", Var(*weights));  // observers only: a replacement takes the composed path
+  ctx = hooks_.pass("z", std::move(ctx));
+  return hooks_.pass("out", opt_.projections ? out_proj->forward(ctx) : ctx);
+}
+
+void MultiHeadAttention::attach_hooks(HookTable& table, const std::string& prefix) {
+  hooks_.attach(table, prefix);
+  hooks_.declare("scores", "B, h, T_q, T_k");
+  hooks_.declare("pattern", "B, h, T_q, T_k");
+  hooks_.declare("z", "B, T_q, h*d_v");
+  hooks_.declare("out", "B, T_q, d");
 }
 
 Var composed_attention(const Var& q, const Var& k, const Var& v, Real s, const AttentionMask& mask, Real dropout_p,
-                       Rng* dropout_rng, bool training, Tensor* weights_out) {
+                       Rng* dropout_rng, bool training, Tensor* weights_out, const HookSite* hooks) {
   const int64_t b = q.size(0), t_q = q.size(2), t_k = k.size(2);
   Var scores = scale(matmul(q, k, false, true), s);  // (B, h, T_q, T_k)
   if (mask.causal || mask.key_padding) {
@@ -210,7 +228,9 @@ Var composed_attention(const Var& q, const Var& k, const Var& v, Real s, const A
         }
     scores = masked_fill(scores, m, -std::numeric_limits<Real>::infinity());
   }
+  if (hooks) scores = hooks->pass("scores", std::move(scores));
   Var w = softmax(scores);
+  if (hooks) w = hooks->pass("pattern", std::move(w));
   if (weights_out) *weights_out = w.value();
   if (training && dropout_p > 0) w = dropout(w, dropout_p, *dropout_rng, true);
   return matmul(w, v);  // (B, h, T_q, d_v)

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/nn/hook_points.h"
 #include "framework/nn/linear.h"
 #include "framework/ops/attention.h"
 
@@ -81,8 +82,8 @@ class MultiHeadAttention : public Module {
   // advances, and each row attends over its slot's positions 0..length-1:
   // what forward(x_full, Var(), true) computes for that position, where
   // x_full holds every position of the sequence. Rotary positions use the
-  // absolute position. A full cache or wrong shapes throw ShapeError. The
-  // weights are not captured.
+  // absolute position. A full cache or wrong shapes throw ShapeError. No
+  // hook point is passed.
   Var forward_step(const Var& x, KvCache& cache, const std::vector<int64_t>& slots) const;
   // The keys and values of a cross-attention memory (B, T_k, kv_dim), computed
   // once for every decoding step; key_padding (B, T_k) or null.
@@ -92,12 +93,13 @@ class MultiHeadAttention : public Module {
   // (ValueError: cross-attention has no shared positions).
   Var forward_memory(const Var& x, const KvCache& memory, const std::vector<int64_t>& slots) const;
 
-  // While on, each forward keeps its attention weights (B, h, T_q, T_k)
-  // (before dropout) for inspection.
-  void capture_weights(bool on) { capture_ = on; }
-  bool capturing_weights() const { return capture_; }
-  // The weights of the last forward run with capture on; empty before that.
-  const Tensor& last_weights() const { return weights_; }
+  // Declares this layer's hook points, prefix + scores (B, h, T_q, T_k),
+  // pattern (the same, after the softmax, before dropout), z (B, T_q, h·d_v:
+  // head hh's output in columns hh·d_v .. (hh+1)·d_v − 1, before out_proj) and
+  // out (B, T_q, d), which forward then passes (docs/hooks.md). Observing the
+  // pattern keeps the fused kernel (its weights are copied out); a hook on
+  // the scores, or one replacing the pattern, takes the composed path.
+  void attach_hooks(HookTable& table, const std::string& prefix);
 
   const MultiHeadAttentionOptions& options() const { return opt_; }  // resolved: d_k, d_v, kv_dim filled in
   int64_t n_heads() const { return opt_.n_heads; }
@@ -129,19 +131,23 @@ class MultiHeadAttention : public Module {
   // ctx (B, h·d_v) -> (B, 1, d): out_proj, or the context itself without projections.
   Var step_output(Tensor ctx) const;
 
+  // The pattern observed outside the composed path (weights copied out of a
+  // fused kernel, or null), then z and out through their hook points.
+  Var output(Var ctx, const Tensor* weights) const;
+
   Real scale_;
   Rng* dropout_rng_;
-  bool capture_ = false;
-  Tensor weights_;
+  HookSite hooks_;
 };
 
 // The attention core composed of primitive ops (matmul, scale, masked_fill,
 // softmax, dropout, matmul), with the fused op's shapes and mask semantics.
 // MultiHeadAttention uses it when dropout on the weights is active (the fused
 // op has no dropout); the tests use it as the reference for the fused op.
-// With weights_out, receives the weights (B, h, T_q, T_k) before dropout.
+// With weights_out, receives the weights (B, h, T_q, T_k) before dropout;
+// with hooks, passes the scores and the pattern through their hook points.
 Var composed_attention(const Var& q, const Var& k, const Var& v, Real scale, const AttentionMask& mask,
                        Real dropout_p = 0, Rng* dropout_rng = nullptr, bool training = false,
-                       Tensor* weights_out = nullptr);
+                       Tensor* weights_out = nullptr, const HookSite* hooks = nullptr);
 
 }  // namespace attnlab

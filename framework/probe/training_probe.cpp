@@ -44,9 +44,10 @@ const std::vector<std::string>& TrainingProbe::head_columns() {
   return c;
 }
 
-TrainingProbe::TrainingProbe(Module& model, const std::string& dir, std::vector<std::string> stream_labels,
-                             int64_t resume_step)
+TrainingProbe::TrainingProbe(Module& model, HookTable& hooks, const std::string& dir,
+                             std::vector<std::string> stream_labels, int64_t resume_step)
     : attention_(find_attention_modules(model)),
+      hooks_(hooks),
       stream_labels_(std::move(stream_labels)),
       updates_(model.named_parameters()),
       params_csv_(open_csv(dir + "/probe_params.csv", param_columns(), resume_step)),
@@ -54,13 +55,18 @@ TrainingProbe::TrainingProbe(Module& model, const std::string& dir, std::vector<
       heads_csv_(open_csv(dir + "/probe_heads.csv", head_columns(), resume_step)),
       params_(model.named_parameters()) {}
 
-void TrainingProbe::capture(bool on) {
-  for (auto& [name, mha] : attention_) mha->capture_weights(on);
+void TrainingProbe::observe_patterns(bool on) {
+  for (int64_t id : pattern_hooks_) hooks_.remove(id);
+  pattern_hooks_.clear();
+  patterns_.assign(on ? attention_.size() : 0, Var());
+  for (size_t i = 0; on && i < attention_.size(); ++i)
+    pattern_hooks_.push_back(hooks_.observe(attention_[i].first + ".pattern",
+                                            [this, i](const std::string&, const Var& w) { patterns_[i] = w; }));
 }
 
 void TrainingProbe::before_forward() {
   abandon();
-  capture(true);
+  observe_patterns(true);
 }
 
 void TrainingProbe::after_forward(const Var& loss) {
@@ -73,9 +79,10 @@ void TrainingProbe::after_forward(const Var& loss) {
   for (size_t i = 0; i < attention_.size(); ++i) {
     const MultiHeadAttention& mha = *attention_[i].second;
     const AttentionInputs in = matched ? inputs[i] : AttentionInputs{};
-    heads_.push_back(attention_head_stats(mha.last_weights(), in, mha.scale()));
+    const Tensor none;  // a layer the forward did not run
+    heads_.push_back(attention_head_stats(patterns_[i].defined() ? patterns_[i].value() : none, in, mha.scale()));
   }
-  capture(false);
+  observe_patterns(false);
   for (Var& v : stream_) v.retain_grad();
 }
 
@@ -120,7 +127,7 @@ void TrainingProbe::write_events(int64_t step, const std::vector<ParameterStats>
 }
 
 void TrainingProbe::abandon() {
-  capture(false);
+  observe_patterns(false);
   stream_.clear();
   heads_.clear();
   stream_rms_.clear();

@@ -4,14 +4,14 @@
 // weights after N probed steps are bitwise those of an unprobed run.
 //
 // Per probed step, in order:
-//   before_forward()       turns attention-weight capture on
+//   before_forward()       observes each attention layer's pattern on the seam
 //   (forward; the model appends its residual stream to stream_sink())
 //   after_forward(loss)    attention statistics (reads q, k from the live graph);
 //                          marks the residual-stream Vars to keep their gradients
 //   (backward)
 //   after_backward()       gradient norms, residual-stream gradients, weight snapshot
 //   (clipping, optimizer step)
-//   after_step(step)       update ratios; writes the rows; capture off again
+//   after_step(step)       update ratios; writes the rows
 // abandon() drops a step that was skipped (e.g. a NaN gradient).
 //
 // Files (long format, one row per step and item):
@@ -34,10 +34,12 @@ namespace attnlab {
 
 class TrainingProbe {
  public:
-  // `stream_labels` name the residual-stream points the model will append,
-  // in order ("emb", "block0", ...); extra points are labelled by index.
-  // resume_step >= 0: append to existing files, dropping rows of later steps.
-  TrainingProbe(Module& model, const std::string& dir, std::vector<std::string> stream_labels,
+  // `hooks` is the model's seam (framework/nn/hook_points.h); each attention
+  // layer's pattern is its module path + ".pattern" there. `stream_labels`
+  // name the residual-stream points the model will append, in order ("emb",
+  // "block0", ...); extra points are labelled by index. resume_step >= 0:
+  // append to existing files, dropping rows of later steps.
+  TrainingProbe(Module& model, HookTable& hooks, const std::string& dir, std::vector<std::string> stream_labels,
                 int64_t resume_step = -1);
 
   std::vector<Var>* stream_sink() { return &stream_; }
@@ -57,10 +59,13 @@ class TrainingProbe {
   static const std::vector<std::string>& head_columns();
 
  private:
-  void capture(bool on);
+  void observe_patterns(bool on);
   void write_events(int64_t step, const std::vector<ParameterStats>& params);
 
   std::vector<std::pair<std::string, MultiHeadAttention*>> attention_;
+  HookTable& hooks_;
+  std::vector<int64_t> pattern_hooks_;  // observer ids while a step is probed
+  std::vector<Var> patterns_;           // per attention layer: (B, h, T_q, T_k) of the probed forward
   std::vector<std::string> stream_labels_;
   UpdateProbe updates_;
   std::vector<Var> stream_;
