@@ -11,6 +11,7 @@
 
 #include "framework/io/safetensors.h"
 #include "framework/optim/optim.h"
+#include "framework/optim/optim_rules.h"
 
 using namespace attnlab;
 using Catch::Matchers::Contains;
@@ -437,4 +438,25 @@ TEST_CASE("schedules reject bad settings, naming the value", "[optim]") {
   REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{ScheduleKind::noam, 0, 0, 0, 64}, 1.0, 1), Contains("warmup"));
   REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{ScheduleKind::noam, 100, 0, 0, 0}, 1.0, 1), Contains("d_model"));
   REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{}, -1, 1), Contains("-1"));
+}
+
+TEST_CASE("an optimizer's or a schedule's cross-field rule is written once and worded in fields or in flags",
+          "[optim][options]") {
+  OptimizerConfig o;
+  o.kind = OptimizerKind::sgd;
+  o.nesterov = true;
+  CHECK_THROWS_WITH(check_nesterov(o, Naming::flag), "--nesterov needs --momentum > 0");
+  CHECK_THROWS_WITH(check_nesterov(o, Naming::json), "nesterov needs momentum > 0");
+  CHECK_THROWS_WITH(validate(o), "nesterov needs momentum > 0");  // make_optimizer's check is the same rule
+  o.momentum = 0.9;
+  CHECK_NOTHROW(check_nesterov(o, Naming::flag));
+  ScheduleConfig c{ScheduleKind::cosine, 0, 100, 1, 0};
+  CHECK_THROWS_WITH(check_schedule_fields(c, 0.001, Naming::flag), "--min-lr must be in [0, --lr 0.001], got 1");
+  CHECK_THROWS_WITH(check_schedule_fields(c, 0.001, Naming::json), "min_lr must be in [0, lr 0.001], got 1");
+  CHECK_THROWS_WITH(scheduled_lr(c, 0.001, 1), "min_lr must be in [0, lr 0.001], got 1");
+  c = ScheduleConfig{ScheduleKind::noam, 0, 0, 0, 64};
+  CHECK_THROWS_WITH(check_schedule_fields(c, 1.0, Naming::flag), "--schedule noam needs --warmup > 0");
+  CHECK_THROWS_WITH(check_schedule_fields(c, 1.0, Naming::json), "schedule noam needs warmup > 0");
+  c.warmup = 10;
+  CHECK_NOTHROW(check_schedule_fields(c, 1.0, Naming::flag));
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "framework/error.h"
+#include "framework/optim/optim_rules.h"
 #include "models/batch.h"
 #include "models/init.h"
 #include "models/model_rules.h"
@@ -110,7 +111,7 @@ void check_optimization_flags(const TrainSettings& s) {
   if (o.kind == OptimizerKind::sgd) {
     require(o.beta1 == d.beta1 && o.beta2 == d.beta2 && o.eps == d.eps,
             "--beta1, --beta2 and --eps apply to --optimizer adam and adamw, not sgd");
-    require(!o.nesterov || o.momentum > 0, "--nesterov needs --momentum > 0");
+    check_nesterov(o, Naming::flag);
   } else {
     require(o.momentum == d.momentum && o.nesterov == d.nesterov,
             "--momentum and --nesterov apply to --optimizer sgd, not " + name_of(o.kind));
@@ -121,12 +122,9 @@ void check_optimization_flags(const TrainSettings& s) {
   // A warmup that outlasts the run never reaches --lr (noam: its peak).
   require(c.warmup < s.steps || c.warmup == 0, "--warmup " + str(c.warmup) + " must be below --steps " + str(s.steps) +
                                                    " for --schedule " + name_of(c.kind));
-  if (c.kind == ScheduleKind::linear || c.kind == ScheduleKind::cosine) {
-    require(c.min_lr >= 0 && c.min_lr <= o.lr, "--min-lr must be in [0, --lr " + str(o.lr) + "], got " + str(c.min_lr));
-  } else {
+  if (c.kind != ScheduleKind::linear && c.kind != ScheduleKind::cosine)
     require(c.min_lr == defaults.schedule.min_lr, "--min-lr applies to --schedule linear and cosine, not " + name_of(c.kind));
-  }
-  if (c.kind == ScheduleKind::noam) require(c.warmup > 0, "--schedule noam needs --warmup > 0");
+  check_schedule_fields(c, o.lr, Naming::flag);  // --min-lr in [0, --lr], noam's --warmup
 }
 
 // A pairs task's share held out of its file: some, and at most half (as --heldout of a generated task).

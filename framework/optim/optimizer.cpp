@@ -7,6 +7,7 @@
 
 #include "framework/optim/adam.h"
 #include "framework/optim/chunks.h"
+#include "framework/optim/optim_rules.h"
 #include "framework/optim/sgd.h"
 
 namespace attnlab {
@@ -67,8 +68,7 @@ void validate(const OptimizerConfig& c) {
     throw ValueError("optimizer weight_decay must be >= 0 and finite, got " + exact_text(c.weight_decay));
   if (!(c.momentum >= 0) || !std::isfinite(c.momentum))
     throw ValueError("optimizer momentum must be >= 0 and finite, got " + exact_text(c.momentum));
-  if (c.nesterov && c.kind == OptimizerKind::sgd && c.momentum == 0)
-    throw ValueError("nesterov momentum needs momentum > 0, got momentum 0");
+  check_nesterov(c, Naming::json);
 }
 
 bool default_no_decay(const std::string& dotted_name) {

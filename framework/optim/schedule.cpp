@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "framework/error.h"
+#include "framework/optim/optim_rules.h"
 
 namespace attnlab {
 
@@ -24,18 +25,12 @@ void validate(const ScheduleConfig& c, double base_lr) {
   if (!(base_lr > 0) || !std::isfinite(base_lr))
     throw ValueError("lr schedule: base lr must be > 0 and finite, got " + exact_text(base_lr));
   if (c.warmup < 0) throw ValueError("lr schedule: warmup must be >= 0, got " + std::to_string(c.warmup));
-  if (decays) {
-    if (c.total_steps <= c.warmup)
-      throw ValueError("lr schedule '" + name_of(c.kind) + "': total_steps must exceed warmup, got total_steps " +
-                       std::to_string(c.total_steps) + " and warmup " + std::to_string(c.warmup));
-    if (!(c.min_lr >= 0 && c.min_lr <= base_lr))
-      throw ValueError("lr schedule '" + name_of(c.kind) + "': min_lr must be in [0, base lr " + exact_text(base_lr) + "], got " +
-                       exact_text(c.min_lr));
-  }
-  if (c.kind == ScheduleKind::noam) {
-    if (c.warmup <= 0) throw ValueError("lr schedule 'noam' needs warmup > 0, got " + std::to_string(c.warmup));
-    if (c.d_model <= 0) throw ValueError("lr schedule 'noam' needs d_model > 0, got " + std::to_string(c.d_model));
-  }
+  if (decays && c.total_steps <= c.warmup)
+    throw ValueError("lr schedule '" + name_of(c.kind) + "': total_steps must exceed warmup, got total_steps " +
+                     std::to_string(c.total_steps) + " and warmup " + std::to_string(c.warmup));
+  check_schedule_fields(c, base_lr, Naming::json);
+  if (c.kind == ScheduleKind::noam && c.d_model <= 0)
+    throw ValueError("lr schedule 'noam' needs d_model > 0, got " + std::to_string(c.d_model));
 }
 
 double scheduled_lr(const ScheduleConfig& c, double base_lr, int64_t step) {
