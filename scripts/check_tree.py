@@ -34,9 +34,10 @@ PRODUCTION = ["framework", "models", "datasets", "training", "cli", "bench"]
 # directories the sweep and tuning tools write, asked of attnlab by the Python tools; to 21,200 the
 # same day when that work came to 657 lines (signals at every instant and resumed records 247, the
 # tools' directories and claim-dir 211, the readers and standard output's errno 199); to 21,300 for
-# issue 43 items 2 and 7 (+185 lines): one CSV reader beside the writer, framework/choices.h, the
-# model's cross-field rules worded either way (models/model_rules.*) and each choice's help in its
-# table (another engineer is rewriting this gate to count code lines).
+# issue 43 items 2 and 7 (+237 lines): one CSV reader beside the writer, framework/choices.h, the
+# cross-field rules of the model and the optimizer worded either way (models/model_rules.*,
+# framework/optim/optim_rules.*) and each choice's help in its table (another engineer is
+# rewriting this gate to count code lines).
 LINE_BUDGET = 21300
 FILE_LIMIT = 400
 FUNCTION_LIMIT = 60
