@@ -29,7 +29,7 @@ using Sources = std::vector<std::vector<int32_t>>;
 
 TransformerConfig decode_config(const DecodeOptions& o) {
   TransformerConfig c;
-  c.arch = parse_choice<Arch>("--arch", o.arch);  // checked before: decoder or seq2seq
+  c.arch = o.arch;  // checked before: decoder or seq2seq
   c.vocab_size = o.shape.V;
   c.max_len = o.shape.T;
   c.d_model = o.shape.d;
@@ -56,8 +56,7 @@ double median_seconds(int64_t reps, Decode decode, Sources& answers) {
 }  // namespace
 
 bool run_decoding(const DecodeOptions& o) {
-  if (o.arch != "decoder" && o.arch != "seq2seq")
-    throw ValueError("--arch must be decoder or seq2seq for --decode, got '" + o.arch + "'");
+  if (o.arch == Arch::encoder) throw ValueError("--arch must be decoder or seq2seq for --decode, got 'encoder'");
   if (o.batch < 1 || o.batch > 100000)
     throw ValueError("--batch must be in [1, 100000], got " + std::to_string(o.batch));
   if (o.reps < 1) throw ValueError("--steps must be >= 1 for --decode, got " + std::to_string(o.reps));
@@ -66,7 +65,7 @@ bool run_decoding(const DecodeOptions& o) {
   for (auto& [name, p] : model->named_parameters())
     if (name == "head.bias") p.value()[SpecialTokens::eos] = -1e9f;
 
-  const bool decoder = o.arch == "decoder";
+  const bool decoder = o.arch == Arch::decoder;
   const int64_t T = o.shape.T, src_len = decoder ? T / 2 - 2 : T / 2, new_tokens = T - T / 2;
   Rng rng(o.seed + 1);
   Sources sources(static_cast<size_t>(o.batch));
@@ -86,7 +85,7 @@ bool run_decoding(const DecodeOptions& o) {
 
   nlohmann::json out = cpu_json();
   out.update({{"impl", "attnlab"},   {"mode", "decode"},        {"config", o.shape.name},
-              {"arch", o.arch},      {"threads", o.threads},    {"batch", o.batch},
+              {"arch", name_of(o.arch)},      {"threads", o.threads},    {"batch", o.batch},
               {"src_len", src_len},  {"new_tokens", new_tokens}, {"generated", generated},
               {"ms", cached_s * 1e3}, {"tokens_per_s", static_cast<double>(generated) / cached_s},
               {"precision", name_of(gemm_precision())}, {"gemm_kernel", gemm_kernel()}});

@@ -6,12 +6,13 @@
 #include <string>
 
 #include "bench/shapes.h"
+#include "models/config.h"
 
 namespace attnlab::bench {
 
 struct DecodeOptions {
   Shape shape{};                 // V, T, d, h, L and d_ff of the model
-  std::string arch = "decoder";  // decoder | seq2seq
+  Arch arch = Arch::decoder;     // decoder | seq2seq
   int64_t batch = 0;             // sequences per greedy call
   int64_t reps = 3;              // timed calls per path (the median is reported)
   int threads = 1;

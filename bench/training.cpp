@@ -229,13 +229,7 @@ void add_peaks(nlohmann::json& out, FmaPeak fma, double gflops, int threads) {
 }  // namespace
 
 void run_training(const Shape& shape, const TrainingOptions& a) {
-  int64_t steps = a.steps;
-  if (steps == 0) {
-    const std::string name = shape.name;
-    // Half a second or more of steps even at two threads: a process that starts beside the run (a
-    // reader of its output on the other core) slows a few of them, not the median.
-    steps = name == "S" ? 200 : name == "M" ? 20 : name == "L" ? 5 : 2000;
-  }
+  const int64_t steps = a.steps > 0 ? a.steps : shape.steps;
   omp_set_num_threads(a.threads);
   auto model = make_model(encoder_config(shape), a.seed);
   FmaPeak fma;

@@ -9,7 +9,7 @@ namespace attnlab::bench {
 
 struct TrainingOptions {
   int threads = 1;
-  int64_t steps = 0;   // timed steps; 0 = the shape's default (S 20, M 10, L 5, graph 2000)
+  int64_t steps = 0;   // timed steps; 0 = the shape's default, Shape::steps (S 200, M 20, L 5, graph 2000)
   int64_t warmup = 5;  // untimed steps first
   uint64_t seed = 0;   // of the weights and the data
   bool peaks = true;   // measure the FMA and matrix-product peaks, and the products-only bound

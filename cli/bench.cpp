@@ -13,6 +13,16 @@ namespace attnlab::cli {
 
 namespace {
 
+// How several threads share a training step (bench/training.h's batch_slices).
+enum class ThreadSplit { batch, ops };
+const ChoiceNames<ThreadSplit>& choice_names(ThreadSplit) {
+  static const ChoiceNames<ThreadSplit> names = {
+      {ThreadSplit::batch, "batch",
+       "each runs whole slices of the batch, as train does, where the batch splits evenly among them"},
+      {ThreadSplit::ops, "ops", "every op is split among them"}};
+  return names;
+}
+
 struct BenchArgs {
   std::string config_name = "S";
   int threads = 1;
@@ -22,10 +32,10 @@ struct BenchArgs {
   bool products = false;
   bool decode = false, no_reference = false;
   bool comm = false;
-  std::string arch = "decoder";
+  Arch arch = Arch::decoder;
   int64_t batch = 0;
   std::string gemm;  // empty: the build's backend
-  std::string thread_split = "batch";
+  ThreadSplit thread_split = ThreadSplit::batch;
   Precision precision = Precision::fp32;
 };
 
@@ -52,14 +62,13 @@ const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
   opts.add("config", &a.config_name, "S | M | L (docs/benchmark.md), or graph: a width-4 model whose step is the engine's fixed cost")
       .add("threads", &a.threads, "OpenMP threads")
       .add("thread-split", &a.thread_split,
-           "how several threads share a step: batch (each runs whole slices of the batch, as train "
-           "does, where the batch splits evenly among them) or ops (every op is split among them)")
+           "how several threads share a step: {}")
       .add("steps", &a.steps, "timed steps; 0 = 200 (S), 20 (M), 5 (L)")
       .add("warmup", &a.warmup, "untimed steps first")
       .add("seed", &a.seed, "seed of weights and data")
       .add("gemm", &a.gemm, "matrix-product backend for this run: eigen or onednn (default: the build's)")
       .add("precision", &a.precision,
-           "of the matrix products: fp32 | bf16 (as train --precision; bf16 needs AVX512_BF16 or AMX)")
+           "of the matrix products (as train --precision): {}")
       .flag("no-peak", &a.no_peak, "skip measuring the FMA, bf16 and matrix-product peaks (no MFU)")
       .flag("products", &a.products,
             "after the JSON line, a Markdown table of one step's matrix products by shape, each shape "
@@ -79,8 +88,6 @@ const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
   const bench::Shape* shape = bench::find_shape(a.config_name);
   if (!shape) throw ValueError("--config must be S, M, L or graph, got '" + a.config_name + "'");
   if (a.threads < 1 || a.threads > 1024) throw ValueError("--threads must be in [1, 1024], got " + std::to_string(a.threads));
-  if (a.thread_split != "batch" && a.thread_split != "ops")
-    throw ValueError("--thread-split must be batch or ops, got '" + a.thread_split + "'");
   if (a.steps < 0 || a.warmup < 0) throw ValueError("--steps and --warmup must be >= 0");
   if (a.decode && std::string(shape->name) == "graph") throw ValueError("--decode takes --config S, M or L, got 'graph'");
   if (a.comm && launched_size() <= 1)
@@ -116,7 +123,7 @@ int run_bench(const Args& args) {
                                  a.threads, a.seed, !a.no_reference};
     return bench::run_decoding(d) ? kExitOk : kExitFailure;
   }
-  bench::run_training(*shape, {a.threads, a.steps, a.warmup, a.seed, !a.no_peak, a.products, a.thread_split == "batch"});
+  bench::run_training(*shape, {a.threads, a.steps, a.warmup, a.seed, !a.no_peak, a.products, a.thread_split == ThreadSplit::batch});
   return kExitOk;
 }
 

@@ -25,7 +25,7 @@ int run_claim_dir(const Args& args) {
     return kExitOk;
   if (!vm.count("kind")) throw ValueError("--kind is required (sweep or study)");
   if (!vm.count("dir")) throw ValueError("give the directory to claim");
-  claim_tool_directory(dir, tool_kind_named(kind));
+  claim_tool_directory(dir, parse_choice<ToolKind>("--kind", kind, Naming::flag));
   return kExitOk;
 }
 

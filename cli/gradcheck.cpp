@@ -62,7 +62,7 @@ bool parse_gradcheck(const Args& args, TrainSettings& s, GradcheckArgs& g) {
   // steps long enough to beat rounding noise cross some (relu's own backward
   // is checked off the kink in the float64 layer tests). --activation relu
   // still works; its failures then show up in the "kinks" column.
-  s.model.activation = "gelu";
+  s.model.activation = Activation::gelu;
   OptionSet check("Gradient check");
   check.add("samples", &g.samples, "elements checked per parameter tensor (all when the tensor is smaller)")
       .add("batch-size", &g.batch_size, "sequences in the random batch")
@@ -71,7 +71,8 @@ bool parse_gradcheck(const Args& args, TrainSettings& s, GradcheckArgs& g) {
       .add("atol-frac", &g.atol_frac, "floor of the relative error's denominator, as a fraction of the largest gradient")
       .add("seed", &g.seed, "seed of the model, the batch and the sampled elements");
   po::options_description all = options_with_help();
-  all.add(check.description()).add(task_options(s).description()).add(model_options(s).description());
+  all.add(check.description()).add(option_group(OptionGroup::task, s).description())
+      .add(option_group(OptionGroup::model, s).description());
   po::variables_map vm;
   if (!parse_command_line(args, all, vm,
                           "usage: attnlab gradcheck [model and task options of train] [options]\n\n"
@@ -102,7 +103,7 @@ int run_gradcheck(const Args& args) {
   const uint64_t seed = g.seed;
   s.seed = seed;
   finalize(s);
-  if (s.model.activation == "relu")
+  if (s.model.activation == Activation::relu)
     std::cerr << "attnlab gradcheck: note: with --activation relu, steps that cross ReLU kinks can fail elements whose "
                  "gradient is right (see the kinks column); the default gelu has no kinks\n";
   omp_set_num_threads(1);

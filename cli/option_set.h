@@ -83,16 +83,15 @@ class OptionSet {
     if (saved) printers_.push_back({long_name(name), [field] { return std::string(*field ? "true" : "false"); }});
     return *this;
   }
-  // A choice among names, read as text and parsed when the options are
-  // notified: an unknown name is a ValueError naming the flag and the choices.
+  // A choice among names (framework/choices.h), read as text and parsed when
+  // the options are notified: an unknown name is a ValueError naming the flag
+  // and the choices. "{}" in `help` becomes the values.
   template <class E>
   OptionSet& add_choice(const char* name, E* field, const char* help, bool saved = true) {
     const std::string flag = "--" + long_name(name);
-    auto parse = [field, flag](const std::string& text) {
-      if (auto v = choice_named<E>(text)) *field = *v;
-      else throw ValueError(flag + " must be " + choices_in_words(E{}) + ", got '" + text + "'");
-    };
-    desc_.add_options()(name, po::value<std::string>()->default_value(name_of(*field))->notifier(parse), help);
+    auto parse = [field, flag](const std::string& text) { *field = parse_choice<E>(flag, text, Naming::flag); };
+    const std::string text = help_with_choices<E>(help);
+    desc_.add_options()(name, po::value<std::string>()->default_value(name_of(*field))->notifier(parse), text.c_str());
     if (saved) printers_.push_back({long_name(name), [field] { return name_of(*field); }});
     return *this;
   }
@@ -136,11 +135,6 @@ class OptionSet {
     auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
     return std::string(buf, end);
   }
-  template <class E>
-  static std::string choices_in_words(E) {
-    return "one of " + sorted_names<E>("");
-  }
-  static std::string choices_in_words(Arch) { return "encoder, decoder or seq2seq"; }  // as --model has always said
   static std::string long_name(const char* name) {
     std::string s(name);
     return s.substr(0, s.find(','));

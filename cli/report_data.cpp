@@ -11,6 +11,7 @@
 #include "framework/error.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/checkpoint.h"
+#include "framework/io/csv.h"
 
 namespace attnlab::cli {
 
@@ -20,17 +21,6 @@ namespace {
 
 // Run files the report reads whole; far beyond what a long run writes.
 constexpr uint64_t kMaxCsvBytes = uint64_t(1) << 30;
-
-// One CSV line's fields; a line ending CR LF (Python's csv module writes them) loses its CR.
-std::vector<std::string> split_fields(std::string line) {
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  std::vector<std::string> fields;
-  std::string field;
-  std::istringstream in(line);
-  while (std::getline(in, field, ',')) fields.push_back(field);
-  if (!line.empty() && line.back() == ',') fields.emplace_back();
-  return fields;
-}
 
 // Every setting of config.ini, and those whose value is not train's default.
 nlohmann::json settings_data(const RunDir& run) {
@@ -109,26 +99,16 @@ std::string run_name(const std::string& run_path) {
 }  // namespace
 
 nlohmann::json read_csv_table(const std::string& path, const std::vector<std::string>& required) {
-  const std::string text = read_file(path, kMaxCsvBytes);
-  std::istringstream in(text);
-  std::string line;
-  if (!std::getline(in, line) || line.empty()) throw IoError(path + " has no header line");
-  const std::vector<std::string> columns = split_fields(line);
+  const CsvTable table = read_csv(path, kMaxCsvBytes);  // a row cut mid-write is left out
   for (const std::string& c : required)
-    if (std::find(columns.begin(), columns.end(), c) == columns.end())
-      throw IoError(path + " has no column '" + c + "' (its header: " + line + ")");
+    if (std::find(table.columns.begin(), table.columns.end(), c) == table.columns.end()) {
+      std::string header;
+      for (const std::string& name : table.columns) header += (header.empty() ? "" : ",") + CsvWriter::escape(name);
+      throw IoError(path + " has no column '" + c + "' (its header: " + header + ")");
+    }
   nlohmann::json rows = nlohmann::json::array();
-  size_t consumed = line.size() + 1;
-  for (int64_t number = 2; std::getline(in, line); ++number) {
-    consumed += line.size() + 1;
-    if (consumed > text.size() && text.back() != '\n') break;  // cut mid-write
-    const std::vector<std::string> fields = split_fields(line);
-    if (fields.size() != columns.size())
-      throw IoError(path + " line " + std::to_string(number) + " has " + std::to_string(fields.size()) +
-                    " fields, its header " + std::to_string(columns.size()));
-    rows.push_back(fields);
-  }
-  return {{"columns", columns}, {"rows", rows}};
+  for (const auto& row : table.rows) rows.push_back(row);
+  return {{"columns", table.columns}, {"rows", std::move(rows)}};
 }
 
 nlohmann::json report_run_data(const std::string& run_path, const std::vector<std::string>& inputs) {

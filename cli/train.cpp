@@ -48,13 +48,6 @@ void check_memory(const TrainSettings& s) {
                      " GiB; lower --batch-size, --d-model, --d-k, --d-v, --d-ff, --layers, --heads, --heldout or the sequence length");
 }
 
-// The command line of `train`, beside the experiment's own options.
-struct TrainArgs {
-  std::string run_path, config_file, resume_path;
-  bool quiet = false, overwrite = false, check_only = false;
-  std::set<std::string> given;  // the options written on the command line (not from --config)
-};
-
 const char* const kTrainUsage =
     "usage: attnlab train [options]\n\n"
     "Trains a transformer on a generated sequence task, evaluates it on\n"
@@ -75,14 +68,14 @@ const char* const kTrainExamples =
     "  attnlab train --config runs/rev/config.ini --seed 1 --run runs/rev-seed1\n"
     "  attnlab train --resume runs/rev --steps 4000\n";
 
-OptionSet general_options(TrainArgs& a) {
+OptionSet general_options(TrainJob& job) {
   OptionSet general("General");
-  general.add("run", &a.run_path, "run directory to create (default runs/<task>-<model>)", false)
-      .add("config", &a.config_file, "read options from an INI file (name = value, as the long flags); flags win", false)
-      .add("resume", &a.resume_path, "continue the run in this directory from its latest checkpoint (--steps may be raised)", false)
-      .flag("overwrite", &a.overwrite, "replace an existing run directory", false)
-      .flag("quiet", &a.quiet, "print nothing but errors", false)
-      .flag("check", &a.check_only, "validate the options (and --config file), print the resolved config and exit; writes nothing",
+  general.add("run", &job.run_path, "run directory to create (default runs/<task>-<model>)", false)
+      .add("config", &job.config_file, "read options from an INI file (name = value, as the long flags); flags win", false)
+      .add("resume", &job.resume_path, "continue the run in this directory from its latest checkpoint (--steps may be raised)", false)
+      .flag("overwrite", &job.overwrite, "replace an existing run directory", false)
+      .flag("quiet", &job.quiet, "print nothing but errors", false)
+      .flag("check", &job.check_only, "validate the options (and --config file), print the resolved config and exit; writes nothing",
             false);
   return general;
 }
@@ -91,46 +84,46 @@ OptionSet general_options(TrainArgs& a) {
 // and how many threads and micro-batches it uses (which change its bits) may change. Its
 // config.ini becomes the config file; unless --check, the run is locked from
 // here to the end (returned).
-std::optional<RunClaim> prepare_resume(TrainArgs& a, const po::variables_map& vm, const OptionSet& experiment,
+std::optional<RunClaim> prepare_resume(TrainJob& job, const po::variables_map& vm, const OptionSet& experiment,
                                        bool root) {
-  if (!a.config_file.empty()) throw ValueError("--resume reads the run's own config.ini; drop --config");
+  if (!job.config_file.empty()) throw ValueError("--resume reads the run's own config.ini; drop --config");
   for (const auto& [name, value] : vm)
     if (!value.defaulted() && experiment.description().find_nothrow(name, false) && !resume_may_change(name))
       throw ValueError("--" + name + " cannot change when resuming (it is part of the run's config.ini); start a new run instead");
-  if (!a.run_path.empty() && a.run_path != a.resume_path) throw ValueError("--resume and --run name different directories");
+  if (!job.run_path.empty() && job.run_path != job.resume_path) throw ValueError("--resume and --run name different directories");
   std::optional<RunClaim> claim;
-  if (a.check_only || !root) RunDir(a.resume_path).require_trained();  // --check writes nothing, not even the lock file
-  else claim = RunClaim::resume(RunDir(a.resume_path));
-  a.config_file = RunDir(a.resume_path).config_path();
-  a.run_path = a.resume_path;
+  if (job.check_only || !root) RunDir(job.resume_path).require_trained();  // --check writes nothing, not even the lock file
+  else claim = RunClaim::resume(RunDir(job.resume_path));
+  job.config_file = RunDir(job.resume_path).config_path();
+  job.run_path = job.resume_path;
   return claim;
 }
 
 // Runs `checks`; a value they refuse may come from --config FILE, which the
 // message then names (a resumed run's config.ini is its own: not named).
 template <class Checks>
-void naming_config_file(const TrainArgs& a, Checks&& checks) {
+void naming_config_file(const TrainJob& job, Checks&& checks) {
   try {
     checks();
   } catch (const ValueError& e) {
-    if (a.config_file.empty() || !a.resume_path.empty()) throw;
-    throw ValueError(std::string(e.what()) + " (with --config " + a.config_file + ")");
+    if (job.config_file.empty() || job.resume()) throw;
+    throw ValueError(std::string(e.what()) + " (with --config " + job.config_file + ")");
   }
 }
 
 // The config file's values under the command line's, then the settings checked and completed.
-void resolve_settings(TrainSettings& s, TrainArgs& a, const OptionSet& experiment, po::variables_map& vm) {
-  if (!a.config_file.empty()) {
-    store_config_file(a.config_file, experiment.description(), vm);
+void resolve_settings(TrainSettings& s, TrainJob& job, const OptionSet& experiment, po::variables_map& vm) {
+  if (!job.config_file.empty()) {
+    store_config_file(job.config_file, experiment.description(), vm);
     // notify() assigns every stored value again, the general options'
     // defaults included: keep what the command line said about them.
-    const std::string run_given = a.run_path;
-    naming_config_file(a, [&] { po::notify(vm); });  // parses the choices (--model, --norm, ...)
-    a.run_path = run_given;
-    if (!a.resume_path.empty()) read_missing_init_as_torch(vm, s);
+    const std::string run_given = job.run_path;
+    naming_config_file(job, [&] { po::notify(vm); });  // parses the choices (--model, --norm, ...)
+    job.run_path = run_given;
+    if (job.resume()) read_missing_init_as_torch(vm, s);
   }
-  naming_config_file(a, [&] {
-    check_given_flags(s, a.given);
+  naming_config_file(job, [&] {
+    check_given_flags(s, job.given);
     finalize(s);
   });
   check_heldout(s);
@@ -147,22 +140,19 @@ void check_processes(const TrainSettings& s) {
                      " micro-batches of equal size; choose a multiple of " + std::to_string(parts));
 }
 
-TrainJob make_job(const TrainSettings& s, const TrainArgs& a, const OptionSet& experiment) {
-  TrainJob job;
+// The run directory and config.ini of `job`, whose command line is resolved into `s`.
+void complete_job(TrainJob& job, const TrainSettings& s, const OptionSet& experiment) {
   job.settings = s;
-  job.run = RunDir(a.run_path.empty() ? "runs/" + s.task.name + "-" + name_of(s.model.arch) : a.run_path);
-  job.resume = !a.resume_path.empty();
-  job.quiet = a.quiet;
+  job.run = RunDir(job.run_path.empty() ? "runs/" + s.task.name + "-" + name_of(s.model.arch) : job.run_path);
   // The process count changes no option but must be repeated: the command says it.
   job.config_ini = "# attnlab train: resolved options; repeat with  " + launch_prefix() + "attnlab train --config " +
                    shell_quote(job.run.config_path()) + " --run NEW_DIR\n" + experiment.to_ini();
   // A run stopped in its last step's evaluation is resumed at that step, to finish it.
-  const bool owes_last = job.resume && job.run.latest_step() == s.steps &&
+  const bool owes_last = job.resume() && job.run.latest_step() == s.steps &&
                          owes_evaluation(job.run.checkpoint_stem(s.steps));
-  if (job.resume && job.run.latest_step() >= s.steps && !owes_last)
+  if (job.resume() && job.run.latest_step() >= s.steps && !owes_last)
     throw ValueError("run '" + job.run.path() + "' is already at step " + std::to_string(job.run.latest_step()) +
                      "; pass --steps N with N > " + std::to_string(job.run.latest_step()) + " to continue it");
-  return job;
 }
 
 // Everything before the first step, on every process: the options, the run
@@ -172,25 +162,24 @@ void prepare_training(const Args& args, const Communicator& communicator, TrainJ
                       std::optional<TrainSession>& session) {
   TrainSettings s = default_settings();
   OptionSet experiment = all_train_options(s);
-  TrainArgs a;
   po::options_description all = options_with_help();
-  all.add(general_options(a).description()).add(experiment.description());
+  all.add(general_options(job).description()).add(experiment.description());
   po::variables_map vm;  // command-line values win: they are stored first
   if (!parse_command_line(args, all, vm, kTrainUsage, kTrainExamples)) return;
-  a.given = given_options(vm);  // before --config adds its values: check_given_flags checks what the user wrote
+  job.given = given_options(vm);  // before --config adds its values: check_given_flags checks what the user wrote
   for (const char* path : {"run", "resume", "config"})
-    if (a.given.count(path) && vm[path].as<std::string>().empty())
+    if (job.given.count(path) && vm[path].as<std::string>().empty())
       throw ValueError(std::string("--") + path + " needs a path, got an empty one");
-  if (!a.resume_path.empty()) claim = prepare_resume(a, vm, experiment, communicator.is_root());
-  resolve_settings(s, a, experiment, vm);
-  if (a.check_only) {
+  if (job.resume()) claim = prepare_resume(job, vm, experiment, communicator.is_root());
+  resolve_settings(s, job, experiment, vm);
+  if (job.check_only) {
     if (communicator.is_root()) std::cout << experiment.to_ini();
     return;
   }
   check_processes(s);
-  job = make_job(s, a, experiment);
+  complete_job(job, s, experiment);
   job.communicator = &communicator;
-  if (communicator.is_root() && !job.resume) claim = RunClaim::start(job.run, a.overwrite);  // before config.ini is written
+  if (communicator.is_root() && !job.resume()) claim = RunClaim::start(job.run, job.overwrite);  // before config.ini is written
   session.emplace(job);
 }
 

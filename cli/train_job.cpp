@@ -40,7 +40,7 @@ void prepare_run_files(const TrainJob& job, const Task& task) {
   const TrainSettings& s = job.settings;
   const RunDir& run = job.run;
   const std::string vocab = task.saved_vocab();
-  if (!job.resume) {
+  if (!job.resume()) {
     write_file_atomic(run.config_path(), job.config_ini);
     if (!vocab.empty()) write_file_atomic(run_vocab_path(run), vocab);
     return;
@@ -174,7 +174,7 @@ void print_result(const TrainOutcome& out, const TrainState& state, const RunDir
 TrainerOptions trainer_options(const TrainJob& job, Progress& progress, bool root) {
   TrainerOptions o;
   o.run_dir = job.run.path();
-  o.resume = job.resume;
+  o.resume = job.resume();
   o.stop_requested = [] { return interrupt_signal() != 0; };
   o.on_step = [&progress](const ProgressStats& stats) { progress.update(stats); };
   if (root) o.on_warning = [&progress](const std::string& warning) {
@@ -202,16 +202,16 @@ TrainSession::TrainSession(const TrainJob& job) : job_(job) {
   state_ = std::make_unique<TrainState>(s);
   state_->set_communicator(*job.communicator);
   const bool root = job.communicator->is_root();
-  if (job.resume) set_checkpoint_exists();
+  if (job.resume()) set_checkpoint_exists();
   const bool quiet = job.quiet || !root;
-  progress_ = std::make_unique<Progress>(job.resume ? job.run.latest_step() + 1 : 1, s.steps, quiet, s.log_every);
+  progress_ = std::make_unique<Progress>(job.resume() ? job.run.latest_step() + 1 : 1, s.steps, quiet, s.log_every);
   try {  // both read the latest checkpoint of a resumed run
     if (root) prepare_run_files(job, state_->task());
     TrainerOptions options = trainer_options(job, *progress_, root);
     if (root) options.on_finish = [this](const TrainOutcome& out) { write_summary(out, *state_, job_.run); };
     trainer_ = std::make_unique<Trainer>(*state_, std::move(options));
   } catch (const IoError& e) {
-    const std::string latest = job.resume ? job.run.checkpoint_stem(job.run.latest_step()) : "";
+    const std::string latest = job.resume() ? job.run.checkpoint_stem(job.run.latest_step()) : "";
     const std::string what = e.what();
     if (latest.empty() || (what.find(model_path(latest)) == std::string::npos &&
                            what.find(optimizer_path(latest)) == std::string::npos))
@@ -232,7 +232,7 @@ int TrainSession::run() {
     progress_->message("task: " + state.task().describe());
     progress_->message("model: " + name_of(s.model.arch) + ", " + std::to_string(state.model().parameter_count()) +
                        " parameters; run: " + job.run.path() +
-                       (job.resume ? " (resuming at step " + std::to_string(state.step + 1) + ")" : ""));
+                       (job.resume() ? " (resuming at step " + std::to_string(state.step + 1) + ")" : ""));
   }
   TrainOutcome out;
   try {

@@ -3,6 +3,7 @@
 // directory's files, the progress display, and the report of how the run
 // ended. run_train holds the InterruptGuard (cli/signals.h) from its start.
 #include <memory>
+#include <set>
 #include <string>
 
 #include "cli/progress.h"
@@ -15,13 +16,19 @@
 
 namespace attnlab::cli {
 
+// One `train`: its command line beside the experiment's options, then what
+// cli/train.cpp resolves from it.
 struct TrainJob {
+  std::string run_path, config_file, resume_path;  // --run, --config, --resume as given
+  bool quiet = false, overwrite = false, check_only = false;
+  std::set<std::string> given;  // the options written on the command line (not from --config)
+
   TrainSettings settings;  // finalized
-  RunDir run{""};
-  bool resume = false;  // continue from the run's latest checkpoint
-  bool quiet = false;
+  RunDir run{""};          // --run, or runs/<task>-<model>
   std::string config_ini;  // the resolved options, written to config.ini
   const Communicator* communicator = &single_process();  // the root process alone writes and prints
+
+  bool resume() const { return !resume_path.empty(); }  // continue from the run's latest checkpoint
 };
 
 // "mpirun -np N " when this process is one of N > 1, else "": the start of a

@@ -7,26 +7,16 @@
 
 namespace attnlab::cli {
 
-namespace {
-
-// The options of one group of the table (training/settings_options.h), bound to `s`.
-OptionSet group_options(const char* group, TrainSettings& s) {
-  OptionSet o(group);
+OptionSet option_group(OptionGroup group, TrainSettings& s) {
+  OptionSet o(name_of(group));
   for (const TrainOption& option : train_options())
-    if (std::string(option.group) == group) o.add(option.flag, option.field(s), option.help);
+    if (option.group == group) o.add(option.flag, option.field(s), option.help);
   return o;
 }
 
-}  // namespace
-
-OptionSet task_options(TrainSettings& s) { return group_options("Task", s); }
-OptionSet model_options(TrainSettings& s) { return group_options("Model", s); }
-OptionSet optimization_options(TrainSettings& s) { return group_options("Optimization", s); }
-OptionSet training_options(TrainSettings& s) { return group_options("Training", s); }
-
 OptionSet all_train_options(TrainSettings& s) {
   OptionSet o("");
-  o.add(task_options(s)).add(model_options(s)).add(optimization_options(s)).add(training_options(s));
+  for (const auto& group : choice_names(OptionGroup{})) o.add(option_group(group.value, s));
   return o;
 }
 

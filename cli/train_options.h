@@ -10,11 +10,9 @@
 
 namespace attnlab::cli {
 
-// The option groups of `train`, from the table of training/settings_options.h.
-OptionSet task_options(TrainSettings& s);
-OptionSet model_options(TrainSettings& s);
-OptionSet optimization_options(TrainSettings& s);
-OptionSet training_options(TrainSettings& s);
+// One group of `train`'s options (the table of training/settings_options.h),
+// bound to `s` and captioned with the group's name; all of them.
+OptionSet option_group(OptionGroup group, TrainSettings& s);
 OptionSet all_train_options(TrainSettings& s);
 
 // Refuses the options the user wrote on the command line (`given`, the names

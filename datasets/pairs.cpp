@@ -169,7 +169,7 @@ class PairsTask : public Task {
 }  // namespace
 
 std::unique_ptr<Task> make_pairs_task(const TaskConfig& config) {
-  const auto mode = TokenTable::parse_mode(config.tokenize);
+  const auto mode = config.tokenize;
   TokenTable table = initial_table(config, mode);
   const bool saved = !config.vocab_path.empty();
   const std::string vocab_source = saved ? "the run's vocabulary " + config.vocab_path : "the training file " + config.file;

@@ -72,8 +72,6 @@ void TaskConfig::validate() const {
   if (seq_len < 1 || seq_len > kMaxLen)
     throw ValueError("task seq_len = " + std::to_string(seq_len) + " is invalid; expected 1.." +
                      std::to_string(kMaxLen));
-  if (tokenize != "words" && tokenize != "chars")
-    throw ValueError("task tokenize = '" + tokenize + "' is invalid; expected words or chars");
   if (name == "pairs" || name == "text") {
     if (file.empty()) throw ValueError("task " + name + " reads its examples from a file: give --file PATH");
     const bool text = name == "text";

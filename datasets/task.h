@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "datasets/token_table.h"
 #include "datasets/vocab.h"
 #include "framework/random.h"
 
@@ -49,7 +50,7 @@ struct TaskConfig {
   std::string file;                    // pairs, text: the training file
   std::string heldout_file;            // pairs: held-out pairs (default: a fraction of `file`)
   double heldout_fraction = 0.1;       // pairs: of the distinct inputs; text: the tail of the file
-  std::string tokenize = "words";      // pairs: words | chars
+  Tokenize tokenize = Tokenize::words;  // pairs
   int64_t seq_len = 64;                // text: characters per training window
   std::string vocab_path;              // pairs, text: a run's saved vocab.txt (set when loading a run)
 
@@ -57,7 +58,7 @@ struct TaskConfig {
   // names), vocab outside [2, 1000000], min_len < 1, min_len > max_len,
   // max_len > 1000000, digits outside [1, 1000]; span or seq_len outside
   // [1, 1000000], pairs/text without a file, heldout_fraction outside [0, 1)
-  // (text: (0, 1)), tokenize other than words/chars.
+  // (text: (0, 1)).
   void validate() const;
 };
 

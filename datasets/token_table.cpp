@@ -63,10 +63,10 @@ TokenTable::TokenTable(Mode mode) : mode_(mode) {
   for (const char* s : kSpecialTokens) add(s);
 }
 
-TokenTable::Mode TokenTable::parse_mode(const std::string& name) {
-  if (name == "words") return Mode::words;
-  if (name == "chars") return Mode::chars;
-  throw ValueError("tokenize = '" + name + "' is invalid; expected words or chars");
+const ChoiceNames<Tokenize>& choice_names(Tokenize) {
+  static const ChoiceNames<Tokenize> names = {{Tokenize::words, "words", "separated by spaces"},
+                                              {Tokenize::chars, "chars", "every character a token"}};
+  return names;
 }
 
 std::vector<std::string> TokenTable::split(const std::string& text) const {
@@ -175,7 +175,7 @@ TokenTable TokenTable::parse(const std::string& text, const std::string& path) {
     throw IoError(path + " line 1: not an attnlab vocabulary (expected '" + header + "words' or '" + header + "chars')");
   Mode mode;
   try {
-    mode = parse_mode(lines[0].substr(header.size()));
+    mode = parse_choice<Tokenize>("tokenize", lines[0].substr(header.size()));
   } catch (const ValueError& e) {
     throw IoError(path + " line 1: " + e.what());
   }

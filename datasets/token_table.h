@@ -18,15 +18,19 @@
 #include <unordered_map>
 #include <vector>
 
+#include "framework/choices.h"
+
 namespace attnlab {
+
+// How a file task cuts text into tokens (--tokenize; framework/choices.h).
+enum class Tokenize { words, chars };
+const ChoiceNames<Tokenize>& choice_names(Tokenize);
 
 class TokenTable {
  public:
-  enum class Mode { words, chars };
+  using Mode = Tokenize;
 
   explicit TokenTable(Mode mode);
-  // "words" or "chars"; ValueError for anything else.
-  static Mode parse_mode(const std::string& name);
 
   Mode mode() const { return mode_; }
   int64_t size() const { return static_cast<int64_t>(tokens_.size()); }  // V, specials included

@@ -27,7 +27,7 @@ EncoderBlock::EncoderBlock(const TransformerConfig& c, Rng& init, Rng& dropout_r
   attn = register_module("attn", std::make_shared<MultiHeadAttention>(
                                      attention_options(c, c.positional == Positional::rope), init, dropout_rng));
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(c.d_model));
-  ff = register_module("ff", std::make_shared<FeedForward>(c.d_model, c.d_ff, parse_activation(c.activation),
+  ff = register_module("ff", std::make_shared<FeedForward>(c.d_model, c.d_ff, c.activation,
                                                            static_cast<Real>(c.dropout), init, dropout_rng));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(static_cast<Real>(c.dropout), dropout_rng));
 }
@@ -65,7 +65,7 @@ DecoderBlock::DecoderBlock(const TransformerConfig& c, bool cross_attention, Rng
         "cross_attn", std::make_shared<MultiHeadAttention>(attention_options(c, false), init, dropout_rng));
     ln3 = register_module("ln3", std::make_shared<LayerNorm>(c.d_model));
   }
-  ff = register_module("ff", std::make_shared<FeedForward>(c.d_model, c.d_ff, parse_activation(c.activation),
+  ff = register_module("ff", std::make_shared<FeedForward>(c.d_model, c.d_ff, c.activation,
                                                            static_cast<Real>(c.dropout), init, dropout_rng));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(static_cast<Real>(c.dropout), dropout_rng));
 }

@@ -1,17 +1,15 @@
 #include "models/config.h"
 
-#include <cmath>
-#include <sstream>
-
 #include "framework/error.h"
-#include "framework/nn/multi_head_attention.h"
-#include "models/init.h"
 #include "models/model_options.h"
+#include "models/model_rules.h"
 
 namespace attnlab {
 
 const ChoiceNames<Arch>& choice_names(Arch) {
-  static const ChoiceNames<Arch> names = {{Arch::encoder, "encoder"}, {Arch::decoder, "decoder"}, {Arch::seq2seq, "seq2seq"}};
+  static const ChoiceNames<Arch> names = {{Arch::encoder, "encoder", "tagger, one output per input position"},
+                                          {Arch::decoder, "decoder", "causal LM"},
+                                          {Arch::seq2seq, "seq2seq"}};
   return names;
 }
 const ChoiceNames<Positional>& choice_names(Positional) {
@@ -22,44 +20,30 @@ const ChoiceNames<Positional>& choice_names(Positional) {
   return names;
 }
 const ChoiceNames<Norm>& choice_names(Norm) {
-  static const ChoiceNames<Norm> names = {{Norm::pre, "pre"}, {Norm::post, "post"}};
+  static const ChoiceNames<Norm> names = {{Norm::pre, "pre", "pre-LN"}, {Norm::post, "post", "post-LN, as in Vaswani et al."}};
   return names;
 }
 const ChoiceNames<InitScheme>& choice_names(InitScheme) {
   static const ChoiceNames<InitScheme> names = {
-      {InitScheme::automatic, "auto"}, {InitScheme::torch, "torch"}, {InitScheme::gpt2, "gpt2"}};
+      {InitScheme::automatic, "auto", "gpt2 with --positional learned, torch otherwise; config.ini records which"},
+      {InitScheme::torch, "torch",
+       "each layer's PyTorch default: token embeddings N(0, 1), the scale of sinusoidal positions"},
+      {InitScheme::gpt2, "gpt2",
+       "N(0, 0.02), residual output projections N(0, 0.02/sqrt(2 x layers)), biases 0: token embeddings at the "
+       "scale of learned positions"}};
   return names;
 }
 
 const ChoiceNames<Layout>& choice_names(Layout) {
-  static const ChoiceNames<Layout> names = {{Layout::special, "special"}, {Layout::bare, "bare"}};
+  static const ChoiceNames<Layout> names = {
+      {Layout::special, "special", "[bos] input [sep] answer [eos]"},
+      {Layout::bare, "bare",
+       "input then answer, no special tokens, loss on the answer only, as minGPT's adder; decoding emits exactly "
+       "the answer's length, which the task gives"}};
   return names;
 }
 
 namespace {
-
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-void require_one_of(const char* field, const std::string& value, const std::vector<std::string>& allowed) {
-  for (const auto& a : allowed)
-    if (a == value) return;
-  std::string list;
-  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + quoted(a);
-  throw ValueError(std::string(field) + " must be one of " + list + ", got " + quoted(value));
-}
-
-void check_random_positions(const TransformerConfig& c) {
-  if (c.random_positions == 0) return;
-  if (c.random_positions < 0)
-    throw ValueError("random_positions must be 0 (off) or a positive range P, got " + std::to_string(c.random_positions));
-  if (c.random_positions != c.max_len)
-    throw ValueError("random_positions (" + std::to_string(c.random_positions) +
-                     ") must equal max_len, the positional table it draws from, got max_len = " + std::to_string(c.max_len));
-  if (c.positional != Positional::sinusoidal && c.positional != Positional::learned)
-    throw ValueError("random_positions applies to sinusoidal or learned positions, not positional " +
-                     quoted(name_of(c.positional)) +
-                     (c.positional == Positional::rope ? " (rotary positions are relative)" : " (there are no positions)"));
-}
 
 // One field's JSON value, checked for its type; an enum's text parsed.
 struct ReadField {
@@ -100,22 +84,11 @@ struct ReadField {
 
 void TransformerConfig::validate() const {
   if (max_len < 1) throw ValueError("max_len must be at least 1, got " + std::to_string(max_len));
-  check_bounds(*this, Naming::json, false);
-  if ((d_k == 0 || d_v == 0) && d_model % n_heads != 0)
-    throw ValueError("n_heads (" + std::to_string(n_heads) + ") must divide d_model (" + std::to_string(d_model) +
-                     "), or set d_k and d_v");
-  require_one_of("activation", activation, {"gelu", "relu"});
-  try {
-    parse_attention_scale(attn_scale);
-  } catch (const ValueError&) {
-    throw ValueError("attn_scale must be 'sqrt', 'none', 'linear' or a positive number, got " + quoted(attn_scale));
-  }
-  check_bounds(*this, Naming::json, true);
-  check_random_positions(*this);
-  if (layout == Layout::bare && arch != Arch::decoder)
-    throw ValueError("layout 'bare' applies to arch 'decoder' (a prompt then its answer in one sequence), got arch " +
-                     quoted(name_of(arch)));
-  check_rope_width(*this, Naming::json);
+  check_model_rules(*this, Naming::json);
+  // The flags derive max_len from random_positions (training/settings.cpp); a file must agree.
+  if (random_positions > 0 && random_positions != max_len)
+    throw ValueError("random_positions (" + std::to_string(random_positions) +
+                     ") must equal max_len, the positional table it draws from, got max_len = " + std::to_string(max_len));
 }
 
 nlohmann::json TransformerConfig::to_json() const {

@@ -2,21 +2,17 @@
 // TransformerConfig: every architectural choice of the three model shapes, in
 // one plain struct that round-trips through JSON (run directories, checkpoints,
 // the PyTorch parity fixtures).
-#include <algorithm>
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "framework/error.h"
+#include "framework/choices.h"
+#include "framework/nn/activation.h"
 
 namespace attnlab {
 
-// The choices among names: parsed from text where a flag, config.ini or JSON
-// gives them (the boundary), compared as enums everywhere inside.
+// The model's choices among names (framework/choices.h).
 enum class Arch { encoder, decoder, seq2seq };  // tagger | LM | encoder-decoder
 enum class Positional { sinusoidal, learned, rope, none };
 enum class Norm { pre, post };
@@ -25,45 +21,12 @@ enum class InitScheme { automatic, torch, gpt2 };  // automatic is written "auto
 // answer [eos]; bare = prompt answer, no special tokens (minGPT's adder and sort).
 enum class Layout { special, bare };
 
-// Each enum's values and their text, in declaration order.
-template <class E>
-using ChoiceNames = std::vector<std::pair<E, std::string>>;
+// Each enum's values and their text (framework/choices.h).
 const ChoiceNames<Arch>& choice_names(Arch);
 const ChoiceNames<Positional>& choice_names(Positional);
 const ChoiceNames<Norm>& choice_names(Norm);
 const ChoiceNames<InitScheme>& choice_names(InitScheme);
 const ChoiceNames<Layout>& choice_names(Layout);
-
-// The text of a choice ("seq2seq"), and the choice a text names (none when unknown).
-template <class E>
-std::string name_of(E value) {
-  for (const auto& [v, name] : choice_names(E{}))
-    if (v == value) return name;
-  return "?";
-}
-template <class E>
-std::optional<E> choice_named(const std::string& text) {
-  for (const auto& [v, name] : choice_names(E{}))
-    if (name == text) return v;
-  return std::nullopt;
-}
-// The names sorted, each wrapped in `quote`: "'a', 'b', 'c'" (the messages list them so).
-template <class E>
-std::string sorted_names(const std::string& quote) {
-  std::vector<std::string> names;
-  for (const auto& entry : choice_names(E{})) names.push_back(entry.second);
-  std::sort(names.begin(), names.end());
-  std::string out;
-  for (const auto& name : names) out += (out.empty() ? "" : ", ") + quote + name + quote;
-  return out;
-}
-
-// choice_named, or ValueError "FIELD must be one of 'a', 'b', got 'x'".
-template <class E>
-E parse_choice(const std::string& field, const std::string& text) {
-  if (auto v = choice_named<E>(text)) return *v;
-  throw ValueError(field + " must be one of " + sorted_names<E>("'") + ", got '" + text + "'");
-}
 
 // A new field is declared here and given one row in models/model_options.cpp
 // (JSON key, flag, bound, help); JSON, the flags of train, config.ini and the
@@ -81,7 +44,7 @@ struct TransformerConfig {
   Positional positional = Positional::sinusoidal;
   Norm norm = Norm::pre;
   std::string attn_scale = "sqrt";        // "sqrt" | "none" | "linear" | a number
-  std::string activation = "relu";        // "relu" | "gelu"
+  Activation activation = Activation::relu;
   double dropout = 0;       // on the embedding sum, each sublayer output and inside FF (Vaswani)
   double attn_dropout = 0;  // on the attention weights (off in Vaswani's base model)
   bool tie_embeddings = false;            // head.weight = tok_emb.weight (head keeps its bias)

@@ -10,10 +10,6 @@ namespace {
 
 using C = TransformerConfig;
 
-std::string name_in(const ModelOption& o, Naming naming) {
-  return naming == Naming::json ? std::string(o.key) : "--" + std::string(o.flag);
-}
-
 std::string text(double v) {
   std::ostringstream out;
   out << v;
@@ -21,23 +17,26 @@ std::string text(double v) {
 }
 
 void check_bound(const ModelOption& o, double value, const std::string& shown, Naming naming) {
-  const std::string name = name_in(o, naming);
+  const std::string name = option_name(o, naming);
   const bool flag = naming == Naming::flag;
   const std::string positive = flag ? " must be >= 1" : " must be positive";
   if (o.bound == Bound::positive && !(value > 0)) throw ValueError(name + positive + ", got " + shown);
   if (o.bound == Bound::positive_or_auto && !(value >= 0))
-    throw ValueError(name + positive + " (or 0 for " + name_in(*model_option("d_model"), naming) + " / " +
-                     name_in(*model_option("n_heads"), naming) + "), got " + shown);
+    throw ValueError(name + positive + " (or 0 for " + option_name(*model_option("d_model"), naming) + " / " +
+                     option_name(*model_option("n_heads"), naming) + "), got " + shown);
   if (o.bound == Bound::fraction && !(value >= 0 && value < 1))
     throw ValueError(name + " must be in [0, 1), got " + shown);
 }
 
 }  // namespace
 
+std::string option_name(const ModelOption& o, Naming naming) {
+  return naming == Naming::json ? std::string(o.key) : "--" + std::string(o.flag);
+}
+
 const std::vector<ModelOption>& model_options() {
   static const std::vector<ModelOption> options = {
-      {"arch", "model", &C::arch, Bound::none,
-       "encoder (tagger, one output per input position) | decoder (causal LM) | seq2seq"},
+      {"arch", "model", &C::arch, Bound::none, "{}"},
       {"vocab_size", "", &C::vocab_size, Bound::positive, "vocab_size (from the task options)"},
       {"max_len", "", &C::max_len, Bound::none, "positions (the positional table)"},
       {"d_model", "d-model", &C::d_model, Bound::positive, "model width d"},
@@ -46,32 +45,25 @@ const std::vector<ModelOption>& model_options() {
       {"d_ff", "d-ff", &C::d_ff, Bound::positive, "feed-forward hidden width"},
       {"d_k", "d-k", &C::d_k, Bound::positive_or_auto, "query/key width per head; 0 = d/h"},
       {"d_v", "d-v", &C::d_v, Bound::positive_or_auto, "value width per head; 0 = d/h"},
-      {"positional", "positional", &C::positional, Bound::none, "sinusoidal | learned | rope | none"},
+      {"positional", "positional", &C::positional, Bound::none, "{}"},
       {"random_positions", "random-positions", &C::random_positions, Bound::none,
        "P > 0: randomised positions (sinusoidal, learned): in training each sequence reads a sorted random "
        "subset of the positions [0, P), in evaluation an even spread over [0, P); the table has P rows "
        "(--positions P or unset); 0 = off (docs/length.md)"},
-      {"norm", "norm", &C::norm, Bound::none, "pre (pre-LN) | post (post-LN, as in Vaswani et al.)"},
+      {"norm", "norm", &C::norm, Bound::none, "{}"},
       {"attn_scale", "attn-scale", &C::attn_scale, Bound::none,
        "attention logit scale: sqrt (1/sqrt(d_k)) | none | linear (1/d_k) | a number"},
-      {"activation", "activation", &C::activation, Bound::none, "feed-forward activation: relu | gelu"},
+      {"activation", "activation", &C::activation, Bound::none, "feed-forward activation: {}"},
       {"dropout", "dropout", &C::dropout, Bound::fraction,
        "dropout on embeddings, sublayer outputs and inside the feed-forward"},
       {"attn_dropout", "attn-dropout", &C::attn_dropout, Bound::fraction, "dropout on attention weights"},
-      {"init", "init", &C::init, Bound::none,
-       "initial weights: auto (gpt2 with --positional learned, torch otherwise; config.ini records which) | "
-       "torch (each layer's PyTorch default: token embeddings N(0, 1), the scale of sinusoidal positions) | "
-       "gpt2 (N(0, 0.02), residual output projections N(0, 0.02/sqrt(2 x layers)), biases 0: token embeddings "
-       "at the scale of learned positions)"},
+      {"init", "init", &C::init, Bound::none, "initial weights: {}"},
       {"tie_embeddings", "tie-embeddings", &C::tie_embeddings, Bound::none,
        "output projection shares the input embedding"},
       {"parameter_free_attention", "parameter-free-attention", &C::parameter_free_attention, Bound::none,
        "attention without Q/K/V/O projections (softmax(x_i . x_j) weights over the inputs); its scores are "
        "symmetric and peak on the diagonal, so it cannot solve reverse with the encoder or copy with the decoder"},
-      {"layout", "layout", &C::layout, Bound::none,
-       "decoder sequence layout: special ([bos] input [sep] answer [eos]) | bare (input then answer, no special "
-       "tokens, loss on the answer only, as minGPT's adder; decoding emits exactly the answer's length, which the "
-       "task gives)"},
+      {"layout", "layout", &C::layout, Bound::none, "decoder sequence layout: {}"},
   };
   return options;
 }

@@ -17,7 +17,7 @@ namespace attnlab {
 // A pointer to one field of C, whatever its type.
 template <class C>
 using FieldOf = std::variant<int64_t C::*, double C::*, bool C::*, std::string C::*, Arch C::*, Positional C::*,
-                             Norm C::*, InitScheme C::*, Layout C::*>;
+                             Norm C::*, InitScheme C::*, Layout C::*, Activation C::*>;
 
 // The range a number must be in; each has one message per naming (below).
 enum class Bound {
@@ -33,6 +33,8 @@ struct ModelOption {
   FieldOf<TransformerConfig> field;
   Bound bound;
   // The --help text; for a derived field, what it is as config.ini names it.
+  // A choice's values come from its table: "{}" marks where they go
+  // (framework/choices.h's help_with_choices).
   const char* help;
 };
 
@@ -42,8 +44,9 @@ const std::vector<ModelOption>& model_options();
 // The option with JSON key `key`; nullptr for none.
 const ModelOption* model_option(const std::string& key);
 
-// Messages name an option by its JSON key ("d_k") or by its flag ("--d-k").
-enum class Naming { json, flag };
+// An option as messages name it: its JSON key ("d_k") or its flag ("--d-k")
+// (Naming: framework/choices.h).
+std::string option_name(const ModelOption& o, Naming naming);
 
 // ValueError naming the first field out of its Bound, in table order: the
 // integers, or (`reals`) the real numbers. Fields without a flag are skipped

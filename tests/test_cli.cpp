@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -213,6 +214,29 @@ TEST_CASE("every subcommand's --help fits in 80 columns, long example commands b
   const Result train = run_attnlab("train --help");
   CHECK(train.out.find("  attnlab train --task add --model decoder --layers 2 --steps 3000 \\\n      --run runs/add\n") !=
         std::string::npos);
+}
+
+TEST_CASE("train --help and bench --help list each choice's values from its table", "[cli][help][options]") {
+  // Boost wraps the help column: compare with every run of white space made one space.
+  const auto flat = [](const std::string& text) {
+    std::string out;
+    for (char c : text)
+      if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+      else if (!out.empty() && out.back() != ' ') out += ' ';
+    return out;
+  };
+  const std::string train = flat(run_attnlab("train --help").out), bench = flat(run_attnlab("bench --help").out);
+  for (const std::string values :
+       {"--optimizer arg (=adamw) sgd | adam | adamw", "--schedule arg (=constant) constant | linear | cosine | noam",
+        "--activation arg (=relu) feed-forward activation: relu | gelu", "--positional arg (=sinusoidal) sinusoidal | "
+        "learned | rope | none", "--norm arg (=pre) pre (pre-LN) | post (post-LN, as in Vaswani et al.)",
+        "pairs: words (separated by spaces) | chars (every character a token)", "stop (keep the last checkpoint) | "
+        "skip (the step); a non-finite weight always stops", "of the matrix products: fp32 | bf16 (operands rounded"}) {
+    INFO(values);
+    CHECK(train.find(values) != std::string::npos);
+  }
+  CHECK(bench.find("how several threads share a step: batch (each runs whole slices") != std::string::npos);
+  CHECK(bench.find("| ops (every op is split among them)") != std::string::npos);
 }
 
 TEST_CASE("predict --top without --logits is refused with one line, exit 2", "[cli][errors]") {

@@ -140,7 +140,7 @@ TEST_CASE("pairs: examples are the file's lines, the held-out split is disjoint 
 TEST_CASE("pairs: a held-out file is evaluated and its inputs left out of training, chars tokenize", "[datasets][files]") {
   Scratch s("pairs-heldout");
   TaskConfig c = file_config("pairs", s.write("train.tsv", "ab\tba\nabc\tcba\nca\tac\n"));
-  c.tokenize = "chars";
+  c.tokenize = Tokenize::chars;
   c.heldout_file = s.write("held.tsv", "ca\tac\nbb\tbb\n");
   const auto task = make_task(c);
   CHECK(task->vocab_size() == 4 + 3);

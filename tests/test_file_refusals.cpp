@@ -308,7 +308,7 @@ TEST_CASE("data files that are not UTF-8 text are refused at load naming the fil
     for (const std::string task : {"pairs words", "pairs chars", "text"}) {
       TaskConfig c;
       c.name = task.substr(0, task.find(' '));
-      if (c.name == "pairs") c.tokenize = task.substr(6);
+      if (c.name == "pairs") c.tokenize = parse_choice<Tokenize>("tokenize", task.substr(6));
       c.file = path;
       c.seq_len = 2;
       INFO(task << " " << i);
@@ -339,7 +339,7 @@ TEST_CASE("a BOM at the start of a data file is not a character, and CR LF line 
   c.file = write(dir / "lf.tsv", "ab cd\tcd ab\nx\ty\n");
   const auto lf = make_task(c);
   for (const std::string tokenize : {"words", "chars"}) {
-    c.tokenize = tokenize;
+    c.tokenize = parse_choice<Tokenize>("tokenize", tokenize);
     c.file = write(dir / "lf.tsv", "ab cd\tcd ab\nx\ty\n");
     const auto plain = make_task(c);
     c.file = write(dir / "bom.tsv", "\xEF\xBB\xBF" "ab cd\tcd ab\r\nx\ty\r\n");
@@ -477,7 +477,7 @@ std::string fuzz_input(std::mt19937_64& rng) {
 std::vector<TaskConfig> file_task_configs(const std::string& path) {
   std::vector<TaskConfig> configs(3);
   configs[0].name = configs[1].name = "pairs";
-  configs[1].tokenize = "chars";
+  configs[1].tokenize = Tokenize::chars;
   configs[2].name = "text";
   configs[2].seq_len = 8;
   for (TaskConfig& c : configs) c.file = path;
@@ -494,7 +494,7 @@ TEST_CASE("fuzz: a file task's input is refused at load with one line naming the
   for (int i = 0; i < 400; ++i) {
     const std::string path = write(dir / "input.txt", fuzz_input(rng));
     for (const TaskConfig& c : file_task_configs(path)) {
-      INFO("input " << i << ", task " << c.name << " " << c.tokenize);
+      INFO("input " << i << ", task " << c.name << " " << name_of(c.tokenize));
       std::unique_ptr<Task> task;
       try {
         task = make_task(c);

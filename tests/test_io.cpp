@@ -291,3 +291,48 @@ TEST_CASE("CsvWriter::append continues a run's log only under the same header", 
   }
   REQUIRE(read_file(path) == "step,loss\n1,0.5\n2,0.25\n");
 }
+
+TEST_CASE("read_csv reads back what CsvWriter writes: commas, quotes, line breaks and CR LF in fields", "[io][csv]") {
+  TempDir dir;
+  const std::string path = dir.file("quoted.csv");
+  const std::vector<std::string> columns = {"step", "a,b", "say \"hi\""};
+  const std::vector<std::vector<std::string>> rows = {
+      {"1", "plain", ""},
+      {"2", "x, y", "\"quoted\""},
+      {"3", "two\nlines", "cr\r\nlf"},
+      {"4", "ends in cr\r", ","},
+  };
+  {
+    CsvWriter csv(path, columns);
+    for (const auto& row : rows) csv.row(row);
+  }
+  const CsvTable table = read_csv(path, 1 << 20);
+  CHECK(table.columns == columns);
+  CHECK(table.rows == rows);
+
+  // Python's csv module ends lines in CR LF; a row cut mid-write (no line break, or inside quotes) is left out.
+  write_file_atomic(path, "step,note\r\n1,\"a\r\nb\"\r\n2,\"c");
+  const CsvTable python = read_csv(path, 1 << 20);
+  CHECK(python.columns == std::vector<std::string>{"step", "note"});
+  CHECK(python.rows == std::vector<std::vector<std::string>>{{"1", "a\r\nb"}});
+
+  write_file_atomic(path, "step,note\n1,a\n2,b,c\n");
+  CHECK_THROWS_WITH(read_csv(path, 1 << 20), path + " line 3 has 3 fields, its header 2");
+  write_file_atomic(path, "step,note\n1,\"a\nb\"\n2,b,c\n");  // a record over two lines: the next starts on line 4
+  CHECK_THROWS_WITH(read_csv(path, 1 << 20), path + " line 4 has 3 fields, its header 2");
+  write_file_atomic(path, "\n1,2\n");
+  CHECK_THROWS_WITH(read_csv(path, 1 << 20), path + " has no header line");
+}
+
+TEST_CASE("keep_csv_rows_through keeps the header and the complete rows up to a step, quoted line breaks and all",
+          "[io][csv]") {
+  TempDir dir;
+  const std::string path = dir.file("log.csv");
+  write_file_atomic(path, "step,note\n1,\"a\nb\"\n2,x\n3,\"c,d\"\n4,y\n5,cut mid-wr");
+  keep_csv_rows_through(path, 3);
+  CHECK(read_file(path) == "step,note\n1,\"a\nb\"\n2,x\n3,\"c,d\"\n");
+  keep_csv_rows_through(path, 0);
+  CHECK(read_file(path) == "step,note\n");
+  keep_csv_rows_through(dir.file("missing.csv"), 3);  // nothing to keep, nothing created
+  CHECK_FALSE(fs::exists(dir.file("missing.csv")));
+}

@@ -79,7 +79,7 @@ std::vector<NamedVariant> variants() {
          c.norm = Norm::post;
        },
        false},
-      {"gelu, one head", [](TransformerConfig& c) { c.activation = "gelu"; c.n_heads = 1; }},
+      {"gelu, one head", [](TransformerConfig& c) { c.activation = Activation::gelu; c.n_heads = 1; }},
   };
 }
 
@@ -100,7 +100,7 @@ void scale_parameters(Module& model, Real factor) {
 // lengths, as a partly trained model gives.
 void train_briefly(SequenceModel& model, const Task& task, int64_t steps) {
   OptimizerConfig oc;
-  oc.name = "adam";
+  oc.kind = OptimizerKind::adam;
   oc.lr = 1e-2;
   Adam opt(model.named_parameters(), oc);
   Rng rng(7);

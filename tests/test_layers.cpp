@@ -189,10 +189,11 @@ TEST_CASE("Dropout is the identity in eval mode and inverted dropout in training
 }
 
 TEST_CASE("FeedForward: names, count, activation parsing and eval-mode determinism", "[layers][ff]") {
-  REQUIRE(parse_activation("relu") == Activation::relu);
-  REQUIRE(parse_activation("gelu") == Activation::gelu);
-  REQUIRE_THROWS_WITH(parse_activation("swish"), Catch::Contains("swish"));
-  REQUIRE(to_string(Activation::gelu) == "gelu");
+  REQUIRE(parse_choice<Activation>("activation", "relu") == Activation::relu);
+  REQUIRE(parse_choice<Activation>("activation", "gelu") == Activation::gelu);
+  REQUIRE_THROWS_WITH(parse_choice<Activation>("activation", "swish"),
+                      "activation must be one of 'gelu', 'relu', got 'swish'");
+  REQUIRE(name_of(Activation::gelu) == "gelu");
 
   Rng init(2), drop(3), data(4);
   FeedForward ff(4, 10, Activation::relu, 0.5, init, drop);

@@ -11,6 +11,7 @@
 
 #include "framework/io/safetensors.h"
 #include "framework/optim/optim.h"
+#include "framework/optim/optim_rules.h"
 
 using namespace attnlab;
 using Catch::Matchers::Contains;
@@ -61,7 +62,7 @@ void set_grads(Fixture& f) {
 
 OptimizerConfig config_from(const json& c) {
   OptimizerConfig cfg;
-  cfg.name = c["name"].get<std::string>();
+  cfg.kind = parse_choice<OptimizerKind>("name", c["name"].get<std::string>());
   cfg.lr = c["lr"];
   cfg.momentum = c["momentum"];
   cfg.beta1 = c["beta1"];
@@ -129,7 +130,7 @@ TEST_CASE("lr schedules give torch LambdaLR's lr per step and drive SGD as torch
     DYNAMIC_SECTION(c["label"].get<std::string>()) {
       const json& s = c["schedule"];
       ScheduleConfig sc;
-      sc.name = s["name"].get<std::string>();
+      sc.kind = parse_choice<ScheduleKind>("name", s["name"].get<std::string>());
       sc.warmup = s["warmup"];
       sc.total_steps = s["total_steps"];
       sc.min_lr = s["min_lr"];
@@ -221,7 +222,7 @@ TEST_CASE("AdamW and SGD decay only the decayed names by default, all names with
                               {"tok_emb.weight", Var(Tensor({3}, 2), true)}};
         for (auto& p : params) p.second.node()->grad_buffer();  // zeros
         OptimizerConfig cfg;
-        cfg.name = name;
+        cfg.kind = parse_choice<OptimizerKind>("optimizer", name);
         cfg.lr = 0.1;
         cfg.weight_decay = 0.5;
         cfg.decay_all = decay_all;
@@ -253,7 +254,7 @@ TEST_CASE("a parameter large enough to be updated in parallel chunks gets every 
       NamedParams params = {{"big.weight", Var(init, true)}};
       params[0].second.node()->grad_buffer() = g;
       OptimizerConfig cfg;
-      cfg.name = name;
+      cfg.kind = parse_choice<OptimizerKind>("optimizer", name);
       cfg.lr = 0.01;
       cfg.momentum = std::string(name) == "sgd" ? 0.9 : 0;
       cfg.weight_decay = 0.1;
@@ -277,7 +278,7 @@ TEST_CASE("a parameter without a gradient is skipped and keeps its own Adam step
   NamedParams params = two_params(1, 1);
   Var w = params[0].second, b = params[1].second;
   OptimizerConfig cfg;
-  cfg.name = "adam";
+  cfg.kind = OptimizerKind::adam;
   cfg.lr = 0.01;
   cfg.weight_decay = 0;
   auto opt = make_optimizer(cfg, params);
@@ -306,7 +307,7 @@ TEST_CASE("optimizer state restored into a fresh optimizer gives a bitwise ident
   for (const char* name : {"sgd", "adam", "adamw"}) {
     DYNAMIC_SECTION(name) {
       OptimizerConfig cfg;
-      cfg.name = name;
+      cfg.kind = parse_choice<OptimizerKind>("optimizer", name);
       cfg.lr = 0.05;
       cfg.momentum = std::string(name) == "sgd" ? 0.9 : 0;
       cfg.weight_decay = 0.1;
@@ -345,7 +346,7 @@ TEST_CASE("optimizer state restored into a fresh optimizer gives a bitwise ident
 TEST_CASE("load_state names a missing, unexpected or mismatched entry and changes nothing", "[optim]") {
   NamedParams params = two_params(1, 1);
   OptimizerConfig cfg;
-  cfg.name = "adamw";
+  cfg.kind = OptimizerKind::adamw;
   auto opt = make_optimizer(cfg, params);
   const NamedTensors good = opt->state();
 
@@ -367,7 +368,7 @@ TEST_CASE("load_state names a missing, unexpected or mismatched entry and change
   REQUIRE(opt->steps() == 0);
 
   // An SGD state does not load into AdamW.
-  cfg.name = "sgd";
+  cfg.kind = OptimizerKind::sgd;
   cfg.momentum = 0.9;
   auto sgd = make_optimizer(cfg, params);
   REQUIRE_THROWS_WITH(opt->load_state(sgd->state()), Contains("missing"));
@@ -380,8 +381,8 @@ TEST_CASE("make_optimizer rejects bad settings, naming the value", "[optim]") {
     change(c);
     return c;
   };
-  REQUIRE_THROWS_WITH(make_optimizer(with([](auto& c) { c.name = "adagrad"; }), params),
-                      Contains("adagrad") && Contains("sgd, adam, adamw"));
+  REQUIRE_THROWS_WITH(parse_choice<OptimizerKind>("--optimizer", "adagrad", Naming::flag),
+                      "--optimizer must be one of adam, adamw, sgd, got 'adagrad'");
   REQUIRE_THROWS_WITH(make_optimizer(with([](auto& c) { c.lr = 0; }), params), Contains("lr") && Contains("0"));
   REQUIRE_THROWS_WITH(make_optimizer(with([](auto& c) { c.lr = -0.5; }), params), Contains("-0.5"));
   REQUIRE_THROWS_WITH(make_optimizer(with([](auto& c) { c.lr = std::nan(""); }), params), Contains("lr"));
@@ -391,9 +392,9 @@ TEST_CASE("make_optimizer rejects bad settings, naming the value", "[optim]") {
   REQUIRE_THROWS_WITH(make_optimizer(with([](auto& c) { c.eps = 0; }), params), Contains("eps"));
   REQUIRE_THROWS_WITH(make_optimizer(with([](auto& c) { c.weight_decay = -0.125; }), params),
                       Contains("weight_decay") && Contains("-0.125"));
-  REQUIRE_THROWS_WITH(make_optimizer(with([](auto& c) { c.name = "sgd"; c.momentum = -0.5; }), params),
+  REQUIRE_THROWS_WITH(make_optimizer(with([](auto& c) { c.kind = OptimizerKind::sgd; c.momentum = -0.5; }), params),
                       Contains("momentum") && Contains("-0.5"));
-  REQUIRE_THROWS_WITH(make_optimizer(with([](auto& c) { c.name = "sgd"; c.nesterov = true; }), params),
+  REQUIRE_THROWS_WITH(make_optimizer(with([](auto& c) { c.kind = OptimizerKind::sgd; c.nesterov = true; }), params),
                       Contains("nesterov"));
   REQUIRE_THROWS_AS(make_optimizer(OptimizerConfig{}, {}), ValueError);
   REQUIRE_THROWS_WITH(make_optimizer(OptimizerConfig{}, {{"a", Var()}}), Contains("'a'"));
@@ -411,14 +412,14 @@ TEST_CASE("schedules hit their documented values at warmup, the end and beyond",
   c.warmup = 4;
   REQUIRE(scheduled_lr(c, 0.1, 1) == Approx(0.025).epsilon(1e-15));
   REQUIRE(scheduled_lr(c, 0.1, 4) == 0.1);
-  c = ScheduleConfig{"cosine", 10, 110, 0.001, 0};
+  c = ScheduleConfig{ScheduleKind::cosine, 10, 110, 0.001, 0};
   REQUIRE(scheduled_lr(c, 0.1, 10) == Approx(0.1).epsilon(1e-15));
   REQUIRE(scheduled_lr(c, 0.1, 60) == Approx(0.0505).epsilon(1e-12));  // halfway: the mean of base and min
   REQUIRE(scheduled_lr(c, 0.1, 110) == Approx(0.001).epsilon(1e-12));
   REQUIRE(scheduled_lr(c, 0.1, 1000) == Approx(0.001).epsilon(1e-12));
-  c.name = "linear";
+  c.kind = ScheduleKind::linear;
   REQUIRE(scheduled_lr(c, 0.1, 60) == Approx(0.0505).epsilon(1e-12));
-  c = ScheduleConfig{"noam", 4000, 0, 0, 512};
+  c = ScheduleConfig{ScheduleKind::noam, 4000, 0, 0, 512};
   // Peak at step = warmup: lr_scale / sqrt(d_model * warmup).
   REQUIRE(scheduled_lr(c, 1.0, 4000) == Approx(1 / std::sqrt(512.0 * 4000)).epsilon(1e-12));
   REQUIRE(scheduled_lr(c, 1.0, 3999) < scheduled_lr(c, 1.0, 4000));
@@ -426,15 +427,36 @@ TEST_CASE("schedules hit their documented values at warmup, the end and beyond",
 }
 
 TEST_CASE("schedules reject bad settings, naming the value", "[optim]") {
-  REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{"step", 0, 0, 0, 0}, 0.1, 1),
-                      Contains("'step'") && Contains("constant, linear, cosine, noam"));
+  REQUIRE_THROWS_WITH(parse_choice<ScheduleKind>("--schedule", "step", Naming::flag),
+                      "--schedule must be one of constant, cosine, linear, noam, got 'step'");
   REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{}, 0.1, 0), Contains("step") && Contains("0"));
-  REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{"constant", -3, 0, 0, 0}, 0.1, 1), Contains("-3"));
-  REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{"cosine", 10, 10, 0, 0}, 0.1, 1),
+  REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{ScheduleKind::constant, -3, 0, 0, 0}, 0.1, 1), Contains("-3"));
+  REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{ScheduleKind::cosine, 10, 10, 0, 0}, 0.1, 1),
                       Contains("total_steps") && Contains("10"));
-  REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{"linear", 0, 100, 0.5, 0}, 0.1, 1),
+  REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{ScheduleKind::linear, 0, 100, 0.5, 0}, 0.1, 1),
                       Contains("min_lr") && Contains("0.5"));
-  REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{"noam", 0, 0, 0, 64}, 1.0, 1), Contains("warmup"));
-  REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{"noam", 100, 0, 0, 0}, 1.0, 1), Contains("d_model"));
+  REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{ScheduleKind::noam, 0, 0, 0, 64}, 1.0, 1), Contains("warmup"));
+  REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{ScheduleKind::noam, 100, 0, 0, 0}, 1.0, 1), Contains("d_model"));
   REQUIRE_THROWS_WITH(scheduled_lr(ScheduleConfig{}, -1, 1), Contains("-1"));
+}
+
+TEST_CASE("an optimizer's or a schedule's cross-field rule is written once and worded in fields or in flags",
+          "[optim][options]") {
+  OptimizerConfig o;
+  o.kind = OptimizerKind::sgd;
+  o.nesterov = true;
+  CHECK_THROWS_WITH(check_nesterov(o, Naming::flag), "--nesterov needs --momentum > 0");
+  CHECK_THROWS_WITH(check_nesterov(o, Naming::json), "nesterov needs momentum > 0");
+  CHECK_THROWS_WITH(validate(o), "nesterov needs momentum > 0");  // make_optimizer's check is the same rule
+  o.momentum = 0.9;
+  CHECK_NOTHROW(check_nesterov(o, Naming::flag));
+  ScheduleConfig c{ScheduleKind::cosine, 0, 100, 1, 0};
+  CHECK_THROWS_WITH(check_schedule_fields(c, 0.001, Naming::flag), "--min-lr must be in [0, --lr 0.001], got 1");
+  CHECK_THROWS_WITH(check_schedule_fields(c, 0.001, Naming::json), "min_lr must be in [0, lr 0.001], got 1");
+  CHECK_THROWS_WITH(scheduled_lr(c, 0.001, 1), "min_lr must be in [0, lr 0.001], got 1");
+  c = ScheduleConfig{ScheduleKind::noam, 0, 0, 0, 64};
+  CHECK_THROWS_WITH(check_schedule_fields(c, 1.0, Naming::flag), "--schedule noam needs --warmup > 0");
+  CHECK_THROWS_WITH(check_schedule_fields(c, 1.0, Naming::json), "schedule noam needs warmup > 0");
+  c.warmup = 10;
+  CHECK_NOTHROW(check_schedule_fields(c, 1.0, Naming::flag));
 }

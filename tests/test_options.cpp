@@ -4,9 +4,11 @@
 
 #include <set>
 #include <string>
+#include <type_traits>
 
 #include "models/config.h"
 #include "models/model_options.h"
+#include "models/model_rules.h"
 #include "training/settings_options.h"
 
 using namespace attnlab;
@@ -52,13 +54,101 @@ TEST_CASE("a resume may change how long a run goes and how it reports, nothing o
   CHECK_FALSE(resume_may_change("no-such-option"));
 }
 
+namespace {
+
+// Every value of E has a distinct name that reads back as the value.
+template <class E>
+void check_round_trip() {
+  std::set<std::string> names;
+  for (const auto& c : choice_names(E{})) {
+    INFO(c.name);
+    CHECK(choice_named<E>(c.name) == c.value);
+    CHECK(name_of(c.value) == c.name);
+    CHECK(names.insert(c.name).second);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("every choice's name reads back as the choice, and an unknown name is refused listing the choices", "[options]") {
-  for (const auto& [value, name] : choice_names(Arch{})) CHECK(choice_named<Arch>(name_of(value)) == value);
-  for (const auto& [value, name] : choice_names(Positional{})) CHECK(choice_named<Positional>(name) == value);
-  for (const auto& [value, name] : choice_names(Norm{})) CHECK(choice_named<Norm>(name) == value);
-  for (const auto& [value, name] : choice_names(InitScheme{})) CHECK(choice_named<InitScheme>(name) == value);
+  check_round_trip<Arch>();
+  check_round_trip<Positional>();
+  check_round_trip<Norm>();
+  check_round_trip<InitScheme>();
+  check_round_trip<Layout>();
+  check_round_trip<Activation>();
+  check_round_trip<Precision>();
+  check_round_trip<Tokenize>();
+  check_round_trip<OptimizerKind>();
+  check_round_trip<ScheduleKind>();
+  check_round_trip<OnNan>();
   CHECK(name_of(InitScheme::automatic) == "auto");
   CHECK_THROWS_WITH(parse_choice<Norm>("norm", "mid"), "norm must be one of 'post', 'pre', got 'mid'");
+  CHECK_THROWS_WITH(parse_choice<Norm>("--norm", "mid", Naming::flag), "--norm must be one of post, pre, got 'mid'");
+}
+
+TEST_CASE("a choice option's --help lists every value of its table, in the table's order", "[options]") {
+  CHECK(choices_help<Norm>() == "pre (pre-LN) | post (post-LN, as in Vaswani et al.)");
+  CHECK(help_with_choices<Activation>("feed-forward activation: {}") == "feed-forward activation: relu | gelu");
+  CHECK(help_with_choices<Activation>("some only") == "some only");
+  TrainSettings s;
+  int choices = 0;
+  for (const TrainOption& o : train_options()) {
+    INFO(o.flag);
+    std::visit(
+        [&](auto* field) {
+          using T = std::remove_pointer_t<decltype(field)>;
+          if constexpr (std::is_enum_v<T>) {
+            ++choices;
+            CHECK(std::string(o.help).find("{}") != std::string::npos);  // where the table's values go
+            const std::string help = help_with_choices<T>(o.help);
+            for (const auto& c : choice_names(T{})) CHECK_THAT(help, Catch::Contains(c.name));
+          }
+        },
+        o.field(s));
+  }
+  CHECK(choices == 11);  // model, positional, norm, activation, init, layout, tokenize, optimizer, schedule, precision, on-nan
+}
+
+TEST_CASE("a cross-field rule of the model is written once and worded in flags or in JSON keys", "[options]") {
+  TransformerConfig c;
+  c.d_model = 64;
+  c.n_heads = 3;
+  CHECK_THROWS_WITH(check_model_rules(c, Naming::flag),
+                    "--heads 3 does not divide --d-model 64; choose a divisor, or set --d-k and --d-v");
+  CHECK_THROWS_WITH(check_model_rules(c, Naming::json),
+                    "n_heads 3 does not divide d_model 64; choose a divisor, or set d_k and d_v");
+  CHECK_THROWS_WITH(c.validate(), "n_heads 3 does not divide d_model 64; choose a divisor, or set d_k and d_v");
+  c = TransformerConfig();
+  c.parameter_free_attention = true;
+  c.d_k = 8;
+  CHECK_THROWS_WITH(check_model_rules(c, Naming::flag),
+                    "--d-k and --d-v do not apply to --parameter-free-attention (one head over the whole width)");
+  CHECK_THROWS_WITH(check_model_rules(c, Naming::json),
+                    "d_k and d_v do not apply to parameter_free_attention (one head over the whole width)");
+  c = TransformerConfig();
+  c.attn_scale = "banana";
+  CHECK_THROWS_WITH(check_model_rules(c, Naming::flag),
+                    "--attn-scale must be sqrt, none, linear or a positive number, got 'banana'");
+  CHECK_THROWS_WITH(check_model_rules(c, Naming::json),
+                    "attn_scale must be 'sqrt', 'none', 'linear' or a positive number, got 'banana'");
+  c = TransformerConfig();
+  c.random_positions = 64;
+  c.positional = Positional::rope;
+  CHECK_THROWS_WITH(check_model_rules(c, Naming::flag),
+                    "--random-positions applies to --positional sinusoidal or learned, not rope");
+  CHECK_THROWS_WITH(check_model_rules(c, Naming::json),
+                    "random_positions applies to positional 'sinusoidal' or 'learned', not 'rope'");
+  c = TransformerConfig();
+  c.layout = Layout::bare;
+  CHECK_THROWS_WITH(check_model_rules(c, Naming::flag),
+                    "--layout bare lays out a prompt and its answer in one sequence: it applies to --model decoder, "
+                    "got --model encoder");
+  CHECK_THROWS_WITH(check_model_rules(c, Naming::json),
+                    "layout 'bare' lays out a prompt and its answer in one sequence: it applies to arch 'decoder', "
+                    "got arch 'encoder'");
+  c.arch = Arch::decoder;
+  CHECK_NOTHROW(check_model_rules(c, Naming::flag));
 }
 
 TEST_CASE("the rope rule is one check, named by JSON key or by flag: an odd query/key width per head is refused",

@@ -209,7 +209,7 @@ TEST_CASE("the SGD update-to-weight ratio matches a hand computation", "[probe]"
   Var w(Tensor::from({2}, {3, 4}), true);  // ||w|| = 5
   w.grad() = Tensor::from({2}, {0.6f, 0.8f});   // ||g|| = 1
   OptimizerConfig c;
-  c.name = "sgd";
+  c.kind = OptimizerKind::sgd;
   c.lr = 0.5;
   c.weight_decay = 0;
   auto opt = make_optimizer(c, {{"w", w}});

@@ -69,7 +69,7 @@ class Replayed : public Communicator {
 
 OptimizerConfig config_named(const std::string& name) {
   OptimizerConfig c;
-  c.name = name;
+  c.kind = parse_choice<OptimizerKind>("optimizer", name);
   c.lr = 0.01;
   c.weight_decay = 0.1;
   if (name == "sgd") c.momentum = 0.9, c.nesterov = true;

@@ -223,5 +223,5 @@ TEST_CASE("bench --threads 2 runs whole slices of the batch on each thread unles
   CHECK(batch["nodes_per_step"].get<int64_t>() == 2 * ops["nodes_per_step"].get<int64_t>());  // one graph per slice
   const CliResult bad = run_attnlab("bench --config S --threads 2 --thread-split rows --no-peak");
   CHECK(bad.code == 2);
-  CHECK(bad.out == "attnlab bench: --thread-split must be batch or ops, got 'rows'\n");
+  CHECK(bad.out == "attnlab bench: --thread-split must be one of batch, ops, got 'rows'\n");
 }

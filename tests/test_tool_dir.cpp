@@ -64,8 +64,9 @@ TEST_CASE("a tool's directory: a new one (with its parents) and an empty one are
         "--out refuses to write into '" + (dir / "run") + "': it is an attnlab run directory (.attnlab-run)");
   CHECK(entries(dir / "run") == std::vector<std::string>{".attnlab-run"});
   CHECK(refusal("", ToolKind::kSweep) == "--out needs a path, got an empty one");
-  CHECK_THROWS_AS(tool_kind_named("run"), ValueError);
-  CHECK(tool_kind_named("study") == ToolKind::kStudy);
+  CHECK_THROWS_WITH(parse_choice<ToolKind>("--kind", "run", Naming::flag), "--kind must be one of study, sweep, got 'run'");
+  CHECK(parse_choice<ToolKind>("--kind", "study") == ToolKind::kStudy);
+  CHECK(tool_marker_name(ToolKind::kSweep) == ".attnlab-sweep");
 }
 
 TEST_CASE("a tool's directory: a user's files, a file, a symlink as the directory, as its marker or inside it are "

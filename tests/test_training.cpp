@@ -111,7 +111,7 @@ TEST_CASE("Trainer without a run directory trains every step, evaluates the held
 TEST_CASE("train_step's learning rate is the schedule's at its own step and the hooks run once per step",
           "[training]") {
   TrainSettings s = tiny(10);
-  s.schedule.name = "linear";
+  s.schedule.kind = ScheduleKind::linear;
   s.schedule.warmup = 3;
   s.schedule.total_steps = 10;
   TrainState state(s);
@@ -150,7 +150,7 @@ TEST_CASE("a NaN gradient from a hook stops the run under on_nan stop and leaves
   }
   SECTION("skip") {
     TrainSettings s = tiny(3);
-    s.on_nan = "skip";
+    s.on_nan = OnNan::skip;
     TrainState state(s);
     for (int k = 0; k < 2; ++k) train_step(state);
     const auto after_two = weights(state.model());
@@ -172,7 +172,7 @@ TEST_CASE("a weight an update makes infinite stops the run at that step's log ro
           "policy", "[training][nan]") {
   for (const std::string policy : {"stop", "skip"}) {
     TrainSettings s = tiny(8);
-    s.on_nan = policy;
+    s.on_nan = parse_choice<OnNan>("on_nan", policy);
     TrainState state(s);
     TempDir dir("training-infweight-" + policy);
     TrainerOptions o;

@@ -26,14 +26,14 @@ nlohmann::json task_json(const TaskConfig& t) {
           {"digits", t.digits},     {"seed", t.seed},
           {"span", t.span},         {"file", t.file},
           {"heldout_file", t.heldout_file}, {"heldout_fraction", t.heldout_fraction},
-          {"tokenize", t.tokenize}, {"seq_len", t.seq_len}};
+          {"tokenize", name_of(t.tokenize)}, {"seq_len", t.seq_len}};
 }
 
 // How text is cut into tokens: file tasks by their table's mode, add by characters (whitespace ignored).
 std::string written_form(const Task& task) {
   const std::string& name = task.config().name;
-  if (name == "pairs") return task.config().tokenize;
-  if (name == "text") return "chars";
+  if (name == "pairs") return name_of(task.config().tokenize);
+  if (name == "text") return name_of(Tokenize::chars);
   return task.vocab().char_level() ? "chars_ignoring_whitespace" : "words";
 }
 

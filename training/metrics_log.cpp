@@ -10,26 +10,6 @@
 
 namespace attnlab {
 
-namespace {
-
-// Keeps the rows up to `last_step`. Only complete rows count: a run killed
-// mid-write leaves an unterminated one.
-void truncate_metrics(const std::string& path, int64_t last_step) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return;
-  const std::string content = read_file(path);
-  std::string kept;
-  for (size_t begin = 0, end; (end = content.find('\n', begin)) != std::string::npos; begin = end + 1) {
-    const std::string line = content.substr(begin, end + 1 - begin);
-    char* rest = nullptr;
-    const long long step = std::strtoll(line.c_str(), &rest, 10);
-    if (begin == 0 || (rest != line.c_str() && *rest == ',' && step <= last_step)) kept += line;
-  }
-  write_file_atomic(path, kept);
-}
-
-}  // namespace
-
 const std::vector<std::string>& MetricsLog::columns() {
   static const std::vector<std::string> kColumns = {
       "step",          "loss",          "lr",           "grad_norm", "train_token_acc", "train_exact",
@@ -43,7 +23,7 @@ MetricsLog::MetricsLog(const std::string& path, int64_t resume_step) {
     csv_ = std::make_unique<CsvWriter>(path, columns());
     return;
   }
-  truncate_metrics(path, resume_step);
+  keep_csv_rows_through(path, resume_step);  // only complete rows: a run killed mid-write leaves one unterminated
   csv_ = std::make_unique<CsvWriter>(CsvWriter::append(path, columns()));
 }
 

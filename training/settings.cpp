@@ -2,18 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <sstream>
 #include <vector>
 
 #include "framework/error.h"
-#include "framework/nn/multi_head_attention.h"
+#include "framework/optim/optim_rules.h"
 #include "models/batch.h"
 #include "models/init.h"
-#include "models/model_options.h"
+#include "models/model_rules.h"
 #include "training/settings_options.h"
 
 namespace attnlab {
+
+const ChoiceNames<OnNan>& choice_names(OnNan) {
+  static const ChoiceNames<OnNan> names = {{OnNan::stop, "stop", "keep the last checkpoint"},
+                                           {OnNan::skip, "skip", "the step"}};
+  return names;
+}
 
 TrainSettings default_settings() {
   TrainSettings s;
@@ -53,15 +58,13 @@ std::string str(T v) {
 // --random-positions P: the table is [0, P) (--positions P or unset), and
 // holds the longest training sequence.
 void check_random_positions(TrainSettings& s, int64_t needed) {
+  check_random_positions_kind(s.model, Naming::flag);
   const int64_t p = s.model.random_positions;
   if (p == 0) return;
-  require(p > 0, "--random-positions must be 0 (off) or a positive range P, got " + str(p));
   require(s.positions == 0 || s.positions == p, "--random-positions " + str(p) + " draws from the whole table, but "
                                                     "--positions is " + str(s.positions) + ": give the same P or leave --positions out");
   require(p >= needed, "--random-positions " + str(p) + " is smaller than the longest training sequence (" +
                            str(needed) + " positions)");
-  require(s.model.positional == Positional::sinusoidal || s.model.positional == Positional::learned,
-          "--random-positions applies to --positional sinusoidal or learned, not " + name_of(s.model.positional));
   s.model.max_len = p;
 }
 // The two bounds most flags have, each with one message.
@@ -71,48 +74,21 @@ void require_at_least(const char* flag, int64_t value, int64_t min) {
 void require_fraction(const char* flag, double value) {  // a probability-like value in [0, 1)
   require(value >= 0 && value < 1, std::string(flag) + " must be in [0, 1), got " + str(value));
 }
-void require_one_of(const char* flag, const std::string& value, const std::set<std::string>& allowed) {
-  if (allowed.count(value)) return;
-  std::string list;
-  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  throw ValueError(std::string(flag) + " must be one of " + list + ", got '" + value + "'");
-}
 
 // The least values of the table (training/settings_options.h): of the task's
 // options (`task`), or of all the others.
 void check_least_values(TrainSettings& s, bool task) {
   for (const TrainOption& o : train_options()) {
-    if (!o.at_least || (std::string(o.group) == "Task") != task) continue;
+    if (!o.at_least || (o.group == OptionGroup::task) != task) continue;
     const std::string flag = "--" + std::string(o.flag);
     require_at_least(flag.c_str(), *std::get<int64_t*>(o.field(s)), *o.at_least);
   }
 }
 
-// The configs' own validate() stays the backstop; these checks run first so
-// that a message names the flag as the user wrote it.
-void check_model_flags(const TransformerConfig& m) {
-  check_bounds(m, Naming::flag, false);  // --d-model, --heads, --layers, --d-ff, --d-k, --d-v
-  if ((m.d_k == 0 || m.d_v == 0) && m.d_model % m.n_heads != 0)
-    throw ValueError("--heads " + str(m.n_heads) + " does not divide --d-model " + str(m.d_model) +
-                     "; choose a divisor, or set --d-k and --d-v");
-  if (m.parameter_free_attention && (m.d_k != 0 || m.d_v != 0))
-    throw ValueError("--d-k and --d-v do not apply to --parameter-free-attention (one head over the whole width)");
-  require_one_of("--activation", m.activation, {"relu", "gelu"});
-  try {
-    parse_attention_scale(m.attn_scale);
-  } catch (const ValueError&) {
-    throw ValueError("--attn-scale must be sqrt, none, linear or a positive number, got '" + m.attn_scale + "'");
-  }
-  check_bounds(m, Naming::flag, true);  // --dropout, --attn-dropout
-  check_rope_width(m, Naming::flag);
-}
-
 // --layout bare: a decoder's (input, answer) pairs with an input to predict from.
 void check_layout(const TransformerConfig& m, const Task& task, const std::string& name) {
+  check_layout_arch(m, Naming::flag);
   if (m.layout != Layout::bare) return;
-  if (m.arch != Arch::decoder)
-    throw ValueError("--layout bare lays out a prompt and its answer in one sequence: it applies to --model decoder, "
-                     "got --model " + name_of(m.arch));
   if (task.language_model())
     throw ValueError("--layout bare lays out (input, answer) pairs, but task '" + name +
                      "' is a language model (its windows have no special tokens already)");
@@ -126,34 +102,29 @@ void check_optimization_flags(const TrainSettings& s) {
   const OptimizerConfig& o = s.optim;
   const TrainSettings defaults = default_settings();
   const OptimizerConfig& d = defaults.optim;
-  require_one_of("--optimizer", o.name, {"sgd", "adam", "adamw"});
   require(std::isfinite(o.lr) && o.lr > 0, "--lr must be > 0, got " + str(o.lr));
   require_fraction("--beta1", o.beta1);
   require_fraction("--beta2", o.beta2);
   require(std::isfinite(o.eps) && o.eps > 0, "--eps must be > 0, got " + str(o.eps));
   require(std::isfinite(o.weight_decay) && o.weight_decay >= 0, "--weight-decay must be >= 0, got " + str(o.weight_decay));
   require_fraction("--momentum", o.momentum);  // 1 or more never forgets a gradient: the steps grow without bound
-  if (o.name == "sgd") {
+  if (o.kind == OptimizerKind::sgd) {
     require(o.beta1 == d.beta1 && o.beta2 == d.beta2 && o.eps == d.eps,
             "--beta1, --beta2 and --eps apply to --optimizer adam and adamw, not sgd");
-    require(!o.nesterov || o.momentum > 0, "--nesterov needs --momentum > 0");
+    check_nesterov(o, Naming::flag);
   } else {
     require(o.momentum == d.momentum && o.nesterov == d.nesterov,
-            "--momentum and --nesterov apply to --optimizer sgd, not " + o.name);
+            "--momentum and --nesterov apply to --optimizer sgd, not " + name_of(o.kind));
   }
   require(!o.decay_all || o.weight_decay > 0, "--decay-all has no effect with --weight-decay 0");
 
   const ScheduleConfig& c = s.schedule;
-  require_one_of("--schedule", c.name, {"constant", "linear", "cosine", "noam"});
   // A warmup that outlasts the run never reaches --lr (noam: its peak).
   require(c.warmup < s.steps || c.warmup == 0, "--warmup " + str(c.warmup) + " must be below --steps " + str(s.steps) +
-                                                   " for --schedule " + c.name);
-  if (c.name == "linear" || c.name == "cosine") {
-    require(c.min_lr >= 0 && c.min_lr <= o.lr, "--min-lr must be in [0, --lr " + str(o.lr) + "], got " + str(c.min_lr));
-  } else {
-    require(c.min_lr == defaults.schedule.min_lr, "--min-lr applies to --schedule linear and cosine, not " + c.name);
-  }
-  if (c.name == "noam") require(c.warmup > 0, "--schedule noam needs --warmup > 0");
+                                                   " for --schedule " + name_of(c.kind));
+  if (c.kind != ScheduleKind::linear && c.kind != ScheduleKind::cosine)
+    require(c.min_lr == defaults.schedule.min_lr, "--min-lr applies to --schedule linear and cosine, not " + name_of(c.kind));
+  check_schedule_fields(c, o.lr, Naming::flag);  // --min-lr in [0, --lr], noam's --warmup
 }
 
 // A pairs task's share held out of its file: some, and at most half (as --heldout of a generated task).
@@ -205,7 +176,8 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   // A file task's lengths follow its file, which may change: config.ini keeps
   // the table size so that the run's checkpoints always load.
   if (!task->saved_vocab().empty()) s.positions = s.model.max_len;
-  check_model_flags(s.model);
+  // The model's rules in the flags' words first; validate() below is the backstop.
+  check_model_rules(s.model, Naming::flag);
   s.model.init = resolved_init(s.model);  // config.ini and the checkpoints name the scheme, not "auto"
   s.model.validate();
   require(s.batch_size % s.grad_accum == 0, "--batch-size " + str(s.batch_size) + " is not divisible by --grad-accum " +
@@ -216,7 +188,6 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   require(std::isfinite(s.clip) && s.clip >= 0, "--clip must be >= 0, got " + str(s.clip));
   require(std::isfinite(s.target) && s.target >= 0 && s.target <= 1, "--target must be in [0, 1], got " + str(s.target));
   require_fraction("--label-smoothing", s.label_smoothing);
-  require(s.on_nan == "stop" || s.on_nan == "skip", "--on-nan must be stop or skip, got '" + s.on_nan + "'");
   require(s.probe_every >= 0, "--probe-every must be >= 0 (0 = off), got " + str(s.probe_every));
   check_optimization_flags(s);
   validate(s.optim);

@@ -14,6 +14,10 @@
 
 namespace attnlab {
 
+// What a non-finite loss or gradient does to a run (--on-nan; framework/choices.h).
+enum class OnNan { stop, skip };
+const ChoiceNames<OnNan>& choice_names(OnNan);
+
 struct TrainSettings {
   TaskConfig task;
   TransformerConfig model;  // vocab_size and max_len are derived from the task
@@ -37,7 +41,7 @@ struct TrainSettings {
   uint64_t seed = 0;
   int threads = 1;
   Precision precision = Precision::fp32;  // of the matrix products (framework/ops/gemm.h); the rest is fp32
-  std::string on_nan = "stop";  // stop | skip
+  OnNan on_nan = OnNan::stop;
   int64_t probe_every = 0;  // gradient-flow and attention instruments every this many steps (and step 1); 0 = off
   bool tensorboard = false;  // also TensorBoard event files (events.out.tfevents.*) in the run directory
 };

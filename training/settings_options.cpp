@@ -22,24 +22,25 @@ Binder at(Part S::*part, T Part::*field) {
 const bool may_change = true, fixed = false;  // by --resume
 
 std::vector<TrainOption> task_group() {
+  const OptionGroup g = OptionGroup::task;
   return {
-      {"Task", "task", at(&S::task, &TaskConfig::name),
+      {g, "task", at(&S::task, &TaskConfig::name),
        "copy | reverse | sort | add | duplicate | induction | recall (attnlab tasks lists them) | pairs | text (from --file)"},
-      {"Task", "vocab", at(&S::task, &TaskConfig::vocab), "number of task symbols (the model's V adds 4 specials)",
+      {g, "vocab", at(&S::task, &TaskConfig::vocab), "number of task symbols (the model's V adds 4 specials)",
        fixed, 2},
-      {"Task", "min-len", at(&S::task, &TaskConfig::min_len), "shortest input sequence", fixed, 1},
-      {"Task", "max-len", at(&S::task, &TaskConfig::max_len), "longest input sequence"},
-      {"Task", "digits", at(&S::task, &TaskConfig::digits), "add: digits per operand", fixed, 1},
-      {"Task", "span", at(&S::task, &TaskConfig::span), "induction: symbols to continue after the cue"},
-      {"Task", "file", at(&S::task, &TaskConfig::file),
+      {g, "min-len", at(&S::task, &TaskConfig::min_len), "shortest input sequence", fixed, 1},
+      {g, "max-len", at(&S::task, &TaskConfig::max_len), "longest input sequence"},
+      {g, "digits", at(&S::task, &TaskConfig::digits), "add: digits per operand", fixed, 1},
+      {g, "span", at(&S::task, &TaskConfig::span), "induction: symbols to continue after the cue"},
+      {g, "file", at(&S::task, &TaskConfig::file),
        "pairs: input<TAB>output lines; text: any text (character-level LM)"},
-      {"Task", "heldout-file", at(&S::task, &TaskConfig::heldout_file),
+      {g, "heldout-file", at(&S::task, &TaskConfig::heldout_file),
        "pairs: held-out input<TAB>output lines (default: --heldout-fraction of --file)"},
-      {"Task", "heldout-fraction", at(&S::task, &TaskConfig::heldout_fraction),
+      {g, "heldout-fraction", at(&S::task, &TaskConfig::heldout_fraction),
        "pairs: share of the distinct inputs held out (by --seed); text: share of the file held out at its end"},
-      {"Task", "tokenize", at(&S::task, &TaskConfig::tokenize),
-       "pairs: words (separated by spaces) | chars (every character a token)"},
-      {"Task", "seq-len", at(&S::task, &TaskConfig::seq_len), "text: characters per training window (the model's context)"},
+      {g, "tokenize", at(&S::task, &TaskConfig::tokenize),
+       "pairs: {}"},
+      {g, "seq-len", at(&S::task, &TaskConfig::seq_len), "text: characters per training window (the model's context)"},
   };
 }
 
@@ -50,20 +51,20 @@ std::vector<TrainOption> model_group() {
   for (const ModelOption& o : model_options()) {
     if (o.flag[0] == '\0') continue;
     const auto field = o.field;
-    out.push_back({"Model", o.flag,
+    out.push_back({OptionGroup::model, o.flag,
                    [field](S& s) { return std::visit([&](auto m) -> FieldRef { return &(s.model.*m); }, field); },
                    o.help});
     if (std::string(o.flag) == "positional")
-      out.push_back({"Model", "positions", at(&S::positions),
+      out.push_back({OptionGroup::model, "positions", at(&S::positions),
                      "positional table size (longest sequence); 0 = max(64, 2 x the longest training sequence)", fixed, 0});
   }
   return out;
 }
 
 std::vector<TrainOption> optimization_group() {
-  const char* g = "Optimization";
+  const OptionGroup g = OptionGroup::optimization;
   return {
-      {g, "optimizer", at(&S::optim, &OptimizerConfig::name), "sgd | adam | adamw"},
+      {g, "optimizer", at(&S::optim, &OptimizerConfig::kind), "{}"},
       {g, "lr", at(&S::optim, &OptimizerConfig::lr), "learning rate (noam: a multiplier of d^-0.5 min(k^-0.5, k w^-1.5))"},
       {g, "momentum", at(&S::optim, &OptimizerConfig::momentum), "sgd momentum"},
       {g, "nesterov", at(&S::optim, &OptimizerConfig::nesterov), "sgd: Nesterov momentum"},
@@ -73,7 +74,7 @@ std::vector<TrainOption> optimization_group() {
       {g, "weight-decay", at(&S::optim, &OptimizerConfig::weight_decay),
        "adamw: decoupled decay; sgd/adam: L2 (not on biases, LayerNorm, embeddings)"},
       {g, "decay-all", at(&S::optim, &OptimizerConfig::decay_all), "apply weight decay to every parameter"},
-      {g, "schedule", at(&S::schedule, &ScheduleConfig::name), "constant | linear | cosine | noam"},
+      {g, "schedule", at(&S::schedule, &ScheduleConfig::kind), "{}"},
       {g, "warmup", at(&S::schedule, &ScheduleConfig::warmup), "linear warmup steps", fixed, 0},
       {g, "min-lr", at(&S::schedule, &ScheduleConfig::min_lr), "linear/cosine: final learning rate"},
       {g, "clip", at(&S::clip), "clip the global gradient norm to this; 0 = off"},
@@ -82,7 +83,7 @@ std::vector<TrainOption> optimization_group() {
 }
 
 std::vector<TrainOption> training_group() {
-  const char* g = "Training";
+  const OptionGroup g = OptionGroup::training;
   return {
       {g, "steps", at(&S::steps), "optimizer steps (the last step when resuming)", may_change, 1},
       {g, "batch-size", at(&S::batch_size), "sequences per step", fixed, 1},
@@ -91,7 +92,7 @@ std::vector<TrainOption> training_group() {
        1},
       {g, "reduction", at(&S::reduction),
        "under mpirun, how the processes sum their gradients, in micro-batch order either way (the same bits): "
-       "auto | gather | reduce-scatter (docs/distributed.md)",
+       "{} (docs/distributed.md)",
        may_change},
       {g, "shard-optimizer", at(&S::shard_optimizer),
        "under mpirun, each process keeps the optimizer state of its slice of the parameters only and updates that "
@@ -107,7 +108,7 @@ std::vector<TrainOption> training_group() {
       {g, "log-every", at(&S::log_every), "metrics row (and plain progress line) every this many steps", may_change, 1},
       {g, "keep", at(&S::keep), "checkpoints kept in the run directory", may_change, 1},
       {g, "on-nan", at(&S::on_nan),
-       "a non-finite loss or gradient: stop (keep the last checkpoint) | skip (the step); a non-finite weight always stops",
+       "a non-finite loss or gradient: {}; a non-finite weight always stops",
        may_change},
       {g, "seed", at(&S::seed), "seed of initialisation, data and dropout"},
       {g, "threads", at(&S::threads),
@@ -116,8 +117,7 @@ std::vector<TrainOption> training_group() {
        "among them; bitwise reproducible for a fixed seed and thread count",
        may_change},
       {g, "precision", at(&S::precision),
-       "of the matrix products: fp32 | bf16 (operands rounded to bfloat16, fp32 sums, as torch.autocast; weights, "
-       "optimizer, softmax, norms and loss stay fp32; needs a CPU with AVX512_BF16 or AMX; docs/performance.md)"},
+       "of the matrix products: {}"},
       {g, "probe-every", at(&S::probe_every),
        "log gradient-flow and attention instruments (probe_*.csv in the run) at step 1 and every this many steps; 0 = off",
        may_change},
@@ -132,6 +132,14 @@ std::vector<TrainOption> training_group() {
 }
 
 }  // namespace
+
+const ChoiceNames<OptionGroup>& choice_names(OptionGroup) {
+  static const ChoiceNames<OptionGroup> names = {{OptionGroup::task, "Task"},
+                                                 {OptionGroup::model, "Model"},
+                                                 {OptionGroup::optimization, "Optimization"},
+                                                 {OptionGroup::training, "Training"}};
+  return names;
+}
 
 const std::vector<TrainOption>& train_options() {
   static const std::vector<TrainOption> options = [] {

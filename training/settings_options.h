@@ -17,13 +17,18 @@ namespace attnlab {
 
 // Where an option's value lives in a TrainSettings, whatever its type.
 using FieldRef = std::variant<int64_t*, double*, bool*, std::string*, uint64_t*, int*, Arch*, Positional*, Norm*,
-                              InitScheme*, Layout*, Precision*, Reduction*>;
+                              InitScheme*, Layout*, Activation*, Precision*, Tokenize*, OptimizerKind*,
+                              ScheduleKind*, OnNan*, Reduction*>;
+
+// The groups of --help, in its order; each one's name is its caption.
+enum class OptionGroup { task, model, optimization, training };
+const ChoiceNames<OptionGroup>& choice_names(OptionGroup);
 
 struct TrainOption {
-  const char* group;  // Task | Model | Optimization | Training
+  OptionGroup group;
   const char* flag;   // the long flag and config.ini key
   std::function<FieldRef(TrainSettings&)> field;
-  const char* help;
+  const char* help;  // a choice's values come from its table (see ModelOption::help)
   bool resume_may_change = false;  // how long a run goes and how it reports, not what it is
   std::optional<int64_t> at_least = std::nullopt;  // "--flag must be >= N, got V" below it
 };

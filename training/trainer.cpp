@@ -201,7 +201,7 @@ std::optional<TrainOutcome> Trainer::after_update(const StepResult& r) {
 
 std::optional<TrainOutcome> Trainer::after_nonfinite(const StepResult& r) {
   const std::string what = describe_nonfinite(r);
-  if (s_.on_nan != "skip") {
+  if (s_.on_nan != OnNan::skip) {
     TrainOutcome out = ended(TrainEnd::nonfinite, r.step);
     out.problem = what;
     out.policy = "--on-nan stop";
@@ -231,7 +231,7 @@ std::optional<TrainOutcome> Trainer::check_weights(int64_t step) const {
   TrainOutcome out = ended(TrainEnd::nonfinite, step);
   out.problem = "non-finite parameter value after step " + std::to_string(step) + " (first parameter affected: " +
                 name + ")";
-  out.policy = s_.on_nan == "skip" ? "--on-nan skip cannot skip an update already applied" : "--on-nan stop";
+  out.policy = s_.on_nan == OnNan::skip ? "--on-nan skip cannot skip an update already applied" : "--on-nan stop";
   return out;
 }
 

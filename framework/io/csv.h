@@ -1,6 +1,8 @@
 #pragma once
 // CSV logs of training runs: a header row, then one row per call, each
-// flushed at once so a crash loses at most the row being written.
+// flushed at once so a crash loses at most the row being written; and the one
+// reader of them (and of the CSVs Python's csv module writes), below.
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -47,5 +49,33 @@ class CsvWriter {
   std::vector<std::string> columns_;
   std::FILE* file_ = nullptr;
 };
+
+// One record of a CSV text: comma-separated fields; a field in double quotes
+// may hold commas, line breaks and quotes (doubled), as CsvWriter::escape
+// writes them. A line may end in LF or CR LF (Python's csv module).
+struct CsvRecord {
+  std::vector<std::string> fields;
+  size_t begin = 0, end = 0;  // its bytes in the text, [begin, end), its line break included
+  int64_t line = 1;           // the line it starts on, from 1
+};
+
+// The complete records of `text`, in order; an unterminated last one (a
+// writer stopped mid-row) is left out.
+std::vector<CsvRecord> csv_records(const std::string& text);
+
+// A CSV file: its header's fields and its rows.
+struct CsvTable {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+};
+// Reads `path` whole (read_file: at most max_bytes). IoError naming the file
+// when it has no header, or a row has another number of fields than the
+// header (naming its line).
+CsvTable read_csv(const std::string& path, uint64_t max_bytes);
+
+// A resumed run redoes the steps after its checkpoint: rewrites `path`
+// (atomically; nothing when it does not exist) with its header and the
+// complete rows whose first field, the step, is at most `last_step`.
+void keep_csv_rows_through(const std::string& path, int64_t last_step);
 
 }  // namespace attnlab

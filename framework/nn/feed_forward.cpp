@@ -4,13 +4,10 @@
 
 namespace attnlab {
 
-Activation parse_activation(const std::string& name) {
-  if (name == "relu") return Activation::relu;
-  if (name == "gelu") return Activation::gelu;
-  throw ValueError("unknown activation '" + name + "': expected relu or gelu");
+const ChoiceNames<Activation>& choice_names(Activation) {
+  static const ChoiceNames<Activation> names = {{Activation::relu, "relu"}, {Activation::gelu, "gelu"}};
+  return names;
 }
-
-std::string to_string(Activation act) { return act == Activation::relu ? "relu" : "gelu"; }
 
 FeedForward::FeedForward(int64_t d, int64_t d_ff, Activation act, Real dropout_p, Rng& init, Rng& dropout_rng)
     : act_(act) {

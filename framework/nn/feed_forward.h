@@ -3,17 +3,12 @@
 #include <memory>
 #include <string>
 
+#include "framework/nn/activation.h"
 #include "framework/nn/dropout.h"
 #include "framework/nn/hook_points.h"
 #include "framework/nn/linear.h"
 
 namespace attnlab {
-
-enum class Activation { relu, gelu };  // gelu is the exact x·Φ(x), as torch.nn.GELU()
-
-// "relu" | "gelu"; anything else throws ValueError naming the text.
-Activation parse_activation(const std::string& name);
-std::string to_string(Activation act);
 
 class FeedForward : public Module {
  public:

@@ -256,8 +256,12 @@ bool bf16_products_native(std::string* why) {
   return false;
 }
 
-const std::vector<std::pair<Precision, std::string>>& choice_names(Precision) {
-  static const std::vector<std::pair<Precision, std::string>> names = {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}};
+const ChoiceNames<Precision>& choice_names(Precision) {
+  static const ChoiceNames<Precision> names = {
+      {Precision::fp32, "fp32"},
+      {Precision::bf16, "bf16",
+       "operands rounded to bfloat16, fp32 sums, as torch.autocast; weights, optimizer, softmax, norms and loss stay "
+       "fp32; needs a CPU with AVX512_BF16 or AMX; docs/performance.md"}};
   return names;
 }
 

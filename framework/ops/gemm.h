@@ -40,14 +40,15 @@
 #include <utility>
 #include <vector>
 
+#include "framework/choices.h"
 #include "framework/tensor.h"
 
 namespace attnlab {
 
 // The precision of the matrix products (see above), and its values' names
-// ("fp32", "bf16"; models/config.h's name_of and parse_choice read them).
+// ("fp32", "bf16"; framework/choices.h).
 enum class Precision { fp32, bf16 };
-const std::vector<std::pair<Precision, std::string>>& choice_names(Precision);
+const ChoiceNames<Precision>& choice_names(Precision);
 
 // A stored row-major matrix: element (i, j) at data[i * ld + j]. With trans set,
 // the product uses its transpose. rows and cols are the stored sizes.

@@ -18,9 +18,8 @@ Adam::Adam(const NamedParams& params, const OptimizerConfig& config)
       beta1_(config.beta1),
       beta2_(config.beta2),
       eps_(config.eps),
-      decoupled_(config.name == "adamw") {
-  if (config.name != "adam" && config.name != "adamw")
-    throw ValueError("Adam needs optimizer name 'adam' or 'adamw', got '" + config.name + "'");
+      decoupled_(config.kind == OptimizerKind::adamw) {
+  if (config.kind == OptimizerKind::sgd) throw ValueError("Adam needs optimizer 'adam' or 'adamw', got 'sgd'");
   exp_avg_ = add_buffer("exp_avg");
   exp_avg_sq_ = add_buffer("exp_avg_sq");
   count_param_steps();

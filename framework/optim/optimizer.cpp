@@ -7,6 +7,7 @@
 
 #include "framework/optim/adam.h"
 #include "framework/optim/chunks.h"
+#include "framework/optim/optim_rules.h"
 #include "framework/optim/sgd.h"
 
 namespace attnlab {
@@ -52,9 +53,13 @@ Tensor owned_part(const Tensor& full, const ElementRange& r) {
 
 }  // namespace
 
+const ChoiceNames<OptimizerKind>& choice_names(OptimizerKind) {
+  static const ChoiceNames<OptimizerKind> names = {
+      {OptimizerKind::sgd, "sgd"}, {OptimizerKind::adam, "adam"}, {OptimizerKind::adamw, "adamw"}};
+  return names;
+}
+
 void validate(const OptimizerConfig& c) {
-  if (c.name != "sgd" && c.name != "adam" && c.name != "adamw")
-    throw ValueError("unknown optimizer '" + c.name + "'; expected one of: sgd, adam, adamw");
   if (!(c.lr > 0) || !std::isfinite(c.lr)) throw ValueError("optimizer lr must be > 0 and finite, got " + exact_text(c.lr));
   if (!(c.beta1 >= 0 && c.beta1 < 1)) throw ValueError("optimizer beta1 must be in [0, 1), got " + exact_text(c.beta1));
   if (!(c.beta2 >= 0 && c.beta2 < 1)) throw ValueError("optimizer beta2 must be in [0, 1), got " + exact_text(c.beta2));
@@ -63,8 +68,7 @@ void validate(const OptimizerConfig& c) {
     throw ValueError("optimizer weight_decay must be >= 0 and finite, got " + exact_text(c.weight_decay));
   if (!(c.momentum >= 0) || !std::isfinite(c.momentum))
     throw ValueError("optimizer momentum must be >= 0 and finite, got " + exact_text(c.momentum));
-  if (c.nesterov && c.name == "sgd" && c.momentum == 0)
-    throw ValueError("nesterov momentum needs momentum > 0, got momentum 0");
+  check_nesterov(c, Naming::json);
 }
 
 bool default_no_decay(const std::string& dotted_name) {
@@ -206,7 +210,7 @@ int64_t Optimizer::state_bytes() const {
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, const NamedParams& named_params) {
   validate(config);
-  if (config.name == "sgd") return std::make_unique<Sgd>(named_params, config);
+  if (config.kind == OptimizerKind::sgd) return std::make_unique<Sgd>(named_params, config);
   return std::make_unique<Adam>(named_params, config);
 }
 

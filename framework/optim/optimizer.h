@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "framework/autograd.h"
+#include "framework/choices.h"
 
 namespace attnlab {
 
@@ -51,8 +52,12 @@ struct ElementRange {
   int64_t size() const { return end - begin; }
 };
 
+// Which update rule (framework/choices.h): sgd, adam (L2 decay), adamw (decoupled decay).
+enum class OptimizerKind { sgd, adam, adamw };
+const ChoiceNames<OptimizerKind>& choice_names(OptimizerKind);
+
 struct OptimizerConfig {
-  std::string name = "adamw";  // sgd | adam | adamw
+  OptimizerKind kind = OptimizerKind::adamw;
   double lr = 1e-3;
   double momentum = 0;  // SGD only
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // Adam/AdamW only
@@ -61,8 +66,7 @@ struct OptimizerConfig {
   bool decay_all = false;      // true: decay every parameter, names notwithstanding
 };
 
-// Throws ValueError naming the offending value: unknown name (listing the
-// valid ones), lr <= 0, betas outside [0, 1), eps <= 0, negative weight decay
+// Throws ValueError naming the offending value: lr <= 0, betas outside [0, 1), eps <= 0, negative weight decay
 // or momentum, nesterov without momentum. Non-finite values are rejected too.
 void validate(const OptimizerConfig& config);
 

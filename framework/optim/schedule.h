@@ -18,18 +18,23 @@
 #include <cstdint>
 #include <string>
 
+#include "framework/choices.h"
+
 namespace attnlab {
 
+// The schedule's shape (framework/choices.h), as above.
+enum class ScheduleKind { constant, linear, cosine, noam };
+const ChoiceNames<ScheduleKind>& choice_names(ScheduleKind);
+
 struct ScheduleConfig {
-  std::string name = "constant";  // constant | linear | cosine | noam
+  ScheduleKind kind = ScheduleKind::constant;
   int64_t warmup = 0;
   int64_t total_steps = 0;  // linear, cosine: the step at which min_lr is reached
   double min_lr = 0;        // linear, cosine
   int64_t d_model = 0;      // noam
 };
 
-// ValueError naming the value: unknown name (listing the valid ones),
-// negative warmup, base_lr <= 0, linear/cosine with total_steps <= warmup or
+// ValueError naming the value: negative warmup, base_lr <= 0, linear/cosine with total_steps <= warmup or
 // min_lr outside [0, base_lr], noam without warmup > 0 and d_model > 0.
 void validate(const ScheduleConfig& config, double base_lr);
 

@@ -12,17 +12,7 @@ namespace {
 // A resumed run redoes the steps after its checkpoint: keep only earlier rows.
 CsvWriter open_csv(const std::string& path, const std::vector<std::string>& columns, int64_t resume_step) {
   if (resume_step < 0) return CsvWriter(path, columns);
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec)) {
-    std::istringstream in(read_file(path));  // refuses a device or a FIFO
-    std::string line, kept;
-    bool header = true;
-    while (std::getline(in, line)) {
-      if (header || (!line.empty() && std::stoll(line.substr(0, line.find(','))) <= resume_step)) kept += line + "\n";
-      header = false;
-    }
-    write_file_atomic(path, kept);
-  }
+  keep_csv_rows_through(path, resume_step);
   return CsvWriter::append(path, columns);
 }
 

@@ -47,7 +47,7 @@ TEST_CASE("encoder tagger gradients: post-LN, learned positions, linear scale, g
   c.norm = Norm::post;
   c.positional = Positional::learned;
   c.attn_scale = "linear";
-  c.activation = "gelu";
+  c.activation = Activation::gelu;
   c.tie_embeddings = true;
   check_model(c);
 }
@@ -88,6 +88,6 @@ TEST_CASE("encoder-decoder gradients: post-LN, rope, linear scale, gelu, label s
   c.norm = Norm::post;
   c.positional = Positional::rope;
   c.attn_scale = "linear";
-  c.activation = "gelu";
+  c.activation = Activation::gelu;
   check_model(c, 0.1);
 }

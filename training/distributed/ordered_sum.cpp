@@ -126,8 +126,8 @@ std::vector<Real> reduce_scatter_sum(const Communicator& comm, const std::vector
 
 }  // namespace
 
-const std::vector<std::pair<Reduction, std::string>>& choice_names(Reduction) {
-  static const std::vector<std::pair<Reduction, std::string>> names = {
+const ChoiceNames<Reduction>& choice_names(Reduction) {
+  static const ChoiceNames<Reduction> names = {
       {Reduction::automatic, "auto"}, {Reduction::gather, "gather"}, {Reduction::reduce_scatter, "reduce-scatter"}};
   return names;
 }

@@ -92,13 +92,12 @@ std::string symlink_inside(const std::string& dir) {
 
 }  // namespace
 
-ToolKind tool_kind_named(const std::string& name) {
-  if (name == "sweep") return ToolKind::kSweep;
-  if (name == "study") return ToolKind::kStudy;
-  throw ValueError("--kind must be sweep or study, got '" + name + "'");
+const ChoiceNames<ToolKind>& choice_names(ToolKind) {
+  static const ChoiceNames<ToolKind> names = {{ToolKind::kSweep, "sweep"}, {ToolKind::kStudy, "study"}};
+  return names;
 }
 
-std::string tool_marker_name(ToolKind kind) { return kind == ToolKind::kSweep ? ".attnlab-sweep" : ".attnlab-study"; }
+std::string tool_marker_name(ToolKind kind) { return ".attnlab-" + name_of(kind); }
 
 bool has_tool_marker(const std::string& dir, ToolKind kind) {
   const fs::path marker = fs::path(dir) / tool_marker_name(kind);

@@ -10,13 +10,14 @@
 // apply a second copy of the rule.
 #include <string>
 
+#include "framework/choices.h"
+
 namespace attnlab {
 
+// The tool a directory is for, named "sweep" or "study" (framework/choices.h).
 enum class ToolKind { kSweep, kStudy };
-
-// "sweep" or "study" -> the kind; ValueError naming the word otherwise.
-ToolKind tool_kind_named(const std::string& name);
-std::string tool_marker_name(ToolKind kind);  // ".attnlab-sweep", ".attnlab-study"
+const ChoiceNames<ToolKind>& choice_names(ToolKind);
+std::string tool_marker_name(ToolKind kind);  // ".attnlab-" + its name: ".attnlab-sweep", ".attnlab-study"
 
 // Whether `dir` carries `kind`'s marker as a regular file (a symlink is none).
 bool has_tool_marker(const std::string& dir, ToolKind kind);
