@@ -1,7 +1,7 @@
 #pragma once
 // Internal to datasets/: the shared base of the tasks whose input is a
 // sequence of numbered symbols of random length (copy, reverse, sort,
-// duplicate), and the constructor of each task (one .cpp file per task).
+// duplicate; datasets/sequence_tasks.cpp), and the constructor of each task.
 #include <memory>
 #include <string>
 #include <vector>

@@ -63,14 +63,6 @@ std::vector<std::string> SequenceModel::residual_stream_points() const {
   return points;
 }
 
-void SequenceModel::observe_residual_stream(std::vector<Var>* sink) {
-  for (int64_t id : residual_hooks_) hooks_.remove(id);
-  residual_hooks_.clear();
-  if (!sink) return;
-  for (const std::string& point : residual_stream_points())
-    residual_hooks_.push_back(hooks_.observe(point, [sink](const std::string&, const Var& v) { sink->push_back(v); }));
-}
-
 Var SequenceModel::head_logits(const Var& h) const { return head_->forward(h, tok_emb_->weight); }
 
 void SequenceModel::check_length(size_t length, const char* what) const {

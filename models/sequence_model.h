@@ -127,9 +127,6 @@ class SequenceModel : public Module {
   // The residual stream's hook points: each stack's embed, then each of its
   // blocks' resid_post (encoder first).
   std::vector<std::string> residual_stream_points() const;
-  // While set, forward appends the activations at residual_stream_points()
-  // to *sink (observers on the seam); null removes them.
-  void observe_residual_stream(std::vector<Var>* sink);
 
  protected:
   // Validates the config (ValueError) and seeds the generators: initial
@@ -207,7 +204,6 @@ class SequenceModel : public Module {
   std::shared_ptr<Dropout> emb_dropout_;
   std::shared_ptr<TokenHead> head_;
   HookTable hooks_;
-  std::vector<int64_t> residual_hooks_;  // the observers observe_residual_stream set
 
  private:
   struct Decoding;  // models/decoding.cpp

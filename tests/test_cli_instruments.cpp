@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "framework/io/csv.h"
 #include "tests/cli_harness.h"
 
 namespace fs = std::filesystem;
@@ -72,6 +73,20 @@ TEST_CASE("train with --probe-every N probes step 1 and every N-th step", "[cli]
   std::set<std::string> steps;
   while (std::getline(in, line)) steps.insert(line.substr(0, line.find(',')));
   CHECK(steps == std::set<std::string>{"1", "10", "20"});
+}
+
+TEST_CASE("a probed seq2seq run labels its residual stream encoder first, each stack from its embeddings",
+          "[cli][probe]") {
+  TempDir dir("stream_labels");
+  Result r = run_attnlab(std::string("train --task reverse --model seq2seq") + kSmall +
+                         " --steps 1 --eval-every 1 --probe-every 1 --run " + (dir / "run"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const attnlab::CsvTable stream = attnlab::read_csv(dir / "run/probe_stream.csv", 1 << 20);
+  REQUIRE(stream.columns.at(2) == "point");
+  std::vector<std::string> points;
+  for (const auto& row : stream.rows) points.push_back(row.at(2));
+  CHECK(points == std::vector<std::string>{"enc.emb", "enc.block0", "enc.block1", "dec.emb", "dec.block0", "dec.block1"});
 }
 
 TEST_CASE("gradcheck passes for the three models and fails when one gradient is wrong", "[cli][gradcheck]") {

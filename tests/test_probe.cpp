@@ -231,13 +231,12 @@ TEST_CASE("TrainingProbe logs gradient norms equal to the norms computed directl
   for (const std::string arch : {"encoder", "decoder"}) {
     auto model = make_model(tiny_config(arch), 7);
     auto opt = make_optimizer(OptimizerConfig{}, model->named_parameters());
-    TrainingProbe probe(*model, model->hooks(), dir.path.string(), {"emb", "block0", "block1"});
+    TrainingProbe probe(*model, model->hooks(), dir.path.string(),
+                        {{"embed", "emb"}, {"blocks.0.resid_post", "block0"}, {"blocks.1.resid_post", "block1"}});
     FormattedBatch batch = tiny_batch(arch);
     model->zero_grad();
     probe.before_forward();
-    model->observe_residual_stream(probe.stream_sink());
     Var loss = cross_entropy(model->forward(batch.input), batch.targets, {kIgnoreTarget, 0});
-    model->observe_residual_stream(nullptr);
     probe.after_forward(loss);
     backward(loss);
     probe.after_backward();
@@ -263,6 +262,8 @@ TEST_CASE("TrainingProbe logs gradient norms equal to the norms computed directl
     auto stream = read_csv((dir.path / "probe_stream.csv").string());
     REQUIRE(stream.size() == 3);  // embeddings + 2 blocks
     CHECK(stream[0].at("point") == "emb");
+    CHECK(stream[1].at("point") == "block0");
+    CHECK(stream[2].at("point") == "block1");
     for (const auto& row : stream) {
       CHECK(std::stod(row.at("act_rms")) > 0);
       CHECK(std::stod(row.at("grad_rms")) > 0);

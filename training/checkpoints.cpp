@@ -47,6 +47,15 @@ nlohmann::json vocabulary_json(const Task& task) {
   return {{"tokens", tokens}, {"ids", ids}, {"written", written_form(task)}};
 }
 
+// The step of a checkpoint's model file (step-00000200.safetensors) or, with
+// `optimizer`, of its optimizer file (step-00000200.optim.safetensors); -1 for
+// any other name.
+int64_t checkpoint_file_step(const std::string& name, bool optimizer) {
+  long long step = 0;
+  char tail[64] = {0};
+  if (std::sscanf(name.c_str(), "step-%lld.%63s", &step, tail) != 2) return -1;
+  return std::string(tail) == (optimizer ? "optim.safetensors" : "safetensors") ? step : -1;
+}
 }  // namespace
 
 const char* attnlab_version() { return ATTNLAB_VERSION; }
@@ -83,16 +92,22 @@ std::vector<int64_t> CheckpointStore::steps() const {
   std::error_code ec;
   if (!fs::is_directory(dir_, ec)) return steps;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-    std::string name = entry.path().filename().string();
-    long long step = 0;
-    char tail[64] = {0};
-    // step-00000200.safetensors (not the .optim file)
-    if (std::sscanf(name.c_str(), "step-%lld.%63s", &step, tail) == 2 && std::string(tail) == "safetensors" &&
-        fs::exists(optimizer_path(stem(step)), ec))
-      steps.push_back(step);
+    const int64_t step = checkpoint_file_step(entry.path().filename().string(), false);
+    if (step >= 0 && fs::exists(optimizer_path(stem(step)), ec)) steps.push_back(step);
   }
   std::sort(steps.begin(), steps.end());
   return steps;
+}
+
+void CheckpointStore::remove_after(int64_t step) const {
+  std::error_code ec;
+  std::vector<fs::path> later;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (checkpoint_file_step(name, false) > step || checkpoint_file_step(name, true) > step)
+      later.push_back(entry.path());
+  }
+  for (const auto& path : later) fs::remove(path, ec);
 }
 
 void CheckpointStore::save(const TrainState& state, double elapsed_s, int64_t keep, const Metadata& extra,

@@ -60,6 +60,11 @@ class CheckpointStore {
   std::string stem(int64_t step) const;  // DIR/step-NNNNNNNN, for framework/io/checkpoint.h
   // Steps of the complete checkpoints present (model and optimizer file), ascending.
   std::vector<int64_t> steps() const;
+  // Removes every checkpoint file of a step after `step` (on resume, the latest
+  // complete one): the halves of one that a process ended at once left (a model
+  // file without its optimizer file, or the reverse), which nothing would
+  // otherwise replace.
+  void remove_after(int64_t step) const;
 
   // Writes the checkpoint of state.step (with `extra` among its model file's
   // metadata), then removes all but the newest `keep`. CheckpointFailure when

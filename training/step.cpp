@@ -42,19 +42,13 @@ struct Forward {
 
 // The batch's logits and loss, recording the instruments' forward half when probed.
 Forward forward_loss(const TrainState& state, SequenceModel& model, const FormattedBatch& batch, TrainingProbe* probe) {
-  if (probe) {
-    probe->before_forward();
-    model.observe_residual_stream(probe->stream_sink());
-  }
+  if (probe) probe->before_forward();
   CrossEntropyOptions ce;
   ce.ignore_index = kIgnoreTarget;
   ce.label_smoothing = static_cast<Real>(state.settings().label_smoothing);
   Var logits = model.forward(batch.input);
   Var loss = cross_entropy(logits, batch.targets, ce);
-  if (probe) {
-    model.observe_residual_stream(nullptr);
-    probe->after_forward(loss);
-  }
+  if (probe) probe->after_forward(loss);
   return {logits, loss};
 }
 

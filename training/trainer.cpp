@@ -1,7 +1,6 @@
 #include "training/trainer.h"
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 
 #include "framework/error.h"
@@ -13,12 +12,13 @@ namespace attnlab {
 
 namespace {
 
-// The probe's label of each residual-stream hook point (SequenceModel::residual_stream_points):
-// "embed" -> "emb", "blocks.N.resid_post" -> "blockN", with "enc." / "dec." for "encoder." / "decoder.".
-std::vector<std::string> residual_stream_labels(const std::vector<std::string>& points) {
+// Each residual-stream hook point (SequenceModel::residual_stream_points) with its label in the
+// probe's CSV: "embed" -> "emb", "blocks.N.resid_post" -> "blockN", "enc." / "dec." for "encoder." / "decoder.".
+std::vector<std::pair<std::string, std::string>> labelled_stream_points(const std::vector<std::string>& points) {
   static const std::pair<std::string, std::string> kStacks[] = {{"encoder.", "enc."}, {"decoder.", "dec."}};
-  std::vector<std::string> out;
-  for (std::string name : points) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& point : points) {
+    std::string name = point;
     std::string label;
     for (const auto& [stack, short_name] : kStacks)
       if (name.rfind(stack, 0) == 0) {
@@ -27,7 +27,7 @@ std::vector<std::string> residual_stream_labels(const std::vector<std::string>& 
       }
     if (name == "embed") label += "emb";
     else label += "block" + name.substr(7, name.find('.', 7) - 7);  // "blocks.N.resid_post"
-    out.push_back(label);
+    out.emplace_back(point, label);
   }
   return out;
 }
@@ -51,23 +51,6 @@ const char* const kIntervalKey = "metrics_interval";
 std::string metadata_value(const Metadata& meta, const char* key) {
   const auto it = meta.find(key);
   return it == meta.end() ? "" : it->second;
-}
-
-// Removes the files of checkpoints after `step`, the latest complete one: the
-// halves of one that a process ended at once left (a model file without its
-// optimizer file, or the reverse), which nothing would otherwise replace.
-void remove_incomplete_checkpoints(const std::string& dir, int64_t step) {
-  std::error_code ec;
-  std::vector<std::filesystem::path> stale;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    long long n = 0;
-    char tail[32] = {0};
-    const std::string name = entry.path().filename().string();
-    if (std::sscanf(name.c_str(), "step-%lld.%31s", &n, tail) == 2 && n > step &&
-        (std::string(tail) == "safetensors" || std::string(tail) == "optim.safetensors"))
-      stale.push_back(entry.path());
-  }
-  for (const auto& path : stale) std::filesystem::remove(path, ec);
 }
 
 TrainOutcome ended(TrainEnd end, int64_t step) {
@@ -102,14 +85,14 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
     restore(resumed);
     if (root) remove_stale_temporaries(dir);
     if (root) remove_stale_temporaries(checkpoints_->dir());
-    if (root) remove_incomplete_checkpoints(checkpoints_->dir(), resumed);
+    if (root) checkpoints_->remove_after(resumed);
   } else {
     metrics_.emplace(root ? dir + "/metrics.csv" : "", resumed);
   }
   // Observers only: a probed run is bitwise an unprobed one.
   if (s_.probe_every > 0)
     probe_ = std::make_unique<TrainingProbe>(state_.model(), state_.model().hooks(), dir,
-                                             residual_stream_labels(state_.model().residual_stream_points()), resumed);
+                                             labelled_stream_points(state_.model().residual_stream_points()), resumed);
   // A resumed run starts a new event file (TensorBoard reads every file of
   // the directory) that begins with a session start after the checkpoint:
   // TensorBoard then drops what a killed run logged past it, as metrics.csv does.

@@ -35,28 +35,31 @@ const std::vector<std::string>& TrainingProbe::head_columns() {
 }
 
 TrainingProbe::TrainingProbe(Module& model, HookTable& hooks, const std::string& dir,
-                             std::vector<std::string> stream_labels, int64_t resume_step)
+                             std::vector<std::pair<std::string, std::string>> stream_points, int64_t resume_step)
     : attention_(find_attention_modules(model)),
       hooks_(hooks),
-      stream_labels_(std::move(stream_labels)),
+      stream_points_(std::move(stream_points)),
       updates_(model.named_parameters()),
       params_csv_(open_csv(dir + "/probe_params.csv", param_columns(), resume_step)),
       stream_csv_(open_csv(dir + "/probe_stream.csv", stream_columns(), resume_step)),
       heads_csv_(open_csv(dir + "/probe_heads.csv", head_columns(), resume_step)),
       params_(model.named_parameters()) {}
 
-void TrainingProbe::observe_patterns(bool on) {
-  for (int64_t id : pattern_hooks_) hooks_.remove(id);
-  pattern_hooks_.clear();
+void TrainingProbe::observe(bool on) {
+  for (int64_t id : hook_ids_) hooks_.remove(id);
+  hook_ids_.clear();
   patterns_.assign(on ? attention_.size() : 0, Var());
   for (size_t i = 0; on && i < attention_.size(); ++i)
-    pattern_hooks_.push_back(hooks_.observe(attention_[i].first + ".pattern",
-                                            [this, i](const std::string&, const Var& w) { patterns_[i] = w; }));
+    hook_ids_.push_back(hooks_.observe(attention_[i].first + ".pattern",
+                                       [this, i](const std::string&, const Var& w) { patterns_[i] = w; }));
+  for (size_t i = 0; on && i < stream_points_.size(); ++i)
+    hook_ids_.push_back(hooks_.observe(stream_points_[i].first,
+                                       [this, i](const std::string&, const Var& h) { stream_.emplace_back(i, h); }));
 }
 
 void TrainingProbe::before_forward() {
   abandon();
-  observe_patterns(true);
+  observe(true);
 }
 
 void TrainingProbe::after_forward(const Var& loss) {
@@ -72,13 +75,14 @@ void TrainingProbe::after_forward(const Var& loss) {
     const Tensor none;  // a layer the forward did not run
     heads_.push_back(attention_head_stats(patterns_[i].defined() ? patterns_[i].value() : none, in, mha.scale()));
   }
-  observe_patterns(false);
-  for (Var& v : stream_) v.retain_grad();
+  observe(false);
+  for (auto& [point, v] : stream_) v.retain_grad();
 }
 
 void TrainingProbe::after_backward() {
   stream_rms_.clear();
-  for (const Var& v : stream_) stream_rms_.emplace_back(rms(v.value()), v.has_grad() ? rms(v.grad()) : 0.0);
+  for (const auto& [point, v] : stream_)
+    stream_rms_.push_back({stream_points_[point].second, rms(v.value()), v.has_grad() ? rms(v.grad()) : 0.0});
   stream_.clear();  // releases the kept activations and gradients
   grads_.clear();
   if (events_)  // copied now: clipping and the update come before after_step
@@ -95,8 +99,8 @@ void TrainingProbe::after_step(int64_t step) {
   for (const ParameterStats& p : params)
     params_csv_.row({s, p.name, num(p.grad_norm), num(p.weight_norm), num(p.update_norm), num(p.update_ratio)});
   for (size_t i = 0; i < stream_rms_.size(); ++i) {
-    const std::string label = i < stream_labels_.size() ? stream_labels_[i] : std::to_string(i);
-    stream_csv_.row({s, std::to_string(i), label, num(stream_rms_[i].first), num(stream_rms_[i].second)});
+    const StreamRms& r = stream_rms_[i];
+    stream_csv_.row({s, std::to_string(i), r.label, num(r.activation), num(r.gradient)});
   }
   for (size_t l = 0; l < heads_.size(); ++l)
     for (const HeadStats& h : heads_[l])
@@ -117,7 +121,7 @@ void TrainingProbe::write_events(int64_t step, const std::vector<ParameterStats>
 }
 
 void TrainingProbe::abandon() {
-  observe_patterns(false);
+  observe(false);
   stream_.clear();
   heads_.clear();
   stream_rms_.clear();

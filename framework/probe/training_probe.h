@@ -4,8 +4,9 @@
 // weights after N probed steps are bitwise those of an unprobed run.
 //
 // Per probed step, in order:
-//   before_forward()       observes each attention layer's pattern on the seam
-//   (forward; the model appends its residual stream to stream_sink())
+//   before_forward()       observes each attention layer's pattern and the
+//                          residual-stream points on the seam
+//   (forward)
 //   after_forward(loss)    attention statistics (reads q, k from the live graph);
 //                          marks the residual-stream Vars to keep their gradients
 //   (backward)
@@ -35,14 +36,13 @@ namespace attnlab {
 class TrainingProbe {
  public:
   // `hooks` is the model's seam (framework/nn/hook_points.h); each attention
-  // layer's pattern is its module path + ".pattern" there. `stream_labels`
-  // name the residual-stream points the model will append, in order ("emb",
-  // "block0", ...); extra points are labelled by index. resume_step >= 0:
-  // append to existing files, dropping rows of later steps.
-  TrainingProbe(Module& model, HookTable& hooks, const std::string& dir, std::vector<std::string> stream_labels,
-                int64_t resume_step = -1);
-
-  std::vector<Var>* stream_sink() { return &stream_; }
+  // layer's pattern is its module path + ".pattern" there. `stream_points`:
+  // the residual-stream points to record, each its hook name and its label in
+  // probe_stream.csv ({"blocks.0.resid_post", "block0"}), rows in the order
+  // the forward passes them. resume_step >= 0: append to existing files,
+  // dropping rows of later steps.
+  TrainingProbe(Module& model, HookTable& hooks, const std::string& dir,
+                std::vector<std::pair<std::string, std::string>> stream_points, int64_t resume_step = -1);
 
   void before_forward();
   void after_forward(const Var& loss);
@@ -59,18 +59,22 @@ class TrainingProbe {
   static const std::vector<std::string>& head_columns();
 
  private:
-  void observe_patterns(bool on);
+  void observe(bool on);  // adds (or removes) the observers of patterns and stream points
   void write_events(int64_t step, const std::vector<ParameterStats>& params);
 
   std::vector<std::pair<std::string, MultiHeadAttention*>> attention_;
   HookTable& hooks_;
-  std::vector<int64_t> pattern_hooks_;  // observer ids while a step is probed
-  std::vector<Var> patterns_;           // per attention layer: (B, h, T_q, T_k) of the probed forward
-  std::vector<std::string> stream_labels_;
+  std::vector<int64_t> hook_ids_;  // observer ids while a step is probed
+  std::vector<Var> patterns_;      // per attention layer: (B, h, T_q, T_k) of the probed forward
+  std::vector<std::pair<std::string, std::string>> stream_points_;  // (hook name, label)
   UpdateProbe updates_;
-  std::vector<Var> stream_;
+  std::vector<std::pair<size_t, Var>> stream_;  // (index in stream_points_, (B, T, d)) as the forward passed them
   std::vector<std::vector<HeadStats>> heads_;  // per attention layer
-  std::vector<std::pair<double, double>> stream_rms_;  // (activation, gradient) per point
+  struct StreamRms {
+    std::string label;
+    double activation, gradient;
+  };
+  std::vector<StreamRms> stream_rms_;  // per point the forward passed
   CsvWriter params_csv_, stream_csv_, heads_csv_;
   TfEventsWriter* events_ = nullptr;
   std::vector<std::pair<std::string, Var>> params_;
