@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "datasets/vocab.h"
@@ -378,4 +379,25 @@ TEST_CASE("record_target solves at the first of K consecutive evaluations reachi
     CHECK_FALSE(st->record_target(60, true));  // solved once: a later evaluation does not solve it again
     CHECK(st->solved_at == 30);
   }
+}
+
+TEST_CASE("a checkpoint is complete with both its files, and remove_after removes every checkpoint file of a later "
+          "step and nothing else",
+          "[training][resume]") {
+  TempDir dir("training-store-files");
+  const CheckpointStore store(dir / "checkpoints");
+  fs::create_directories(store.dir());
+  const auto touch = [&](const std::string& name) { std::ofstream(store.dir() + "/" + name) << "x"; };
+  for (const char* name : {"step-00000010.safetensors", "step-00000010.optim.safetensors",
+                           "step-00000020.safetensors",         // a model file without its optimizer file
+                           "step-00000030.optim.safetensors",   // an optimizer file without its model file
+                           "step-00000040.safetensors.partial", "notes-step-00000050.safetensors", "readme.txt"})
+    touch(name);
+  CHECK(store.steps() == std::vector<int64_t>{10});
+  store.remove_after(10);
+  std::set<std::string> left;
+  for (const auto& entry : fs::directory_iterator(store.dir())) left.insert(entry.path().filename().string());
+  CHECK(left == std::set<std::string>{"step-00000010.safetensors", "step-00000010.optim.safetensors",
+                                      "step-00000040.safetensors.partial", "notes-step-00000050.safetensors",
+                                      "readme.txt"});
 }
