@@ -1,6 +1,6 @@
 #pragma once
 // What `attnlab report` reads from a run directory, as the JSON object the
-// page (cli/report/report.js) draws: everything comes from the run's files
+// page (cli/report/*.js) draws: everything comes from the run's files
 // (config.ini, metrics.csv, summary.json, probe_*.csv, the latest checkpoint),
 // never from a process that trained it.
 #include <string>

@@ -271,7 +271,7 @@ HEAT_CANVAS = """((ri, key, asked) => {
 })"""
 TIP = ('new Promise((done) => requestAnimationFrame(() => { const t = document.getElementById("tip"); '
        'done(t.hidden ? null : t.textContent); }))')
-VIRIDIS_ENDS = ([68, 1, 84], [253, 231, 37])  # report.js's VIRIDIS: the colours of the smallest and largest value
+VIRIDIS_ENDS = ([68, 1, 84], [253, 231, 37])  # charts.js's VIRIDIS: the colours of the smallest and largest value
 
 
 # In the page: an entropy chart scrolled into view; each curve's points in viewport coordinates.
@@ -317,7 +317,7 @@ def check_entropy(b, page, ri, run):
 
 
 def fmt(v):
-    """report.js's fmt: 3 significant digits, or 1 decimal in exponent form outside [1e-3, 1e4)."""
+    """core.js's fmt: 3 significant digits, or 1 decimal in exponent form outside [1e-3, 1e4)."""
     if abs(v) >= 1e4 or (v != 0 and abs(v) < 1e-3):
         return re.sub(r"e([+-])0*(\d)", r"e\1\2", f"{v:.1e}")
     r = float(f"{v:.3g}")

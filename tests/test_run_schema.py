@@ -2,7 +2,7 @@
 """scripts/attnlab_runs/schema.py says what attnlab writes and what its report reads:
 summary.json's keys and metrics.csv's columns against the C++ that writes them (its source, and
 a real run of a tagger and of a language model), the outcome columns and the curves against
-cli/report/report.js.
+cli/report/*.js.
 
 usage: tests/test_run_schema.py --attnlab PATH   (PYTHONPATH: scripts, as ctest sets it)
 """
@@ -80,20 +80,21 @@ def runs(exe):
 
 
 def report():
-    js = open(os.path.join(ROOT, "cli", "report", "report.js"), encoding="utf-8").read()
+    folder = os.path.join(ROOT, "cli", "report")
+    js = "".join(open(os.path.join(folder, f), encoding="utf-8").read() for f in sorted(os.listdir(folder)) if f.endswith(".js"))
     outcomes = re.search(r"const OUTCOMES = new Set\(\[(.*?)\]\)", js, re.S)
     names = re.findall(r'"(\w+)"', outcomes.group(1)) if outcomes else []
-    check(names == schema.OUTCOME_COLUMNS, "report.js's OUTCOMES are the schema's outcome columns",
-          f"report.js: {names}\nschema: {schema.OUTCOME_COLUMNS}")
+    check(names == schema.OUTCOME_COLUMNS, "sweep.js's OUTCOMES are the schema's outcome columns",
+          f"sweep.js: {names}\nschema: {schema.OUTCOME_COLUMNS}")
     curves = re.search(r"const CURVES = \[(.*?)\];", js, re.S)
     cols = re.findall(r'"(\w+)"', re.sub(r'title: "[^"]*"', "", curves.group(1))) if curves else []
-    check(cols and set(cols) <= set(schema.METRICS_COLUMNS), "the curves report.js draws are metrics.csv columns",
-          f"report.js: {cols}")
+    check(cols and set(cols) <= set(schema.METRICS_COLUMNS), "the curves curves.js draws are metrics.csv columns",
+          f"curves.js: {cols}")
     verdict_js = re.search(r"function verdict\(run\) \{\n  const s = run.summary;(.*?)\n\}", js, re.S)
     read = set(re.findall(r"\bs\.(\w+)", verdict_js.group(1) if verdict_js else "")) | set(
         re.findall(r'mark\("(\w+)"', js)) | set(re.findall(r'"(\w+)" in sum\b', js))
-    check(verdict_js and read <= set(ALL_SUMMARY_KEYS), "the summary.json keys report.js reads are the schema's",
-          f"report.js reads: {sorted(read)}")
+    check(verdict_js and read <= set(ALL_SUMMARY_KEYS), "the summary.json keys the report reads are the schema's",
+          f"the report reads: {sorted(read)}")
 
 
 def tools():

@@ -1,7 +1,7 @@
 """The files of an attnlab run that the tools read, and their fields, declared once.
 
 tests/test_run_schema.py checks these lists against what the C++ writes (cli/train_job.cpp,
-training/metrics_log.cpp, a real run) and what the report reads (cli/report/report.js).
+training/metrics_log.cpp, a real run) and what the report reads (cli/report/*.js).
 """
 
 SUMMARY = "summary.json"  # written when a run ends
@@ -24,7 +24,7 @@ METRICS_COLUMNS = ["step", "loss", "lr", "grad_norm", "train_token_acc", "train_
 SWEEP_OUTCOMES = ["heldout_exact", "heldout_token_acc", "solved_at_step", "steps", "seconds", "cpu_seconds", "exit"]
 
 # The columns of a tool's summary.csv (scripts/tools/sweep.py, tune.py) that are outcomes of a point;
-# every other column is a setting. attnlab report (cli/report/report.js, OUTCOMES) reads the same list.
+# every other column is a setting. attnlab report (cli/report/sweep.js, OUTCOMES) reads the same list.
 OUTCOME_COLUMNS = ["run", "heldout_exact", "heldout_token_acc", "heldout_loss", "solved_at_step", "steps", "seconds",
                    "cpu_seconds", "exit", "objective", "state", "trial", "seeds", "spread"]
 

@@ -45,8 +45,8 @@ PRODUCTION = ["framework", "models", "datasets", "training", "cli", "bench"]
 # neighbour raises a language's density by about 11%.
 LANGUAGES = {
     "C++": {"folders": PRODUCTION, "ends": (".cpp", ".h"), "budget": 17500, "density": 42.4},
-    "report JS/CSS": {"folders": ["cli/report"], "ends": (".js", ".css"), "budget": 580, "density": 57.7},
-    "Python": {"folders": ["scripts", "tests"], "ends": (".py",), "budget": 8500, "density": 48.7},
+    "report JS/CSS": {"folders": ["cli/report"], "ends": (".js", ".css"), "budget": 1700, "density": 57.7},
+    "Python": {"folders": ["scripts", "tests"], "ends": (".py",), "budget": 9800, "density": 48.7},
 }
 FILE_LIMIT = 400
 FUNCTION_LIMIT = 60
