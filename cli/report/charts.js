@@ -71,3 +71,23 @@ function colorbar(lo, hi, label) {
   box.append(a, b);
   return box;
 }
+
+// Round ticks (1, 2 or 5 times a power of ten) covering [lo, hi], about `count` of them:
+// [first, ..., last] with first <= lo and last >= hi, so an axis drawn over them ends on a tick.
+function niceTicks(lo, hi, count) {
+  if (!(hi > lo)) return [lo];
+  const raw = (hi - lo) / Math.max(1, count), power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw * 0.999);
+  const first = Math.floor(lo / step + 1e-9) * step, ticks = [];
+  for (let v = first; v < hi + step * 0.999; v += step) ticks.push(+(Math.round(v / step) * step).toPrecision(12));
+  return ticks;
+}
+
+// Ticks of a log axis over [lo, hi] (both > 0): the powers of ten covering it, with 2 and 5
+// times them when it spans under three decades.
+function logTicks(lo, hi) {
+  const a = Math.floor(Math.log10(lo) + 1e-9), b = Math.ceil(Math.log10(hi) - 1e-9), ticks = [];
+  const marks = b - a < 3 ? [1, 2, 5] : [1];
+  for (let e = a; e <= b; ++e) for (const m of marks) if (m * 10 ** e <= 10 ** b) ticks.push(+(m * 10 ** e).toPrecision(12));
+  return ticks;
+}

@@ -1,4 +1,10 @@
-// Each run at a glance (its verdict, summary and settings) and its held-out answers.
+// Each run at a glance: its verdict, summary and settings.
+
+// The step at which the run solved its task (held-out exact match held at the target), or null.
+function solvedAt(run) {
+  const s = run.summary;
+  return s && Number.isInteger(s.solved_at_step) && s.solved_at_step >= 0 ? s.solved_at_step : null;
+}
 
 function verdict(run) {
   const s = run.summary;
@@ -33,15 +39,4 @@ function glance(run, ri) {
   rows.push(["settings differing from the defaults", el("span", { class: "mono" }, diff || "(none)")]);
   sec.append(kvTable(rows));
   return sec;
-}
-
-function examplesSection(run, ri) {
-  const ex = run.examples, t = el("table", {}, el("tr", {}, el("th", {}, "input"), el("th", {}, "model's answer"),
-                                                 el("th", {}, "expected"), el("th", {}, "")));
-  for (const e of ex.shown)
-    t.append(el("tr", { class: e.correct ? "right" : "wrong" }, el("td", { class: "mono" }, e.input),
-                el("td", { class: "mono" }, e.output), el("td", { class: "mono" }, e.expected),
-                el("td", {}, e.correct ? "right" : "wrong")));
-  return el("section", { id: "examples-" + ri }, el("h2", {}, "Held-out examples: " + run.name),
-            el("p", { class: "note" }, "Up to 6 right and 6 wrong among the first " + ex.scored + " held-out examples."), t);
 }
