@@ -84,6 +84,7 @@ nlohmann::json model_data(const RunDir& run, const LoadedRun& loaded) {
   return {{"config", loaded.model->config().to_json()},
           {"parameters", loaded.model->parameter_count()},
           {"task", loaded.task->describe()},
+          {"language_model", loaded.task->language_model()},
           {"checkpoint_step", loaded.step},
           {"attnlab_version", version == meta.end() ? "unknown" : version->second}};
 }
