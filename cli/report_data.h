@@ -18,9 +18,10 @@ namespace attnlab::cli {
 nlohmann::json read_csv_table(const std::string& path, const std::vector<std::string>& required);
 
 // One run: name, path, settings (all, and those differing from the defaults),
-// model (config, parameters, task, language_model: whether it predicts text), summary, metrics, probes (when recorded), attention maps for the
-// first held-out examples and for each of `inputs`, and held-out examples with
-// the model's answers. IoError (exit 2) for a missing or malformed file.
+// model (config, parameters, task, language_model: whether it predicts text),
+// summary, metrics, probes (when recorded), attention maps for the first
+// held-out examples and for each of `inputs`, and held-out examples with the
+// model's answers. IoError (exit 2) for a missing or malformed file.
 nlohmann::json report_run_data(const std::string& run_path, const std::vector<std::string>& inputs);
 
 }  // namespace attnlab::cli
