@@ -48,7 +48,7 @@ function layerRow(layer, layout, ri, ei, words) {
       thumb.addEventListener("click", () => openZoom(layer, w, h, thumb));
       row.append(thumb);
     });
-    if (words) words.append(headSentences(layer, heads));
+    if (words) words.append(headSentences(layer, heads, { "data-run": ri, "data-example": ei }));
   });
   return row;
 }

@@ -66,9 +66,9 @@ function headSentence(head, summary, layer) {
          "; mean key offset " + summary.offset.toFixed(1);
 }
 
-// The sentences for each head of a layer, as a list under its row.
-function headSentences(layer, heads) {
-  const list = el("ul", { class: "head-sentences", "data-layer": layer.name });
+// The sentences for each head of a layer, as a list under its row (attrs: its data-run and data-example).
+function headSentences(layer, heads, attrs) {
+  const list = el("ul", Object.assign({ class: "head-sentences", "data-layer": layer.name }, attrs));
   heads.forEach((w, h) => {
     const s = headSummary(w, layer.causal), d = dominantPattern(s);
     list.append(el("li", { "data-layer": layer.name, "data-head": h, "data-pattern": d ? d[0] : "",
