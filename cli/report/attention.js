@@ -16,12 +16,12 @@ const THUMB_MAX = 150;  // px: the most a thumbnail's cells take, across or down
 const LAYER_LABEL = 170;  // px: the column of layer names left of the thumbnails
 
 // The cell side of an example's thumbnails: each layer's heads on one row of the window's width
-// where 2 px cells allow it (else the row scrolls sideways), at most 12 px.
+// where 1 px cells allow it (else the row scrolls sideways), at most 12 px.
 function thumbCell(ex, width) {
   const n = Math.max(...ex.layers.flatMap((l) => [l.queries.length, l.keys.length]));
   const heads = Math.max(...ex.layers.map((l) => l.heads));
   const room = Math.min(THUMB_MAX, (width - LAYER_LABEL) / heads - 60);  // 60 px: labels and gaps
-  return Math.max(2, Math.min(12, Math.floor(room / n)));
+  return Math.max(1, Math.min(12, Math.floor(room / n)));
 }
 
 // The last layer of each stack (a seq2seq model's encoder and decoder): its layers'
