@@ -35,7 +35,7 @@ MAPS = """JSON.stringify([...document.querySelectorAll("canvas.attn-map, canvas.
   return { cls: c.className, run: c.dataset.run, example: c.dataset.example, layer: c.dataset.layer,
            head: +c.dataset.head, w: c.dataset.w, scale: +c.dataset.scale, labels: JSON.parse(c.dataset.labels),
            summary: JSON.parse(c.dataset.summary), left: +c.dataset.left, top: +c.dataset.top,
-           cell: +c.dataset.cell, width: c.width, height: c.height, x: b.left, y: b.top };
+           cell: +c.dataset.cell, width: c.width, height: c.height, x: b.left + c.clientLeft, y: b.top + c.clientTop };
 }))"""
 # Each layer row: its label's box and its thumbnails' boxes.
 ROWS = """JSON.stringify([...document.querySelectorAll("div.layer-row")].map((r) => {
@@ -214,6 +214,9 @@ def check_attention_page(b, exe, run, text, tmp, shots, lined_up):
     causal = {name: c for name, (_, _, c) in ref.items()}
     maps = check_maps(b, tokens, causal, what)
     check_rows(b, what, lined_up)
+    b.call("Emulation.setDeviceMetricsOverride", width=600, height=1000, deviceScaleFactor=1, mobile=False)
+    check_rows(b, what + " at 600 px", lined_up)  # a row too wide for the window scrolls; it does not wrap
+    b.call("Emulation.setDeviceMetricsOverride", width=1280, height=1000, deviceScaleFactor=1, mobile=False)
     check_sentences(b, maps, what)
     b.evaluate("document.getElementById('attention-0').scrollIntoView()")
     b.screenshot(os.path.join(shots, what + "-attention-grid.png"))
@@ -289,7 +292,8 @@ def main():
         rev, lm = os.path.join(tmp, "rev64"), os.path.join(tmp, "charlm")
         attnlab(exe, "train", "--task", "reverse", "--model", "seq2seq", "--min-len", "64", "--max-len", "64",
                 "--heldout", "12", *TINY, "--run", rev)
-        attnlab(exe, "train", "--task", "text", "--file", corpus, "--seq-len", "64", "--model", "decoder", *TINY,
+        heads8 = [v if k != "--heads" else "8" for k, v in zip([""] + TINY, TINY)]  # a row of 8 thumbnails
+        attnlab(exe, "train", "--task", "text", "--file", corpus, "--seq-len", "64", "--model", "decoder", *heads8,
                 "--run", lm)
         pages = [(rev, "3 1 4 1 5", True), (lm, "the lazy dog.\njumps over the quick brown fox\nthe lazy dog", False)]
         for run, text, is_rev in pages:

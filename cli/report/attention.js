@@ -12,16 +12,20 @@ function decodeHeads(w) {
   });
 }
 
-const THUMB_MAX = 150;  // px: the most a thumbnail's cells take, across or down
+const THUMB_MAX = 200;  // px: the most a thumbnail's cells take, across or down
 const LAYER_LABEL = 170;  // px: the column of layer names left of the thumbnails
 
-// The cell side of an example's thumbnails: each layer's heads on one row of the window's width
-// where 1 px cells allow it (else the row scrolls sideways), at most 12 px.
-function thumbCell(ex, width) {
+// The layout of an example's thumbnails (sharedLayout): the largest cells, at most 12 px and
+// THUMB_MAX px across, that put each layer's heads on one row of the window's width; else
+// 2 px cells (the least a pointer can hover), and a row too wide scrolls sideways.
+function thumbLayout(ex, width) {
   const n = Math.max(...ex.layers.flatMap((l) => [l.queries.length, l.keys.length]));
   const heads = Math.max(...ex.layers.map((l) => l.heads));
-  const room = Math.min(THUMB_MAX, (width - LAYER_LABEL) / heads - 60);  // 60 px: labels and gaps
-  return Math.max(1, Math.min(12, Math.floor(room / n)));
+  for (let c = Math.min(12, Math.floor(THUMB_MAX / n)); c > 2; --c) {
+    const layout = sharedLayout(ex.layers, c);
+    if (LAYER_LABEL + heads * (layout(ex.layers[0]).w + 8) <= width) return layout;  // 8: a gap and borders
+  }
+  return sharedLayout(ex.layers, 2);
 }
 
 // The last layer of each stack (a seq2seq model's encoder and decoder): its layers'
@@ -57,7 +61,8 @@ function layerRow(layer, layout, ri, ei, words) {
 // tokens marked, right or wrong, and the note for an input unlike training's (as predict says).
 function exampleHeading(ex, ri, ei) {
   const head = el("div", { class: "example-head", "data-run": ri, "data-example": ei });
-  head.append(el("h3", {}, ex.source + " input: ", el("span", { class: "mono" }, ex.input), " \u2192 ",
+  const input = ex.input.replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");  // a text's lines on one line
+  head.append(el("h3", {}, ex.source + " input: ", el("span", { class: "mono" }, input), " \u2192 ",
                  answerTokens(ex.output, ex.output_tokens, ex.expected_tokens)));
   if (ex.expected !== null && ex.expected !== undefined)
     head.append(el("p", { class: "answer-check " + (ex.correct ? "right" : "wrong"), "data-correct": ex.correct },
@@ -71,14 +76,14 @@ function exampleHeading(ex, ri, ei) {
 function attentionSection(run, ri) {
   const sec = el("section", { id: "attention-" + ri }, el("h2", {}, "Attention: " + run.name),
                  el("p", { class: "note" }, "Rows: queries; columns: keys; each row sums to 1. Each layer's heads on " +
-                    "one row; under each, the share it gives its most favoured key (prev: the previous token, first: " +
+                    "one row (scrolling sideways if wider than the window); under each, the share it gives its most favoured key (prev: the previous token, first: " +
                     "the first, anti: the mirrored position, self: its own). Hover a cell for its weight; click a " +
                     "map to enlarge it."),
                  colorbar(0, 1, "attention weight"));
-  const width = Math.max(400, window.innerWidth - 32);  // not the document's width: that would lay it out now
+  const width = Math.max(400, window.innerWidth - 40);  // not the document's width: that would lay it out now
   run.attention.forEach((ex, ei) => {
     sec.append(exampleHeading(ex, ri, ei));
-    const layout = sharedLayout(ex.layers, thumbCell(ex, width)), last = lastLayers(ex.layers);
+    const layout = thumbLayout(ex, width), last = lastLayers(ex.layers);
     const grid = el("div", { class: "attn-grid" });
     for (const layer of ex.layers) {
       const words = last.has(layer.name) ? el("div", { class: "head-words" }) : null;

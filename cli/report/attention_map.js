@@ -40,7 +40,8 @@ function mapLayout(layer, c) {
 function sharedLayout(layers, c) {
   const all = layers.map((l) => mapLayout(l, c));
   const left = Math.max(...all.map((a) => a.left)), top = Math.max(...all.map((a) => a.top));
-  const w = Math.max(...layers.map((l) => left + c * l.keys.length + 4), left + 110);  // the caption's room
+  const caption = labelWidth("head " + Math.max(...layers.map((l) => l.heads - 1)) + " \u00b7 first 0.00") + 4;
+  const w = Math.max(...layers.map((l) => left + c * l.keys.length + 4), left + caption);
   return (layer) => ({ c, step: labelStep(c), left, top, w, h: top + c * layer.queries.length + 18 });
 }
 
@@ -103,8 +104,7 @@ function drawMap(layer, w, head, L, cls, attrs) {
   g.textAlign = "left"; g.textBaseline = "alphabetic";
   g.fillText(headCaption(head, summary), L.left, L.top + L.c * w.rows + 13);
   canvas.addEventListener("mousemove", (e) => {
-    const box = canvas.getBoundingClientRect();
-    const j = Math.floor((e.clientX - box.left - L.left) / L.c), i = Math.floor((e.clientY - box.top - L.top) / L.c);
+    const j = Math.floor((e.offsetX - L.left) / L.c), i = Math.floor((e.offsetY - L.top) / L.c);  // inside the border
     if (i >= 0 && i < w.rows && j >= 0 && j < w.cols) canvas.setAttribute("data-tip", cellTip(layer, head, w, i, j, summary));
     else canvas.setAttribute("data-tip", "layer " + layer.name + ", head " + head + "\n" + summaryLine(summary, layer));
   });
