@@ -224,14 +224,21 @@ std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text) 
   return input;
 }
 
-void note_answer_filled_table(const TransformerConfig& config) {
-  std::cerr << "note: the answer reached the end of the model's positional table (" << config.max_len
-            << " positions, --positions when it was trained) before <eos>; it may be cut short\n";
+std::string answer_filled_table_note(const TransformerConfig& config) {
+  return "the answer reached the end of the model's positional table (" + std::to_string(config.max_len) +
+         " positions, --positions when it was trained) before <eos>; it may be cut short";
 }
 
-void note_answer_spent_budget(int64_t budget) {
-  std::cerr << "note: no <eos> after " << budget - 1 << " answer tokens (the expected answer's length, or the "
-            << "longest trained one); decoding stops one token past it, as eval's does\n";
+std::string answer_spent_budget_note(int64_t budget) {
+  return "no <eos> after " + std::to_string(budget - 1) +
+         " answer tokens (the expected answer's length, or the longest trained one); decoding stops one token past "
+         "it, as eval's does";
 }
+
+void note_answer_filled_table(const TransformerConfig& config) {
+  std::cerr << "note: " << answer_filled_table_note(config) << "\n";
+}
+
+void note_answer_spent_budget(int64_t budget) { std::cerr << "note: " << answer_spent_budget_note(budget) << "\n"; }
 
 }  // namespace attnlab::cli

@@ -74,30 +74,45 @@ nlohmann::json tokens_json(const Task& task, const std::vector<int32_t>& ids) {
   return out;
 }
 
+// The notes `attnlab predict` prints on stderr for a sequence task's input
+// and its greedy answer: an input unlike those of training, an answer that
+// filled the positional table or spent its decoding budget.
+nlohmann::json predict_notes(const LoadedRun& loaded, const std::vector<int32_t>& input,
+                             const std::vector<int32_t>& answer) {
+  const TransformerConfig& config = loaded.model->config();
+  nlohmann::json notes = nlohmann::json::array();
+  if (std::string note = input_shape_note(loaded, input); !note.empty()) notes.push_back(note);
+  const int64_t budget = decoding_budget(*loaded.task, input, config);
+  if (answer_filled_table(config, input, answer)) notes.push_back(answer_filled_table_note(config));
+  else if (answer_spent_budget(config, answer, budget)) notes.push_back(answer_spent_budget_note(budget));
+  return notes;
+}
+
 // An answer beside the expected one, as `attnlab predict` prints them: the
 // expected answer (task->solve; null for an input the task cannot answer or
-// a language model's), whether they agree, the tokens of both, and the note
-// for an input unlike those of training ("" if none).
+// a language model's), whether they agree, the tokens of both, and predict's
+// notes (predict_notes; none for a language model).
 nlohmann::json answer_json(const LoadedRun& loaded, const std::vector<int32_t>& input, std::vector<int32_t> answer) {
   const Task& task = *loaded.task;
+  if (task.language_model())
+    return {{"output", task.to_text(answer)}, {"output_tokens", tokens_json(task, answer)}, {"expected", nullptr},
+            {"expected_tokens", nullptr}, {"correct", nullptr}, {"notes", nlohmann::json::array()}};
   std::optional<std::vector<int32_t>> expected;
-  if (!task.language_model()) {
-    try {
-      expected = task.solve(input);
-    } catch (const ValueError&) {
-      // An input the task itself cannot answer: nothing to compare with.
-    }
+  try {
+    expected = task.solve(input);
+  } catch (const ValueError&) {
+    // An input the task itself cannot answer: nothing to compare with.
   }
+  const nlohmann::json notes = predict_notes(loaded, input, answer);
   // The encoder tagger gives one token per input position, cut to the answer's length (predict).
   if (expected && loaded.model->config().arch == Arch::encoder && answer.size() > expected->size())
     answer.resize(expected->size());
-  const bool lm = task.language_model();
   return {{"output", task.to_text(answer)},
           {"output_tokens", tokens_json(task, answer)},
           {"expected", expected ? nlohmann::json(task.to_text(*expected)) : nlohmann::json()},
           {"expected_tokens", expected ? tokens_json(task, *expected) : nlohmann::json()},
           {"correct", expected ? nlohmann::json(*expected == answer) : nlohmann::json()},
-          {"note", lm ? std::string() : input_shape_note(loaded, input)}};
+          {"notes", notes}};
 }
 
 // Every layer's maps for one input, as `attnlab attention` computes them,

@@ -219,6 +219,7 @@ def check_attention_page(b, exe, run, text, tmp, shots, lined_up):
     b.call("Emulation.setDeviceMetricsOverride", width=1280, height=1000, deviceScaleFactor=1, mobile=False)
     check_sentences(b, maps, what)
     b.evaluate("document.getElementById('attention-0').scrollIntoView()")
+    b.move_mouse(0, 0)
     b.screenshot(os.path.join(shots, what + "-attention-grid.png"))
     index = next(n for n, m in enumerate(maps) if m["example"] == "3")
     m = dict(maps[index], index=index)
@@ -232,9 +233,9 @@ def check_attention_page(b, exe, run, text, tmp, shots, lined_up):
 
 INPUT_HEAD = """JSON.stringify((() => {
   const h = document.querySelector('.example-head[data-run="0"][data-example="3"]');
-  const check = h.querySelector(".answer-check"), note = h.querySelector(".length-note");
+  const check = h.querySelector(".answer-check");
   return { answer: h.querySelector(".answer").textContent, check: check && check.textContent,
-           correct: check && check.dataset.correct, note: note && note.textContent,
+           correct: check && check.dataset.correct, notes: [...h.querySelectorAll(".predict-note")].map((p) => p.textContent),
            wrong: [...h.querySelectorAll(".tok-wrong")].map((s) => +s.dataset.pos) };
 })())"""
 EXAMPLE_ROWS = """JSON.stringify([...document.querySelectorAll("#examples-0 tr.right, #examples-0 tr.wrong")].map((tr) => ({
@@ -252,8 +253,12 @@ def predict(exe, run, text):
     return r.stdout.splitlines(), [line for line in r.stderr.splitlines() if line.startswith("note: ")]
 
 
-def check_answers(b, exe, run, text):
+def check_answers(b, exe, run, text, shots):
     """The --input as predict shows it, and the held-out answers' wrong tokens (reverse)."""
+    for part, where in (("input", '.example-head[data-example="3"]'), ("examples", "#examples-0")):
+        b.evaluate(f"document.querySelector('{where}').scrollIntoView(); window.scrollBy(0, -64)")
+        b.move_mouse(0, 0)  # no tip left over from the hovers
+        b.screenshot(os.path.join(shots, f"{os.path.basename(run)}-{part}.png"))
     out, notes = predict(exe, run, text)
     expected = text.split()[::-1]
     got = json.loads(b.evaluate(INPUT_HEAD))
@@ -261,7 +266,7 @@ def check_answers(b, exe, run, text):
     right = out[1] == "(correct)"
     check(got["check"] == ("right" if right else "wrong") + ": the expected answer is " + " ".join(expected)
           and got["correct"] == ("true" if right else "false"), f"--input: {got['check']!r}, predict says {out[1]!r}")
-    check(notes and got["note"] == notes[0], f"--input: note {got['note']!r}, predict's {notes}")
+    check(notes and got["notes"] == notes, f"--input: notes {got['notes']}, predict's {notes}")
     check(got["wrong"] == differing(out[0].split(), expected), f"--input: marked tokens {got['wrong']}")
     rows = json.loads(b.evaluate(EXAMPLE_ROWS))
     wrong = [r for r in rows if r["cls"] == "wrong"]
@@ -304,7 +309,7 @@ def main():
                 check(b.evaluate('document.body.getAttribute("data-rendered")') == "ok", f"{page}: not rendered")
                 ref = check_attention_page(b, exe, run, text, tmp, args.artifacts, is_rev)[1]
                 if is_rev:
-                    check_answers(b, exe, run, text)
+                    check_answers(b, exe, run, text, args.artifacts)
                 else:
                     keys = next(iter(ref.values()))[1]
                     check(" " in keys and "\n" in keys, f"{page}: the --input's keys hold no space or newline")

@@ -58,17 +58,19 @@ function layerRow(layer, layout, ri, ei, words) {
 }
 
 // An example's heading: its input and the model's answer, the expected answer with the wrong
-// tokens marked, right or wrong, and the note for an input unlike training's (as predict says).
+// tokens marked, right or wrong, and the notes predict prints (an input unlike training's, an
+// answer cut short).
 function exampleHeading(ex, ri, ei) {
   const head = el("div", { class: "example-head", "data-run": ri, "data-example": ei });
   const input = ex.input.replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");  // a text's lines on one line
-  head.append(el("h3", {}, ex.source + " input: ", el("span", { class: "mono" }, input), " \u2192 ",
+  const source = ex.source === "held-out" ? "held-out input" : ex.source;  // "--input"
+  head.append(el("h3", {}, source + ": ", el("span", { class: "mono" }, input), " \u2192 ",
                  answerTokens(ex.output, ex.output_tokens, ex.expected_tokens)));
   if (ex.expected !== null && ex.expected !== undefined)
     head.append(el("p", { class: "answer-check " + (ex.correct ? "right" : "wrong"), "data-correct": ex.correct },
                    ex.correct ? "right: the expected answer is " : "wrong: the expected answer is ",
                    el("span", { class: "mono expected" }, ex.expected)));
-  if (ex.note) head.append(el("p", { class: "note length-note" }, "note: " + ex.note));
+  for (const note of ex.notes || []) head.append(el("p", { class: "note predict-note" }, "note: " + note));
   return head;
 }
 

@@ -2,7 +2,7 @@
 
 // The patterns a head's summary measures: key, the caption's short name, the sentence's words.
 const HEAD_PATTERNS = [["previous", "prev", "the previous token"], ["first", "first", "the first token"],
-                       ["anti", "anti", "the anti-diagonal (the mirrored position, as reversing needs)"],
+                       ["anti", "anti", "the anti-diagonal, the mirrored position reversing needs"],
                        ["self", "self", "its own position"]];
 const MOSTLY = 0.4;  // a share at least this large is what a head "attends mostly to"
 
@@ -36,9 +36,9 @@ function dominantPattern(summary) {
   return best;
 }
 
-// The words for the first key: "the first token (<bos>)", or its position when it is no <bos>.
+// The words for the first key: "<bos>, the first token", or its position when it is no <bos>.
 function firstWords(layer) {
-  return "the first token (" + (layer.keys[0] === "<bos>" ? "<bos>" : "position 0") + ")";
+  return (layer.keys[0] === "<bos>" ? "<bos>" : "position 0") + ", the first token";
 }
 
 // The caption under a thumbnail: "head 1 · prev 0.82", its largest share.
