@@ -72,10 +72,12 @@ function settingsDiff(runs) {
 }
 
 // The top of a page of several runs: the warning when their tasks differ, and the table of the
-// settings that differ (left out for a sweep, whose own table lists its settings).
+// settings that differ (left out for a sweep, whose own table lists its settings: null when
+// nothing is left).
 function compareSection(runs, isSweep) {
-  const sec = el("section", { id: "compare" }, el("h2", {}, "Comparing " + runs.length + " runs"));
   const warning = taskWarning(runs);
+  if (isSweep && !warning) return null;
+  const sec = el("section", { id: "compare" }, el("h2", {}, "Comparing " + runs.length + " runs"));
   if (warning) sec.append(warning);
   if (!isSweep)
     sec.append(el("p", { class: "note" }, "The settings (config.ini) that differ between the runs; each run's own " +

@@ -48,7 +48,8 @@ function render() {
   const runs = DATA.runs;
   uniqueNames(runs).forEach((name, ri) => { runs[ri].dir_name = runs[ri].name; runs[ri].name = name; });
   if (DATA.sweep) main.append(sweepSection(DATA.sweep, runs));
-  if (runs.length > 1) main.append(compareSection(runs, !!DATA.sweep));
+  const compared = runs.length > 1 ? compareSection(runs, !!DATA.sweep) : null;
+  if (compared) main.append(compared);
   main.append(curvesSection(runs));
   for (const kind of PER_RUN) main.append(perRunRow(runs, kind));
   runs.forEach((run, ri) => {
