@@ -14,7 +14,8 @@ function tickText(v) {
 
 // An axis over `values` (texts; "" left out): {kind, ticks, at(v): 0..1 along the axis, text(v)}.
 // Numbers go on a log axis (ends on ticks of logTicks) for a LOG_SETTINGS name or values spanning
-// 20x or more, else on a linear one (niceTicks); anything else is evenly spaced categories.
+// 20x or more, else on a linear one (niceTicks; whole numbers only for whole-number values);
+// anything else is evenly spaced categories.
 function valueAxis(values, name) {
   const vals = values.filter((v) => v !== "" && v !== undefined);
   const nums = vals.map(Number);
@@ -32,7 +33,8 @@ function valueAxis(values, name) {
   }
   let ticks = SHARE_OUTCOMES.has(name) ? [0, 0.25, 0.5, 0.75, 1] : niceTicks(lo, hi, 4);
   if (SHARE_OUTCOMES.has(name) && (lo < 0 || hi > 1)) ticks = niceTicks(Math.min(0, lo), Math.max(1, hi), 4);
-  if (ticks.length < 2) ticks = [lo - 1, lo, lo + 1];
+  if (nums.every(Number.isInteger)) ticks = ticks.filter(Number.isInteger);  // no "1.5 layers"
+  if (ticks.length < 2) ticks = lo === hi ? [lo - 1, lo, lo + 1] : [Math.floor(lo), Math.ceil(hi)];
   const a = ticks[0], b = ticks[ticks.length - 1];
   return { kind: "linear", ticks, at: (v) => (Number(v) - a) / (b - a), text: tickText };
 }
