@@ -36,7 +36,6 @@ def with_flag(flags, name, value):
     """flags with flag `name`'s value replaced by value."""
     at = flags.index(name)
     return [*flags[:at + 1], value, *flags[at + 2:]]
-FRAMES = "new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 
 def config(run):
@@ -151,8 +150,10 @@ def check_tasks_differ(browser, exe, runs, tmp, artifacts):
         check(got is not None, "tasks differ: no warning")
         if got:
             tasks = [config(r)["task"] for r in runs]
-            check(got["visible"] and got["height"] > 0 and got["above"], f"tasks differ: warning not shown above the curves {got}")
-            check(all(t in got["text"] for t in tasks), f"tasks differ: warning {got['text']!r} does not name {tasks}")
+            check(got["visible"] and got["height"] > 0 and got["above"],
+                  f"tasks differ: warning not shown above the curves {got}")
+            check(all(t in got["text"] for t in tasks),
+                  f"tasks differ: warning {got['text']!r} does not name {tasks}")
     finally:
         b.close()
 
@@ -179,6 +180,8 @@ def overlapping(boxes):
 
 def is_round(text):
     """1, 2 or 5 times a power of ten."""
+    if float(text) <= 0:
+        return False
     m = float(text) / 10 ** math.floor(math.log10(float(text)))
     return any(abs(m - r) < 1e-9 for r in (1, 2, 5))
 
@@ -186,15 +189,17 @@ def is_round(text):
 def check_lr_axis(s, table):
     """lr's scatter: a log axis, round ticks, each lr's points centred where the ticks put it."""
     ticks = s["xticks"]
-    check(len(ticks) >= 2 and all(is_round(t[0]) for t in ticks), f"lr axis ticks {[t[0] for t in ticks]} not 1-2-5")
-    if len(ticks) < 2:
+    round_ticks = len(ticks) >= 2 and all(is_round(t[0]) for t in ticks)
+    check(round_ticks, f"lr axis ticks {[t[0] for t in ticks]} not 1-2-5 (all > 0)")
+    if not round_ticks:
         return
-    (a, va, ba), (c, vc, bc) = ticks[0], ticks[-1]
+    (_, va, ba), (_, vc, bc) = ticks[0], ticks[-1]
     xa, xc = (ba[0] + ba[2]) / 2, (bc[0] + bc[2]) / 2
     per_decade = (xc - xa) / (math.log10(vc) - math.log10(va))
     for t, v, bx in ticks:
         x = xa + (math.log10(v) - math.log10(va)) * per_decade
-        check(abs((bx[0] + bx[2]) / 2 - x) < 1, f"lr axis: tick {t} at {(bx[0] + bx[2]) / 2:.1f} px, log scale puts it at {x:.1f}")
+        at = (bx[0] + bx[2]) / 2
+        check(abs(at - x) < 1, f"lr axis: tick {t} at {at:.1f} px, log scale puts it at {x:.1f}")
     for lr in {row["lr"] for row in table}:
         xs = [p["x"] for p in s["points"] if p["value"] == lr]
         x = xa + (math.log10(float(lr)) - math.log10(va)) * per_decade
@@ -223,7 +228,8 @@ def check_scatters(b, table, artifacts):
         for p in s["points"] if band else []:
             inside = band[1] <= p["y"] <= band[3]
             check(inside == (solved[p["run"]] == "-1") == p["out"],
-                  f"{s['param']}: {p['run']} (solved_at_step {solved[p['run']]}) at y {p['y']:.0f}, band {band[1]:.0f}..{band[3]:.0f}")
+                  f"{s['param']}: {p['run']} (solved_at_step {solved[p['run']]}) at y {p['y']:.0f}, "
+                  f"band {band[1]:.0f}..{band[3]:.0f}")
 
 
 # In the page: the sweep table's solved_at_step column top to bottom after a click on its head.
@@ -293,7 +299,8 @@ def check_parallel(b, table, artifacts):
 LINE_SPOT = """((run) => { const l = [...document.querySelectorAll('polyline.pc-line')].find((x) => x.dataset.point === run);
   const m = l.getScreenCTM(), pts = l.getAttribute('points').split(' ').map((p) => p.split(',').map(Number));
   for (let k = 0; k + 1 < pts.length; ++k) for (let f = 0.1; f < 1; f += 0.1) {
-    const p = new DOMPoint(pts[k][0] + f * (pts[k + 1][0] - pts[k][0]), pts[k][1] + f * (pts[k + 1][1] - pts[k][1])).matrixTransform(m);
+    const [a, c] = [pts[k], pts[k + 1]];
+    const p = new DOMPoint(a[0] + f * (c[0] - a[0]), a[1] + f * (c[1] - a[1])).matrixTransform(m);
     if (document.elementFromPoint(p.x, p.y) === l) return [p.x, p.y];
   }
   return null; })"""
