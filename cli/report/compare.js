@@ -26,15 +26,15 @@ function uniqueNames(runs) {
   });
 }
 
-// What a run learns, in words: its task and whether it is a language model.
-function runKind(run) {
+// What a run learns, in words: its task, and with `kinds` whether it is a language model.
+function runKind(run, kinds) {
   const task = run.settings.all.task ?? (run.summary || {}).task ?? "?";
-  return task + (run.model.language_model ? " (language model)" : " (sequence task)");
+  return task + (!kinds ? "" : run.model.language_model ? " (language model)" : " (sequence task)");
 }
 
 // A warning when the runs compared are of different tasks or kinds, or null.
 function taskWarning(runs) {
-  const kinds = runs.map(runKind);
+  const lm = new Set(runs.map((r) => !!r.model.language_model)).size > 1, kinds = runs.map((r) => runKind(r, lm));
   if (new Set(kinds).size < 2) return null;
   const which = [...new Set(kinds)].map((k) => k + ": " + runs.filter((r, i) => kinds[i] === k).map((r) => r.name).join(", "));
   return el("p", { class: "warning", id: "task-warning" },

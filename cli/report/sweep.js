@@ -16,7 +16,7 @@ function colourScale(table, by) {
 }
 
 // The scatter's points: x and y in px, points at the same setting value spread apart across
-// (7 px apart at most, in the rows' order) so that none hides another; not-solved ones in the band.
+// (10 px apart at most, in the rows' order) so that none hides another; not-solved ones in the band.
 function scatterPoints(table, param, outcome, frame) {
   const P = column(table, param), Y = column(table, outcome), R = column(table, "run") || [];
   const solved = Y.filter((v, i) => finite(v) && !notSolved(outcome, v));
@@ -32,7 +32,7 @@ function scatterPoints(table, param, outcome, frame) {
     group.get(v).push(p); points.push(p);
   });
   for (const g of group.values()) {
-    const step = Math.min(7, 40 / g.length);
+    const step = Math.min(10, 48 / g.length);
     g.forEach((p, k) => { p.x += (k - (g.length - 1) / 2) * step; });
   }
   return { points, xAxis, yAxis, sx, sy };

@@ -20,13 +20,14 @@ function parallelAxis(box, name, values, x, f) {
     const t = svg("text", { x: x - 5, y: y(v) + 3, "text-anchor": "end" }); t.textContent = axis.text(v);
     g.append(svg("line", { x1: x - 3, x2: x, y1: y(v), y2: y(v), class: "axis pc-tick", "data-tick": v }), t);
   }
-  const label = svg("text", { x, y: f.H - f.B + 16 + (f.stagger ? 12 : 0), "text-anchor": "middle", class: "pc-name" });
+  const label = svg("text", { x, y: f.H - f.B + 16, "text-anchor": "middle", class: "pc-name" });
   label.textContent = name; g.append(label);
   const out = values.some((v) => notSolved(name, v));
   if (out) {
-    const t = svg("text", { x: x - 5, y: f.band + 3, "text-anchor": "end", class: "not-solved", "data-y": f.band });
+    const t = svg("text", { x, y: f.band - 7, "text-anchor": "middle", class: "not-solved", "data-y": f.band });
     t.textContent = "not solved";
-    g.append(svg("line", { x1: x - 3, x2: x + 3, y1: f.band, y2: f.band, class: "axis" }), t);
+    g.append(svg("line", { x1: x, x2: x, y1: f.band, y2: f.T, class: "axis", "stroke-dasharray": "2 2" }),
+             svg("line", { x1: x - 4, x2: x + 4, y1: f.band, y2: f.band, class: "axis" }), t);
   }
   box.append(g);
   return (v) => (v === "" || v === undefined ? null : notSolved(name, v) ? f.band : y(v));
@@ -36,7 +37,7 @@ function parallelAxis(box, name, values, x, f) {
 // coloured by `outcome` (viridis, low to high; grey: not solved or missing). Hover names the run.
 function parallelView(table, outcome, runs) {
   const cols = parallelColumns(table), gap = 120, L = 80;
-  const f = { T: 46, B: 44, H: 300, band: 28, stagger: false };
+  const f = { T: 52, B: 44, H: 306, band: 34 };
   const W = L + gap * (cols.length - 1) + 40, R = column(table, "run") || [];
   const box = svg("svg", { width: W, height: f.H, class: "chart parallel", id: "sweep-parallel-svg" });
   const ys = cols.map((c, k) => parallelAxis(box, c, column(table, c), L + k * gap, f));
@@ -52,7 +53,8 @@ function parallelView(table, outcome, runs) {
     if (ri >= 0) { const a = svg("a", { href: "#run-" + ri }); a.append(line); box.append(a); } else box.append(line);
   });
   const head = svg("text", { x: 8, y: 14 });
-  head.textContent = "colour: " + outcome + (scored.length ? " (" + fmt(lo) + " dark \u2192 " + fmt(hi) + " yellow)" : " (none)");
+  const range = lo === hi ? " (all " + fmt(lo) + ")" : " (" + fmt(lo) + " dark \u2192 " + fmt(hi) + " yellow)";
+  head.textContent = "colour: " + outcome + (scored.length ? range : " (no values)");
   box.append(head);
   return box;
 }
