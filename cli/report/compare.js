@@ -34,9 +34,11 @@ function runKind(run, kinds) {
 
 // A warning when the runs compared are of different tasks or kinds, or null.
 function taskWarning(runs) {
-  const lm = new Set(runs.map((r) => !!r.model.language_model)).size > 1, kinds = runs.map((r) => runKind(r, lm));
+  const lm = new Set(runs.map((r) => !!r.model.language_model)).size > 1;
+  const kinds = runs.map((r) => runKind(r, lm));
   if (new Set(kinds).size < 2) return null;
-  const which = [...new Set(kinds)].map((k) => k + ": " + runs.filter((r, i) => kinds[i] === k).map((r) => r.name).join(", "));
+  const named = (k) => runs.filter((r, i) => kinds[i] === k).map((r) => r.name).join(", ");
+  const which = [...new Set(kinds)].map((k) => k + ": " + named(k));
   return el("p", { class: "warning", id: "task-warning" },
             "\u26a0 These runs are of different tasks \u2014 " + which.join("; ") +
             ". Their curves are overlaid on the same axes, but the figures measure different things.");
@@ -60,7 +62,8 @@ function settingsDiff(runs) {
   const same = keys.filter((k) => !differ.includes(k));
   const t = el("table", { id: "settings-diff" }, el("thead", {}, runColumns("setting", runs)));
   const body = el("tbody");
-  body.append(el("tr", { class: "outcome" }, el("th", {}, "verdict"), ...runs.map((r) => el("td", {}, verdict(r)))));
+  const verdicts = runs.map((r) => el("td", {}, verdict(r)));
+  body.append(el("tr", { class: "outcome" }, el("th", {}, "verdict"), ...verdicts));
   for (const k of differ)
     body.append(el("tr", { "data-setting": k }, el("th", {}, k),
                    ...runs.map((r, ri) => el("td", { class: "mono", "data-run": ri }, value(r, k)))));

@@ -12,7 +12,8 @@ function perRunRow(runs, [id, label, draw]) {
   runs.forEach((run, ri) => row.append(el("div", { class: "side-cell" }, draw(run, ri))));
   if (id !== "run" || runs.length < 2) return row;
   return el("details", { class: "run-tables", id: "run-tables" },
-            el("summary", {}, "Each run's table: its verdict, summary and settings (" + runs.length + " runs side by side)"), row);
+            el("summary", {}, "Each run's table: its verdict, summary and settings (" + runs.length +
+                              " runs side by side)"), row);
 }
 
 // The nav: one link per section, and per run for the sections drawn per run (numbered when
@@ -23,8 +24,9 @@ function drawNav(nav, runs) {
   for (const id of [...tops, "curves"]) nav.append(el("a", { href: "#" + id }, id));
   for (const [id, label] of PER_RUN) {
     if (runs.length === 1) { nav.append(el("a", { href: "#" + id + "-0" }, label)); continue; }
-    nav.append(el("span", { class: "nav-group" }, el("b", {}, label + ":"), ...runs.map((r, ri) =>
-      el("a", { href: "#" + id + "-" + ri, "data-tip": label + ": " + r.name }, many ? String(ri + 1) : r.name))));
+    const links = runs.map((r, ri) => el("a", { href: "#" + id + "-" + ri, "data-tip": label + ": " + r.name },
+                                         many ? String(ri + 1) : r.name));
+    nav.append(el("span", { class: "nav-group" }, el("b", {}, label + ":"), ...links));
   }
 }
 

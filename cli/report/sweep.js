@@ -43,18 +43,22 @@ function scatterAxes(box, f, s, param, anyOut) {
   box.append(svg("line", { x1: f.L, x2: f.L, y1: f.T, y2: f.H - f.B, class: "axis" }),
              svg("line", { x1: f.L, x2: f.W - f.R, y1: f.H - f.B, y2: f.H - f.B, class: "axis" }));
   for (const v of fittingTicks(s.yAxis, (t) => s.sy(t), true)) {
-    const t = svg("text", { x: f.L - 4, y: s.sy(v) + 3, "text-anchor": "end", class: "ytick" }); t.textContent = s.yAxis.text(v);
+    const t = svg("text", { x: f.L - 4, y: s.sy(v) + 3, "text-anchor": "end", class: "ytick" });
+    t.textContent = s.yAxis.text(v);
     box.append(t, svg("line", { x1: f.L, x2: f.W - f.R, y1: s.sy(v), y2: s.sy(v), class: "grid" }));
   }
   for (const v of fittingTicks(s.xAxis, (t) => s.sx(t), false)) {
-    const t = svg("text", { x: s.sx(v), y: f.H - f.B + 14, "text-anchor": "middle", class: "xtick", "data-tick": v });
+    const t = svg("text", { x: s.sx(v), y: f.H - f.B + 14, "text-anchor": "middle", class: "xtick",
+                            "data-tick": v });
     t.textContent = s.xAxis.text(v); box.append(t);
   }
   const xl = svg("text", { x: f.W - f.R, y: f.H - 4, "text-anchor": "end" });
   xl.textContent = param + (s.xAxis.kind === "log" ? " (log axis)" : ""); box.append(xl);
   if (!anyOut) return;
-  box.append(svg("rect", { x: f.L, y: f.band - 8, width: f.W - f.L - f.R, height: 16, class: "not-solved-band" }));
-  const t = svg("text", { x: f.L - 4, y: f.band + 3, "text-anchor": "end", class: "not-solved" }); t.textContent = "not solved";
+  const band = { x: f.L, y: f.band - 8, width: f.W - f.L - f.R, height: 16, class: "not-solved-band" };
+  box.append(svg("rect", band));
+  const t = svg("text", { x: f.L - 4, y: f.band + 3, "text-anchor": "end", class: "not-solved" });
+  t.textContent = "not solved";
   box.append(t);
 }
 
@@ -71,11 +75,16 @@ function sweepScatter(table, param, outcome, runs, colours) {
   scatterAxes(box, f, s, param, anyOut);
   for (const p of s.points) {
     const ri = sweepRunIndex(runs, p.run), shown = p.out ? "not solved" : p.value;
-    const dot = svg("circle", { cx: p.x, cy: p.y, r: 4.5, fill: colours.colour(p.i), "fill-opacity": 0.75, class: "pt",
-                                "data-param": param, "data-x": p.label, "data-value": p.value, "data-point": p.run ?? "",
-                                "data-not-solved": p.out ? "yes" : "no",
-                                "data-tip": (p.run ? p.run + "\n" : "") + param + " " + p.label + ": " + outcome + " " + shown });
-    if (ri >= 0) { const a = svg("a", { href: "#run-" + ri }); a.append(dot); box.append(a); } else box.append(dot);
+    const dot = svg("circle", {
+      cx: p.x, cy: p.y, r: 4.5, fill: colours.colour(p.i), "fill-opacity": 0.75, class: "pt",
+      "data-param": param, "data-x": p.label, "data-value": p.value, "data-point": p.run ?? "",
+      "data-not-solved": p.out ? "yes" : "no",
+      "data-tip": (p.run ? p.run + "\n" : "") + param + " " + p.label + ": " + outcome + " " + shown,
+    });
+    if (ri < 0) { box.append(dot); continue; }
+    const a = svg("a", { href: "#run-" + ri });
+    a.append(dot);
+    box.append(a);
   }
   return box;
 }
@@ -92,12 +101,16 @@ function sweepOrder(col, dir) {
 // summary.csv as a table sortable by any column; names link to their runs; solved_at_step -1
 // reads "not solved".
 function sweepTable(table, runs) {
-  const t = el("table", { id: "sweep-table" }), order = { col: -1, dir: 1 }, head = el("tr"), body = el("tbody");
+  const t = el("table", { id: "sweep-table" }), order = { col: -1, dir: 1 };
+  const head = el("tr"), body = el("tbody"), runAt = table.columns.indexOf("run");
   const draw = () => {
     body.textContent = "";
     const rows = [...table.rows];
-    if (order.col >= 0) { const by = sweepOrder(table.columns[order.col], order.dir); rows.sort((a, b) => by(a[order.col], b[order.col])); }
-    for (const r of rows) body.append(el("tr", { "data-point": r[table.columns.indexOf("run")] ?? "" }, ...r.map((v, c) => {
+    if (order.col >= 0) {
+      const by = sweepOrder(table.columns[order.col], order.dir);
+      rows.sort((a, b) => by(a[order.col], b[order.col]));
+    }
+    for (const r of rows) body.append(el("tr", { "data-point": r[runAt] ?? "" }, ...r.map((v, c) => {
       const ri = table.columns[c] === "run" ? sweepRunIndex(runs, v) : -1, out = notSolved(table.columns[c], v);
       return el("td", { class: out ? "not-solved" : finite(v) ? "num" : "", "data-col": table.columns[c] },
                 ri >= 0 ? el("a", { href: "#run-" + ri }, v) : out ? "not solved" : v);
@@ -105,7 +118,11 @@ function sweepTable(table, runs) {
   };
   table.columns.forEach((c, i) => {
     const th = el("th", { class: "sortable", title: "sort", "data-col": c }, c);
-    th.addEventListener("click", () => { order.dir = order.col === i ? -order.dir : 1; order.col = i; draw(); });
+    th.addEventListener("click", () => {
+      order.dir = order.col === i ? -order.dir : 1;
+      order.col = i;
+      draw();
+    });
     head.append(th);
   });
   t.append(el("thead", {}, head), body);
@@ -125,14 +142,17 @@ function picker(id, options, chosen) {
 function sweepSection(sweep, runs) {
   const table = sweep.table;
   const sec = el("section", { id: "sweep" }, el("h2", {}, "Sweep " + sweep.path),
-                 el("p", { class: "note" }, "Click a column to sort (\u201cnot solved\u201d stays last)."), sweepTable(table, runs));
+                 el("p", { class: "note" }, "Click a column to sort (\u201cnot solved\u201d stays last)."),
+                 sweepTable(table, runs));
   const params = table.columns.filter((c) => !OUTCOMES.has(c));
   const outcomes = table.columns.filter((c) => OUTCOMES.has(c) && c !== "run" && column(table, c).some(finite));
   if (!params.length || !outcomes.length) return sec;
-  const pick = picker("sweep-outcome", outcomes, outcomes.includes("objective") ? "objective" : "heldout_exact");
+  const first = outcomes.includes("objective") ? "objective" : "heldout_exact";
+  const pick = picker("sweep-outcome", outcomes, first);
   const varied = params.filter((p) => new Set(column(table, p)).size > 1);
   const by = picker("sweep-colour", ["(one colour)", ...params], varied[1] ?? varied[0] ?? "(one colour)");
-  const charts = el("div", { class: "charts" }), key = el("div", { class: "legend", id: "sweep-colour-legend" });
+  const charts = el("div", { class: "charts" });
+  const key = el("div", { class: "legend", id: "sweep-colour-legend" });
   const parallel = el("div", { id: "sweep-parallel-chart" });
   const plot = () => {
     const colours = colourScale(table, by.value === "(one colour)" ? null : by.value);

@@ -20,7 +20,8 @@ function valueAxis(values, name) {
   const vals = values.filter((v) => v !== "" && v !== undefined);
   const nums = vals.map(Number);
   if (!vals.length || !vals.every(finite)) {
-    const cats = [...new Set(vals)].sort((a, b) => String(a).localeCompare(String(b), undefined, { numeric: true }));
+    const order = (a, b) => String(a).localeCompare(String(b), undefined, { numeric: true });
+    const cats = [...new Set(vals)].sort(order);
     return { kind: "category", ticks: cats, at: (v) => (cats.indexOf(v) + 0.5) / cats.length, text: String };
   }
   const lo = Math.min(...nums), hi = Math.max(...nums);
