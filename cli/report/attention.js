@@ -28,6 +28,15 @@ function thumbLayout(ex, width) {
   return sharedLayout(ex.layers, 2);
 }
 
+// The width of a run's attention section, from the window's (not the document's: that would lay
+// the page out now): one of the columns that .side-by-side (report.css, main.js) makes of the
+// runs, 440 px at the least and 24 px apart.
+function attentionWidth() {
+  const page = Math.max(400, window.innerWidth - 40);
+  const columns = Math.max(1, Math.min(DATA.runs.length, Math.floor((page + 24) / 464)));
+  return (page - 24 * (columns - 1)) / columns;
+}
+
 // The last layer of each stack (a seq2seq model's encoder and decoder): its layers'
 // names with the block number highest among those alike but for it.
 function lastLayers(layers) {
@@ -82,7 +91,7 @@ function attentionSection(run, ri) {
                     "the first, anti: the mirrored position, self: its own). Hover a cell for its weight; click a " +
                     "map to enlarge it."),
                  colorbar(0, 1, "attention weight"));
-  const width = Math.max(400, window.innerWidth - 40);  // not the document's width: that would lay it out now
+  const width = attentionWidth();
   run.attention.forEach((ex, ei) => {
     sec.append(exampleHeading(ex, ri, ei));
     const layout = thumbLayout(ex, width), last = lastLayers(ex.layers);
