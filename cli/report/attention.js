@@ -13,7 +13,7 @@ function decodeHeads(w) {
 }
 
 const THUMB_MAX = 200;  // px: the most a thumbnail's cells take, across or down
-const LAYER_LABEL = 170;  // px: the column of layer names left of the thumbnails
+const LAYER_LABEL = 120;  // px: the column of layer names left of the thumbnails (report.css), and a gap
 
 // The layout of an example's thumbnails (sharedLayout): the largest cells, at most 12 px and
 // THUMB_MAX px across, that put each layer's heads on one row of the window's width; else

@@ -2,7 +2,7 @@
 // caption under the cells, and a hover tip naming the cell under the pointer.
 
 const LABEL_FONT = "10px system-ui, sans-serif";
-const LABEL_LINE = 12;  // px between two labels' centres at the least (the font's 10 px and a gap)
+const LABEL_LINE = 11;  // px between two labels' centres at the least (the font's 10 px and a gap)
 const LABEL_HALF = 5;   // half a label's height, for its box
 const MEASURE = document.createElement("canvas").getContext("2d");
 
@@ -31,7 +31,7 @@ function widestLabel(tokens, step) {
 // that fit the widest label drawn, and the canvas size with a caption line under the cells.
 function mapLayout(layer, c) {
   const step = labelStep(c), tq = layer.queries.length, tk = layer.keys.length;
-  const left = widestLabel(layer.queries, step) + 10, top = widestLabel(layer.keys, step) + 10;
+  const left = widestLabel(layer.queries, step) + 11, top = widestLabel(layer.keys, step) + 11;
   return { c, step, left, top, w: left + c * tk + 4, h: top + c * tq + 18 };
 }
 
@@ -59,23 +59,26 @@ function drawCells(g, w, L) {
   g.drawImage(cells, L.left, L.top, L.c * w.cols, L.c * w.rows);
 }
 
-// The token labels, every L.step-th: queries right-aligned left of the rows, keys rotated
-// above the columns. Returns the boxes drawn, [index, text, x0, y0, x1, y1] in canvas pixels.
+// The token labels, every L.step-th, each with a tick to its row or column (so that thinned
+// labels read as spaced, not as neighbours): queries right-aligned left of the rows, keys
+// rotated above the columns. Returns the boxes drawn, [index, text, x0, y0, x1, y1] in pixels.
 function drawLabels(g, layer, L) {
   const boxes = { q: [], k: [] };
-  g.font = LABEL_FONT; g.fillStyle = "#333"; g.textBaseline = "middle";
+  g.font = LABEL_FONT; g.fillStyle = "#333"; g.strokeStyle = "#999"; g.textBaseline = "middle";
   g.textAlign = "right";
   layer.queries.forEach((t, i) => {
     if (i % L.step) return;
-    const text = tokenGlyph(t), x = L.left - 4, y = L.top + (i + 0.5) * L.c;
+    const text = tokenGlyph(t), x = L.left - 5, y = L.top + (i + 0.5) * L.c;
     g.fillText(text, x, y);
+    g.beginPath(); g.moveTo(L.left - 3, y); g.lineTo(L.left, y); g.stroke();
     boxes.q.push([i, text, x - labelWidth(text), y - LABEL_HALF, x, y + LABEL_HALF]);
   });
   g.textAlign = "left";
   layer.keys.forEach((t, j) => {
     if (j % L.step) return;
-    const text = tokenGlyph(t), x = L.left + (j + 0.5) * L.c, y = L.top - 4;
+    const text = tokenGlyph(t), x = L.left + (j + 0.5) * L.c, y = L.top - 5;
     g.save(); g.translate(x, y); g.rotate(-Math.PI / 2); g.fillText(text, 0, 0); g.restore();
+    g.beginPath(); g.moveTo(x, L.top - 3); g.lineTo(x, L.top); g.stroke();
     boxes.k.push([j, text, x - LABEL_HALF, y - labelWidth(text), x + LABEL_HALF, y]);
   });
   return boxes;

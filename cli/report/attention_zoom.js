@@ -1,7 +1,7 @@
 // A thumbnail's map enlarged over the page, every token labelled: opened by a click on the
 // thumbnail, closed by Escape, the close button or a click beside the panel.
 
-const ZOOM_CELL_MIN = LABEL_LINE;  // px: every label drawn (labelStep 1)
+const ZOOM_CELL_MIN = 12;  // px: every label drawn (labelStep 1), a line apart
 const ZOOM_CELL_MAX = 28;
 
 function closeZoom() {
