@@ -16,7 +16,7 @@ const THUMB_MAX = 200;  // px: the most a thumbnail's cells take, across or down
 const LAYER_LABEL = 120;  // px: the column of layer names left of the thumbnails (report.css), and a gap
 
 // The layout of an example's thumbnails (sharedLayout): the largest cells, at most 12 px and
-// THUMB_MAX px across, that put each layer's heads on one row of the window's width; else
+// THUMB_MAX px across, that put each layer's heads on one row of `width` (attentionWidth); else
 // 2 px cells (the least a pointer can hover), and a row too wide scrolls sideways.
 function thumbLayout(ex, width) {
   const n = Math.max(...ex.layers.flatMap((l) => [l.queries.length, l.keys.length]));
