@@ -41,6 +41,7 @@ import time
 from html.parser import HTMLParser
 
 from chromium_pipe import Browser
+from report_layout import layout_problems
 
 SKIP = 77
 TINY = ["--d-model", "16", "--heads", "2", "--layers", "2", "--d-ff", "32", "--steps", "40", "--log-every", "5",
@@ -221,6 +222,8 @@ def check_page(exe_browser, page, runs, exe, inputs, artifacts, printed=False):
                     check_heatmap(b, page, ri, run, key)
             if os.path.exists(os.path.join(run, "probe_heads.csv")):
                 check_entropy(b, page, ri, run)
+        for problem in layout_problems(b, 700 if printed else 2400):  # tests/report_layout.py
+            check(False, f"{os.path.basename(page)}: {problem}")
         html = b.evaluate("document.documentElement.outerHTML")
         errors = [t for t in b.console if t[0] in ("error", "assert")] + b.exceptions + [e for e in b.log if e[0] == "error"]
         check(not errors, f"{page}: console errors or exceptions {errors[:5]}")

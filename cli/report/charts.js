@@ -90,7 +90,8 @@ function lineChart(title, series, opts) {
     return constantChart(title, series.filter((s, i) => shown[i].length), key);
   const box = svg("svg", { width: CHART.W, height: CHART.H, class: "chart", "data-chart": key,
                            "data-title": title, "data-y-scale": log ? "log" : "linear" });
-  box.append(titleText(6, 14, title + (log ? " (log scale)" : ""), 62));
+  box.append(titleText(6, 14, title + (log ? " (log scale)" : ""), 54));
+  if (opts.xNames) box.setAttribute("data-x-names", opts.xNames.join(" "));
   if (!shown.flat().length) return box;
   const ax = chartAxes(box, series, shown, opts, log);
   for (const m of opts.marks || []) drawMark(box, ax, m, opts.marks);
@@ -232,7 +233,7 @@ const VIRIDIS_BYTES = Array.from({ length: 256 }, (_, k) => viridis(k / 255).sli
 // between them below it (text.tick, data-axis "colour"): with log, the colours are spread over
 // log10 of the values and the ticks are round powers of ten.
 function colorbar(lo, hi, label, log) {
-  const box = svg("svg", { width: 420, height: 30, class: "colorbar", "data-scale": log ? "log" : "linear" });
+  const box = svg("svg", { width: 420, height: 34, class: "colorbar", "data-scale": log ? "log" : "linear" });
   const x0 = 64, w = 150, f = (v) => (log ? Math.log10(v) : v);
   for (let k = 0; k < 50; ++k)
     box.append(svg("rect", { x: x0 + k * 3, y: 4, width: 3, height: 10, fill: viridis(k / 49) }));
