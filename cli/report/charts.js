@@ -128,7 +128,7 @@ function chartAxes(box, series, shown, opts, log) {
   const { W, H, L, R, T, B } = CHART, all = shown.flat();
   const ys = all.map((p) => p.y).concat(series.flatMap((s) => (s.band || []).flatMap((b) => [b.lo, b.hi])));
   const xs = all.map((p) => p.x), x0 = Math.min(...xs), x1 = Math.max(...xs);
-  const xt = opts.xNames ? namedTicks(opts.xNames.length) : x1 > x0 ? niceTicks(x0, x1, 5) : niceTicks(x0 - 1, x0 + 1, 2);
+  const xt = opts.xNames ? namedTicks(opts.xNames) : x1 > x0 ? niceTicks(x0, x1, 5) : niceTicks(x0 - 1, x0 + 1, 2);
   const yt = yTicks(ys.filter((y) => !log || y > 0), opts, log);
   const f = (y) => (log ? Math.log10(y) : y), [ya, yb] = [f(yt[0]), f(yt[yt.length - 1])];
   const [xa, xb] = [xt[0], xt[xt.length - 1]];
@@ -144,6 +144,7 @@ function chartAxes(box, series, shown, opts, log) {
     box.append(svg("line", { x1: x, x2: x, y1: T, y2: H - B, class: "grid", "data-axis": "x", "data-value": v }));
     const t = box.appendChild(tick(x, H - B + 14, "middle", "x", v));
     if (opts.xNames) t.textContent = opts.xNames[v] ?? "";
+    if (x + 2.9 * t.textContent.length > W - 2) t.setAttribute("text-anchor", "end");
   }
   const xl = svg("text", { x: W - R, y: H - 4, "text-anchor": "end" });
   xl.textContent = opts.xLabel || "step";
@@ -151,11 +152,12 @@ function chartAxes(box, series, shown, opts, log) {
              svg("line", { x1: L, x2: W - R, y1: H - B, y2: H - B, class: "axis" }));
   return ax;
 }
-// The ticks of an axis of n named places (0 .. n-1): every 1st, 2nd, 5th or 10th... place, so
-// that the names are at least 50 px apart.
-function namedTicks(n) {
-  const room = (CHART.W - CHART.L - CHART.R) / Math.max(1, n - 1);
-  const every = [1, 2, 5, 10, 20, 50, 100].find((k) => k * room >= 50) || 100;
+// The ticks of an axis of named places (0 .. n-1): every 1st, 2nd, 5th or 10th... place, so
+// that the names (about 5.5 px a character) are 8 px apart or more.
+function namedTicks(names) {
+  const n = names.length, room = (CHART.W - CHART.L - CHART.R) / Math.max(1, n - 1);
+  const need = 8 + 5.5 * Math.max(...names.map((s) => s.length));
+  const every = [1, 2, 5, 10, 20, 50, 100].find((k) => k * room >= need) || 100;
   const ticks = [];
   for (let v = 0; v < n - 1 + every; v += every) ticks.push(v);
   return ticks.length > 1 ? ticks : [0, 1];
