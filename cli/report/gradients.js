@@ -88,7 +88,7 @@ function heatStepAxis(box, steps, x0, cw, y) {
     const f = c < n - 1 ? (v - steps[c]) / (steps[c + 1] - steps[c]) : 0;
     return x0 + cw * (c + f + 0.5);
   };
-  const ticks = niceTicks(steps[0], steps[n - 1], Math.max(2, Math.floor((cw * n) / 70)));
+  const ticks = niceTicks(steps[0], steps[n - 1], Math.max(3, Math.floor((cw * n) / 70)));
   for (const v of ticks.filter((t) => t >= steps[0] && t <= steps[n - 1])) {
     box.append(svg("line", { x1: at(v), x2: at(v), y1: y, y2: y + 3, class: "axis", "data-value": v }),
                tick(at(v), y + 13, "middle", "x", v));
