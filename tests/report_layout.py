@@ -12,7 +12,6 @@ layout_problems(b) resizes the page's window to each of WIDTHS and lists, on eve
     positions off a line (linear axis) or a line in log10 of the value (log axis);
   - an accuracy chart (ACCURACY) whose y axis is not exactly 0 to 1 or whose curves leave it.
 """
-import json
 import math
 
 WIDTHS = (1000, 1280, 2000)
@@ -139,4 +138,3 @@ def layout_problems(b, height=2400):
             out += svg_problems(svg, width)
     b.resize(1280, height)
     return sorted(set(out), key=out.index)
-

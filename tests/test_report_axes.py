@@ -135,8 +135,8 @@ def check_smoothing(b, rows, name, artifacts):
         smooth, raw = lines.get(("line smooth", "train_token_acc")), lines.get(("line raw", "train_token_acc"))
         check(smooth is not None and raw is not None, f"{name}: smoothed and raw token accuracy at {w}: {list(lines)}")
         if smooth and raw:
-            same_curve(drawn_values(chart, smooth["points"]), [(s, v) for (s, _), v in
-                                                                 zip(want, ema([v for _, v in want], w))],
+            smoothed = ema([v for _, v in want], w)
+            same_curve(drawn_values(chart, smooth["points"]), [(s, v) for (s, _), v in zip(want, smoothed)],
                        f"{name}: token accuracy smoothed at {w}")
             same_curve(drawn_values(chart, raw["points"]), want, f"{name}: raw token accuracy behind the smoothed")
         if w == 0.9:
