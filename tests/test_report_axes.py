@@ -15,12 +15,14 @@ points, mapped back to values through the axes' grid lines) against the runs' fi
   - each entropy chart's legend names every head of probe_heads.csv in its line's colour;
   - the three seeds are one group, legend "NAME (3 seeds: 0,1,2)", whose median line and
     min-max band at each step are those of the three metrics.csv files;
-  - the language model's page has no exact-match chart.
+  - the language model's page has no exact-match chart;
+  - an entropy of 0 with rounding noise (1.1e-24) is "0 throughout" in words, no tick shows it.
 Keeps screenshots of the curves under --artifacts.
 
 Exit 0: passed; 1: failed; 77: no chromium on PATH (ctest: skipped).
 """
 import argparse
+import csv
 import json
 import math
 import os
@@ -208,6 +210,30 @@ def check_group(b, runs, name):
         same_curve(ring[len(steps):][::-1], [(s, min(at[s])) for s in steps], f"group band bottom (min) of {col}")
 
 
+def noisy_entropy(run, tmp):
+    """A copy of a probed run whose first layer's entropies are 0 give or take rounding noise
+    (0 and 1.1e-24 in turn); returns the copy and that layer."""
+    copy = os.path.join(tmp, "noisy")
+    shutil.copytree(run, copy)
+    rows = read_csv(os.path.join(run, "probe_heads.csv"))
+    layer = rows[0]["layer"]
+    with open(os.path.join(copy, "probe_heads.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        for i, r in enumerate(rows):
+            w.writerow(dict(r, entropy="1.1e-24" if i % 2 else "0") if r["layer"] == layer else r)
+    return copy, layer
+
+
+def check_constant_entropy(b, layer):
+    """A layer's entropy of 0 with rounding noise: its value in words, no tick like 1.1e-24."""
+    got = b.evaluate(f"""[...document.querySelectorAll('.chart[data-chart="entropy {layer}"]')]
+                         .map((e) => e.tagName + ' ' + e.textContent)""")
+    check(got == [f"DIV {layer}: head entropy (nats): 0 throughout"], f"noisy entropy of {layer} shown as {got}")
+    ticks = b.evaluate("[...document.querySelectorAll('text.tick')].map((t) => t.textContent)")
+    check(ticks and not [t for t in ticks if "e-2" in t], f"ticks of rounding noise: {[t for t in ticks if 'e-2' in t]}")
+
+
 def check_language_model(b, name):
     charts = b.evaluate("[...document.querySelectorAll('#curves .chart')].map((s) => s.dataset.chart)")
     check("train_exact" not in charts and "train_token_acc" in charts, f"{name}: language model's curves {charts}")
@@ -252,13 +278,16 @@ def main():
         lm = os.path.join(tmp, "textlm")
         attnlab(args.attnlab, "train", "--task", "text", "--file", os.path.join(tmp, "corpus.txt"), "--seq-len", "16",
                 "--model", "decoder", "--probe-every", "10", *TINY, "--run", lm)
+        noisy, layer = noisy_entropy(seeds[0], tmp)
         for page, runs, shot, checks in (
                 (page_of(args.attnlab, tmp, "one-seed", seeds[:1]), seeds[:1], "axes-one-seed.png",
                  lambda b: check_single(b, seeds[0], "copy-0", args.artifacts)),
                 (page_of(args.attnlab, tmp, "seeds", seeds), seeds, "axes-seeds.png",
                  lambda b: check_group(b, seeds, "copy")),
                 (page_of(args.attnlab, tmp, "textlm", [lm]), [lm], "axes-textlm.png",
-                 lambda b: check_language_model(b, "textlm"))):
+                 lambda b: check_language_model(b, "textlm")),
+                (page_of(args.attnlab, tmp, "noisy", [noisy]), [noisy], "axes-noisy-entropy.png",
+                 lambda b: check_constant_entropy(b, layer))):
             b = open_checked(exe_browser, page, args.artifacts, shot)
             try:
                 checks(b)
