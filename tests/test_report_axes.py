@@ -12,6 +12,7 @@ points, mapped back to values through the axes' grid lines) against the runs' fi
   - the constant learning rate is a value in words, not a chart;
   - the smoothing slider draws the debiased EMA (TensorBoard's) of metrics.csv's values, the
     raw line kept; the y-axis switch turns the loss chart linear and back to log;
+  - each heat map's step ticks sit at their probed steps' columns;
   - each entropy chart's legend names every head of probe_heads.csv in its line's colour;
   - the three seeds are one group, legend "NAME (3 seeds: 0,1,2)", whose median line and
     min-max band at each step are those of the three metrics.csv files;
@@ -123,9 +124,27 @@ def check_single(b, run, name, artifacts):
                           .map((e) => e.tagName + ' ' + e.textContent)""")
     check(len(lr) == 1 and words == [f"DIV learning rate: {fmt(float(lr.pop()))} throughout"],
           f"{name}: the constant learning rate shown as {words}")
+    check_heat_steps(b, run, name)
     check_smoothing(b, rows, name, artifacts)
     check_log_switch(b, rows, name)
     check_entropy_legends(b, run, name)
+
+
+def check_heat_steps(b, run, name):
+    """Each heat map's step ticks: round steps, each probed step's tick at its column's centre."""
+    steps = list(dict.fromkeys(float(r["step"]) for r in read_csv(os.path.join(run, "probe_params.csv"))))
+    for key in ("grad_norm", "update_ratio"):
+        got = b.evaluate(f"""(() => {{
+          const c = document.querySelector('canvas.heat-cells[data-key="{key}"]'), r = c.getBoundingClientRect();
+          return {{ left: r.left, width: r.width, ticks: [...c.parentElement.querySelectorAll('text.tick')]
+            .map((t) => {{ const q = t.getBoundingClientRect(); return [Number(t.dataset.value), (q.left + q.right) / 2]; }}) }};
+        }})()""")
+        cw = got["width"] / len(steps)
+        placed = [(v, x) for v, x in got["ticks"] if v in steps]
+        check(len(got["ticks"]) >= 2 and len(placed) == len(got["ticks"]) and
+              all(abs(x - (got["left"] + (steps.index(v) + 0.5) * cw)) < 1 for v, x in placed),
+              f"{name} {key} heat map: step ticks {got['ticks']}, columns from {got['left']} {cw:.1f} px wide, "
+              f"steps {steps}")
 
 
 def check_smoothing(b, rows, name, artifacts):
@@ -230,6 +249,8 @@ def check_constant_entropy(b, layer):
     got = b.evaluate(f"""[...document.querySelectorAll('.chart[data-chart="entropy {layer}"]')]
                          .map((e) => e.tagName + ' ' + e.textContent)""")
     check(got == [f"DIV {layer}: head entropy (nats): 0 throughout"], f"noisy entropy of {layer} shown as {got}")
+    key = b.evaluate(f"""document.querySelectorAll('.legend[data-legend="entropy {layer}"]').length""")
+    check(key == 0, f"a legend of heads beside {layer}'s entropy in words")
     ticks = b.evaluate("[...document.querySelectorAll('text.tick')].map((t) => t.textContent)")
     check(ticks and not [t for t in ticks if "e-2" in t], f"ticks of rounding noise: {[t for t in ticks if 'e-2' in t]}")
 

@@ -77,16 +77,16 @@ const CHART = { W: 380, H: 236, L: 54, R: 24, T: 30, B: 34 };
 // A line chart: series = [{label, color, dash, points: [{x, y, value}], run, col}], with
 // optionally band: [{x, lo, hi}] (a shaded range, the points its median), group (its index)
 // and faint (a member of a group: small dots, a faint line). opts: key, log, range ([0, 1]:
-// a fixed axis), xLabel, xNames (names of the x places 0, 1, ...), smooth (an EMA weight: the raw line faint behind the smoothed one),
-// marks ([{x, runs, label}]: labelled vertical lines), dense (no element per point: the
+// a fixed axis), xLabel, xNames (names of the x places 0, 1, ...), smooth (an EMA weight: the
+// raw line faint behind the smoothed one), marks ([{x, runs, label}]: labelled vertical lines), dense (no element per point: the
 // point nearest the pointer, within 8 px, is put in the chart's data-tip). Each point of a
-// chart not dense is a circle.pt whose data-tip gives its value. A chart whose every series
-// is constant is its value in words instead.
+// chart not dense is a circle.pt whose data-tip gives its value. A chart (not of a fixed
+// range) whose every series has two values or more and is constant is its value in words.
 function lineChart(title, series, opts) {
   const log = !!opts.log && !opts.range, key = opts.key || title;
   const shown = series.map((s) => s.points.filter((p) => !log || p.y > 0));
   if (!opts.range && shown.flat().length &&
-      series.every((s, i) => !shown[i].length || isConstant(seriesValues(s, shown[i]))))
+      series.every((s, i) => !shown[i].length || shown[i].length > 1 && isConstant(seriesValues(s, shown[i]))))
     return constantChart(title, series.filter((s, i) => shown[i].length), key);
   const box = svg("svg", { width: CHART.W, height: CHART.H, class: "chart", "data-chart": key,
                            "data-title": title, "data-y-scale": log ? "log" : "linear" });

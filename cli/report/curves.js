@@ -120,6 +120,8 @@ function curveControls(state, redraw) {
             el("label", {}, "y axes ", scale), el("span", { class: "note" }, "(accuracies stay on 0\u20131)"));
 }
 
+// The curves section: the controls, a legend entry per run or seed group, a note on how to
+// read the lines, and the charts (redrawn by the controls).
 function curvesSection(runs) {
   const sec = el("section", { id: "curves" }, el("h2", {}, "Curves over steps"));
   const charts = el("div", { class: "charts" }), groups = seedGroups(runs);

@@ -135,10 +135,10 @@ function entropyCharts(table) {
     const series = heads.map((h, hi) => ({ label: layer + " head " + h, color: COLORS[hi % 8], run: 0, col: "entropy",
       points: E.map((v, i) => ({ i, v })).filter((o) => L[o.i] === layer && H[o.i] === h && finite(o.v))
                .map((o) => ({ x: Number(S[o.i]), y: Number(o.v), value: o.v })) }));
+    const chart = lineChart(layer + ": head entropy (nats)", series, { key: "entropy " + layer, dense: true });
     const key = legend(series.map((s, hi) => ["head " + heads[hi], s.color]));
     key.setAttribute("data-legend", "entropy " + layer);
-    div.append(el("div", { class: "entropy" },
-                  lineChart(layer + ": head entropy (nats)", series, { key: "entropy " + layer, dense: true }), key));
+    div.append(el("div", { class: "entropy" }, chart, ...(chart.tagName === "svg" ? [key] : [])));
   }
   return el("div", {}, el("h3", {}, "Attention entropy per head over training"), div);
 }
