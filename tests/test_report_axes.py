@@ -16,7 +16,8 @@ points, mapped back to values through the axes' grid lines) against the runs' fi
   - each entropy chart's legend names every head of probe_heads.csv in its line's colour;
   - the three seeds are one group, legend "NAME (3 seeds: 0,1,2)", whose median line and
     min-max band at each step are those of the three metrics.csv files;
-  - the language model's page has no exact-match chart;
+  - the language model's page has no exact-match chart; beside the seeds, the learning rates in
+    words name the group and the model once each;
   - an entropy of 0 with rounding noise (1.1e-24) is "0 throughout" in words, no tick shows it.
 Keeps screenshots of the curves under --artifacts.
 
@@ -255,6 +256,13 @@ def check_constant_entropy(b, layer):
     check(ticks and not [t for t in ticks if "e-2" in t], f"ticks of rounding noise: {[t for t in ticks if 'e-2' in t]}")
 
 
+def check_group_lr(b, name, other):
+    """A seed group and another run, each at its own constant learning rate: one value per name."""
+    words = b.evaluate("""document.querySelector('#curves .chart[data-chart="lr"]').textContent""")
+    want = f"learning rate: {name} 0.003, {other} 0.001 throughout"
+    check(words == want, f"learning rates in words {words!r}, expected {want!r}")
+
+
 def check_language_model(b, name):
     charts = b.evaluate("[...document.querySelectorAll('#curves .chart')].map((s) => s.dataset.chart)")
     check("train_exact" not in charts and "train_token_acc" in charts, f"{name}: language model's curves {charts}")
@@ -307,6 +315,8 @@ def main():
                  lambda b: check_group(b, seeds, "copy")),
                 (page_of(args.attnlab, tmp, "textlm", [lm]), [lm], "axes-textlm.png",
                  lambda b: check_language_model(b, "textlm")),
+                (page_of(args.attnlab, tmp, "seeds-and-lm", seeds + [lm]), seeds + [lm], "axes-seeds-and-lm.png",
+                 lambda b: check_group_lr(b, "copy", "textlm")),
                 (page_of(args.attnlab, tmp, "noisy", [noisy]), [noisy], "axes-noisy-entropy.png",
                  lambda b: check_constant_entropy(b, layer))):
             b = open_checked(exe_browser, page, args.artifacts, shot)

@@ -74,7 +74,7 @@ function ema(ys, w) {
 // A line chart's size and the margins around its plot.
 const CHART = { W: 380, H: 236, L: 54, R: 24, T: 30, B: 34 };
 
-// A line chart: series = [{label, color, dash, points: [{x, y, value}], run, col}], with
+// A line chart: series = [{label, name, color, dash, points: [{x, y, value}], run, col}], with
 // optionally band: [{x, lo, hi}] (a shaded range, the points its median), group (its index)
 // and faint (a member of a group: small dots, a faint line). opts: key, log, range ([0, 1]:
 // a fixed axis), xLabel, xNames (names of the x places 0, 1, ...), smooth (an EMA weight: the
@@ -105,12 +105,13 @@ function seriesValues(s, pts) {
   return pts.map((p) => p.y).concat((s.band || []).flatMap((q) => [q.lo, q.hi]));
 }
 
-// A chart whose series are each constant: "title: value throughout" (each series' value when
-// they differ), in a box marked data-constant with the value.
-function constantChart(title, series, key) {
-  const vals = series.map((s) => valueText(s.points[0].y));
+// A chart whose series are each constant: "title: value throughout" (each series' value, by its
+// name or label, when they differ; a group's members left to its median), in a box marked
+// data-constant with the value.
+function constantChart(title, all, key) {
+  const series = all.filter((s) => !s.faint), vals = series.map((s) => valueText(s.points[0].y));
   const same = vals.every((v) => v === vals[0]);
-  const what = same ? vals[0] : series.map((s, i) => s.label + " " + vals[i]).join(", ");
+  const what = same ? vals[0] : series.map((s, i) => (s.name ?? s.label) + " " + vals[i]).join(", ");
   return el("div", { class: "chart constant", "data-chart": key, "data-constant": same ? vals[0] : "" },
             title + ": " + what + " throughout");
 }

@@ -81,11 +81,11 @@ function curveSeries(runs, groups, c) {
       .map((ri) => ({ ri, points: runPoints(runs[ri], col) })).filter((m) => m.points.length);
     if (!each.length) return;
     const base = { color: COLORS[gi % 8], dash: ci ? "5 3" : "", col };
-    const one = (m, faint) => Object.assign({}, base, { label: runs[m.ri].name + " " + col, points: m.points,
-                                                        run: m.ri, faint });
+    const one = (m, faint) => Object.assign({}, base, { label: runs[m.ri].name + " " + col, name: runs[m.ri].name,
+                                                        points: m.points, run: m.ri, faint });
     if (g.members.length === 1) { series.push(one(each[0], false)); return; }
     for (const m of each) series.push(one(m, true));
-    series.push(Object.assign({}, base, groupCurve(each), { label: g.name + " " + col + " (median)", group: gi }));
+    series.push(Object.assign({}, base, groupCurve(each), { label: g.name + " " + col + " (median)", name: g.name, group: gi }));
   }));
   return series;
 }
