@@ -34,11 +34,13 @@ function logAxis(lo, hi) {
   return t.slice(Math.max(0, a), b < 0 ? t.length : b + 1);
 }
 
-// A tick's label: a round number as written by hand (0.002, 250, 1e-6), never 1.1e-24.
+// A tick's label, for every chart (sweep axes too): a number as written by hand, to 6
+// significant digits (0.002, 250), "1e-4" rather than 0.0001 for the very small or large.
 function tickText(v) {
+  v = Number(v);
   if (v === 0) return "0";
   const a = Math.abs(v);
-  if (a >= 1e-4 && a < 1e5) return String(+v.toPrecision(6));
+  if (a >= 1e-3 && a < 1e5) return String(+v.toPrecision(6));
   const [m, e] = v.toExponential().split("e");
   return String(+Number(m).toPrecision(6)) + "e" + Number(e);
 }
