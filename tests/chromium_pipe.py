@@ -119,6 +119,11 @@ class Browser:
             raise PipeError(f"{expression[:80]}...: {d.get('exception', {}).get('description') or d.get('text')}")
         return r["result"].get("value")
 
+    def resize(self, width, height):
+        """Sets the viewport's size, as a window resized to it, and waits for a frame drawn at it."""
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+        self.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+
     def move_mouse(self, x, y):
         """A real pointer move to viewport point (x, y), as the input pipeline delivers it."""
         self.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)

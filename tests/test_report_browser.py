@@ -41,6 +41,7 @@ import time
 from html.parser import HTMLParser
 
 from chromium_pipe import Browser
+from report_layout import layout_problems
 
 SKIP = 77
 TINY = ["--d-model", "16", "--heads", "2", "--layers", "2", "--d-ff", "32", "--steps", "40", "--log-every", "5",
@@ -121,7 +122,8 @@ def check_run_in_dom(dom, ri, run, exe, run_input):
           and [t.split("\n", 1)[-1] for t in tips] == [f"step {r['step']}: {r['loss']}" for r in rows],
           f"{name}: loss points' tips {tips[:2]}... are not metrics.csv's steps and values")
     held = [e[1]["data-value"] for e in dom.find("circle", data_run=str(ri), data_col="heldout_exact")]
-    check(held == [r["heldout_exact"] for r in rows if r["heldout_exact"] != ""], f"{name}: held-out points")
+    lm = "task = text\n" in open(os.path.join(run, "config.ini")).read()  # no exact match for a language model
+    check(held == ([] if lm else [r["heldout_exact"] for r in rows if r["heldout_exact"] != ""]), f"{name}: held-out points")
     summary = json.load(open(os.path.join(run, "summary.json")))
     marked = [e for e in dom.find("span", data_run=str(ri)) if "data-summary" in e[1]]
     shown = {e[1]["data-summary"]: e[2] for e in marked}
@@ -221,6 +223,8 @@ def check_page(exe_browser, page, runs, exe, inputs, artifacts, printed=False):
                     check_heatmap(b, page, ri, run, key)
             if os.path.exists(os.path.join(run, "probe_heads.csv")):
                 check_entropy(b, page, ri, run)
+        for problem in layout_problems(b, 700 if printed else 2400):  # tests/report_layout.py
+            check(False, f"{os.path.basename(page)}: {problem}")
         html = b.evaluate("document.documentElement.outerHTML")
         errors = [t for t in b.console if t[0] in ("error", "assert")] + b.exceptions + [e for e in b.log if e[0] == "error"]
         check(not errors, f"{page}: console errors or exceptions {errors[:5]}")
@@ -306,9 +310,12 @@ def check_entropy(b, page, ri, run):
         for curve, (head, hrows) in zip(curves, heads.items()):
             for k in sorted({0, len(curve) // 2, len(curve) - 1}):
                 x, y = curve[k]
-                if sum((x - u) ** 2 + (y - v) ** 2 < 4 for u, v in everywhere) > 1:
-                    continue  # another point within 2 px: the one shown may be either
-                b.move_mouse(x, y)
+                px, py = int(x), int(y)  # the pointer lands on whole pixels (Chromium truncates)
+                mine = (px - x) ** 2 + (py - y) ** 2
+                if sum((x - u) ** 2 + (y - v) ** 2 < 4 or (px - u) ** 2 + (py - v) ** 2 <= mine
+                       for u, v in everywhere) > 1:
+                    continue  # another point within 2 px, or as near the pointer: the one shown may be either
+                b.move_mouse(px, py)
                 want = f"{layer} head {head}\nstep {hrows[k]['step']}: {hrows[k]['entropy']}"
                 tip = b.evaluate(TIP)
                 check(tip == want, f"{what}: the pointer on a point shows {tip!r}, expected {want!r}")
@@ -353,7 +360,7 @@ def check_heatmap(b, page, ri, run, key):
     check(got["colours"] == list(VIRIDIS_ENDS), f"{what}: smallest and largest values coloured {got['colours']}")
     check(got["inside"], f"{what}: the cells overflow the chart's frame")
     want = [fmt(positive[0][0]), fmt(positive[-1][0]) + "  " + key + " (log colour)"]
-    check(got["scale"] == want, f"{what}: colour scale labelled {got['scale']}, expected {want}")
+    check(got["scale"][:2] == want, f"{what}: colour scale labelled {got['scale']}, expected {want} at its ends")
     cw, ch = got["width"] / len(steps), got["height"] / len(names)
     last = (len(names) - 1, len(steps) - 1)
     cells = {(0, 0), last, (len(names) // 2, len(steps) // 3), (1, len(steps) - 2), *ends}

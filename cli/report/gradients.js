@@ -50,15 +50,14 @@ function paramHeatmap(table, key, title, flags, ri) {
   const lo = Math.min(...logs), hi = Math.max(...logs);
   const cw = Math.max(2, Math.min(14, 600 / steps.length)), ch = 12, L = 230;
   const wrap = el("div", { class: "chart heat" });
-  const box = svg("svg", { width: L + cw * steps.length + 10, height: ch * names.length + 30 });
+  const box = svg("svg", { width: L + cw * steps.length + 24, height: ch * names.length + 30 });
   names.forEach((p, r) => {
     const f = flags[p], t = svg("text", { x: L - 4, y: r * ch + ch - 2, "text-anchor": "end" });
     t.textContent = (f ? (f.kind === "vanishing" ? "\u25bc " : "\u25b2 ") : "") + p;
     if (f) { t.setAttribute("class", "flag"); t.setAttribute("data-flag", f.kind); t.setAttribute("data-tip", flagText(p, f)); }
     box.append(t);
   });
-  const xl = svg("text", { x: L, y: ch * names.length + 14 }); xl.textContent = "step " + steps[0] + " \u2192 " + steps[steps.length - 1];
-  box.append(xl);
+  heatStepAxis(box, steps.map(Number), L, cw, ch * names.length);
   const canvas = el("canvas", { width: steps.length, height: names.length, class: "heat-cells", "data-run": ri, "data-key": key });
   Object.assign(canvas.style, { left: L + "px", width: cw * steps.length + "px", height: ch * names.length + "px" });
   const g = canvas.getContext("2d"), img = g.createImageData(steps.length, names.length);
@@ -78,7 +77,25 @@ function paramHeatmap(table, key, title, flags, ri) {
     else canvas.setAttribute("data-tip", names[r] + "\nstep " + steps[c] + ": " + key + " " + v);
   });
   wrap.append(box, canvas);
-  return el("div", {}, el("h3", {}, title), wrap, colorbar(10 ** lo, 10 ** hi, key + " (log colour)"));
+  return el("div", {}, el("h3", {}, title), wrap, colorbar(10 ** lo, 10 ** hi, key + " (log colour)", true));
+}
+
+// A heat map's step axis below its cells (top at y): round steps (text.tick, data-axis "x"),
+// each at its place between the centres of the probed steps' columns (cw wide from x0).
+function heatStepAxis(box, steps, x0, cw, y) {
+  const n = steps.length, at = (v) => {
+    const c = steps.findIndex((s, i) => i === n - 1 || steps[i + 1] > v);
+    const f = c < n - 1 ? (v - steps[c]) / (steps[c + 1] - steps[c]) : 0;
+    return x0 + cw * (c + f + 0.5);
+  };
+  const ticks = niceTicks(steps[0], steps[n - 1], Math.max(3, Math.floor((cw * n) / 70)));
+  for (const v of ticks.filter((t) => t >= steps[0] && t <= steps[n - 1])) {
+    box.append(svg("line", { x1: at(v), x2: at(v), y1: y, y2: y + 3, class: "axis", "data-value": v }),
+               tick(at(v), y + 13, "middle", "x", v));
+  }
+  const t = svg("text", { x: x0 - 4, y: y + 13, "text-anchor": "end" });
+  t.textContent = "step";
+  box.append(t);
 }
 
 function largestGradient(table) {
@@ -89,6 +106,8 @@ function largestGradient(table) {
   return best === null ? "" : "Largest gradient norm at the last probe (step " + last + "): " + P[best] + " (" + G[best] + ").";
 }
 
+// The activation and gradient RMS at each point of the residual stream (x: the points by depth,
+// named) at the last probe.
 function streamChart(table) {
   const S = column(table, "step"), last = S[S.length - 1], pts = { act_rms: [], grad_rms: [] }, names = [];
   table.rows.forEach((r, i) => {
@@ -102,10 +121,12 @@ function streamChart(table) {
   const series = [{ label: "activation RMS", color: COLORS[0], points: pts.act_rms, run: 0, col: "act_rms" },
                   { label: "gradient RMS", color: COLORS[1], dash: "5 3", points: pts.grad_rms, run: 0, col: "grad_rms" }];
   return el("div", {}, el("h3", {}, "Residual stream by depth (step " + last + ")"),
-            lineChart("RMS by depth: " + names.join(", "), series, { log: true, xLabel: "depth index", key: "stream" }),
+            lineChart("RMS by depth", series, { log: true, xLabel: "depth", xNames: names, key: "stream" }),
             legend([["activation RMS", COLORS[0]], ["gradient RMS (dashed)", COLORS[1]]]));
 }
 
+// Each layer's heads' attention entropy over the probed steps: a chart per layer, a legend
+// entry per head in the colour of its line.
 function entropyCharts(table) {
   const L = column(table, "layer"), H = column(table, "head"), S = column(table, "step"), E = column(table, "entropy");
   const layers = [...new Set(L)], div = el("div", { class: "charts" });
@@ -114,7 +135,10 @@ function entropyCharts(table) {
     const series = heads.map((h, hi) => ({ label: layer + " head " + h, color: COLORS[hi % 8], run: 0, col: "entropy",
       points: E.map((v, i) => ({ i, v })).filter((o) => L[o.i] === layer && H[o.i] === h && finite(o.v))
                .map((o) => ({ x: Number(S[o.i]), y: Number(o.v), value: o.v })) }));
-    div.append(lineChart(layer + ": head entropy (nats)", series, { key: "entropy " + layer, dense: true }));
+    const chart = lineChart(layer + ": head entropy (nats)", series, { key: "entropy " + layer, dense: true });
+    const key = legend(series.map((s, hi) => ["head " + heads[hi], s.color]));
+    key.setAttribute("data-legend", "entropy " + layer);
+    div.append(el("div", { class: "entropy" }, chart, ...(chart.tagName === "svg" ? [key] : [])));
   }
   return el("div", {}, el("h3", {}, "Attention entropy per head over training"), div);
 }

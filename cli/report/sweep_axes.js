@@ -6,11 +6,7 @@ const LOG_SETTINGS = new Set(["lr", "min-lr", "weight-decay", "eps"]);
 // Outcomes that are shares (0 to 1): their axes span 0 to 1.
 const SHARE_OUTCOMES = new Set(["heldout_exact", "heldout_token_acc"]);
 
-// A tick's label: 3 significant digits, "1e-4" rather than 0.0001 for the very small or large.
-function tickText(v) {
-  const r = Number(Number(v).toPrecision(3));
-  return r !== 0 && (Math.abs(r) < 1e-3 || Math.abs(r) >= 1e5) ? r.toExponential() : String(r);
-}
+// Tick labels: charts.js's tickText.
 
 // An axis over `values` (texts; "" left out): {kind, ticks, at(v): 0..1 along the axis, text(v)}.
 // Numbers go on a log axis (ends on ticks of logTicks) for a LOG_SETTINGS name or values spanning
