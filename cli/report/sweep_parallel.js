@@ -60,9 +60,9 @@ function parallelLine(table, i, cols, xs, ys, score, runs) {
 // Every setting and outcome as an axis and each sweep point as a line through its values,
 // coloured by `outcome` (viridis, low to high; grey: not solved or missing). Hover names the run.
 function parallelView(table, outcome, runs) {
-  const cols = parallelColumns(table), gap = 120, L = 80;
+  const cols = parallelColumns(table), gap = 130, L = 80;  // room for names of 17 characters
   const f = { T: 52, B: 44, H: 306, band: 34 };
-  const W = L + gap * (cols.length - 1) + 40;
+  const W = L + gap * (cols.length - 1) + 70;
   const box = svg("svg", { width: W, height: f.H, class: "chart parallel", id: "sweep-parallel-svg" });
   const xs = cols.map((c, k) => L + k * gap);
   const ys = cols.map((c, k) => parallelAxis(box, c, column(table, c), xs[k], f));
