@@ -7,7 +7,7 @@
 
 #include "cli/load_run.h"
 #include "cli/run_settings.h"
-#include "cli/text_baselines.h"
+#include "datasets/text_baselines.h"
 #include "cli/train_options.h"
 #include "framework/error.h"
 #include "framework/io/atomic_file.h"
@@ -68,7 +68,7 @@ std::string run_state(const RunDir& run) {
   return fs::exists(run.summary_path(), ec) ? "finished" : "interrupted";
 }
 
-// A language model's unigram and bigram baselines (cli/text_baselines.h) on
+// A language model's unigram and bigram baselines (datasets/text_baselines.h) on
 // the run's own split of its text; null for other tasks or a text file gone.
 nlohmann::json baselines_data(const LoadedRun& loaded) {
   auto [train, heldout] = loaded.task->text_split();

@@ -23,7 +23,7 @@ nlohmann::json read_csv_table(const std::string& path, const std::vector<std::st
 // for a run without given_options.ini), model (config, parameters, task,
 // language_model: whether it predicts text), state ("running", "finished" or
 // "interrupted"), baselines (a language model's unigram and bigram bits per
-// held-out character, cli/text_baselines.h; else null), summary, metrics,
+// held-out character, datasets/text_baselines.h; else null), summary, metrics,
 // probes (when recorded), attention maps for the first
 // held-out examples and for each of `inputs`, and held-out examples with the
 // model's answers. IoError (exit 2) for a missing or malformed file.

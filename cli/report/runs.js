@@ -66,6 +66,9 @@ function bestHeldout(run) {
   return best;
 }
 
+// A baseline's bits per character, its full value in data-value.
+function baseline(kind, value) { return el("span", { "data-baseline": kind, "data-value": String(value) }, bits(value)); }
+
 // A language model's verdict: held-out bits per character against the unigram and bigram baselines.
 function textVerdict(run, bitsPerChar) {
   const b = run.baselines;
@@ -73,8 +76,7 @@ function textVerdict(run, bitsPerChar) {
   if (!b) return el("span", { class: "verdict-none" }, own + " (no baselines: the run's text file cannot be read)");
   const beats = bitsPerChar !== null && bitsPerChar < b.bigram_bits_per_char;
   return el("span", { class: beats ? "verdict-yes" : "verdict-no", "data-verdict": "text" }, own + "; a unigram model: ",
-            el("span", { "data-baseline": "unigram" }, bits(b.unigram_bits_per_char)), ", a bigram model: ",
-            el("span", { "data-baseline": "bigram" }, bits(b.bigram_bits_per_char)),
+            baseline("unigram", b.unigram_bits_per_char), ", a bigram model: ", baseline("bigram", b.bigram_bits_per_char),
             beats ? " \u2014 better than both" : " \u2014 not better than the bigram model");
 }
 

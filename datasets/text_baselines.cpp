@@ -1,11 +1,11 @@
-#include "cli/text_baselines.h"
+#include "datasets/text_baselines.h"
 
 #include <cmath>
 #include <string>
 
 #include "framework/error.h"
 
-namespace attnlab::cli {
+namespace attnlab {
 
 namespace {
 
@@ -43,4 +43,4 @@ TextBaselines text_baselines(const std::vector<int32_t>& train, const std::vecto
   return {uni / count, bi / count, static_cast<int64_t>(heldout.size())};
 }
 
-}  // namespace attnlab::cli
+}  // namespace attnlab

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace attnlab::cli {
+namespace attnlab {
 
 struct TextBaselines {
   double unigram_bits_per_char = 0;  // -mean log2 P(c), P(c) = (n(c) + 1) / (N + V)
@@ -19,4 +19,4 @@ struct TextBaselines {
 // predict it). ValueError for an empty part or an id outside [0, vocab).
 TextBaselines text_baselines(const std::vector<int32_t>& train, const std::vector<int32_t>& heldout, int64_t vocab);
 
-}  // namespace attnlab::cli
+}  // namespace attnlab
