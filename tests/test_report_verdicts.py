@@ -76,8 +76,8 @@ def report(exe, run, *flags):
 
 
 def config(path):
-    return {k.strip(): v.strip() for k, v in (line.split("=", 1) for line in open(path)
-                                               if "=" in line and not line.startswith("#"))}
+    lines = [line.split("=", 1) for line in open(path) if "=" in line and not line.startswith("#")]
+    return {k.strip(): v.strip() for k, v in lines}
 
 
 def text_baselines(run):
@@ -179,6 +179,8 @@ def check_targets(exe_browser, exe, tmp, artifacts):
             best = max(rows, key=lambda r: float(r["heldout_exact"]))
             want = f"no target set; best held-out exact match {rounded(float(best['heldout_exact']))} at step {best['step']}"
             check(glance["verdict"] == want, f"{name}: verdict {glance['verdict']!r}, expected {want!r}")
+            unreached = {f[0]: f[2] for f in glance["figures"] if f[0] in ("solved_at_step", "target_first_reached_at_step")}
+            check(set(unreached.values()) == {"no target set"}, f"{name}: with no target, {unreached}")
         elif name == "solved":
             check(summary["solved_at_step"] > 0, f"{name}: the run did not solve its task: {summary}")
             want = f"solved at step {summary['solved_at_step']}: held-out exact match reached the target 0.02"

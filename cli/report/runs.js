@@ -134,8 +134,9 @@ function settingsRows(run) {
 // with data-summary and its raw value in data-value (the browser tests compare them with the file).
 function glance(run, ri) {
   const cfg = run.model.config, sum = run.summary || {};
+  const untargeted = sum.target === 0 && ["solved_at_step", "target_first_reached_at_step"];  // no target: nothing to reach
   const mark = (key, text) => el("span", key in sum ? { "data-summary": key, "data-run": ri, "data-value": String(sum[key]) } : {},
-                                 text ?? summaryText(key, sum[key]));
+                                 text ?? (untargeted && untargeted.includes(key) ? "no target set" : summaryText(key, sum[key])));
   const rows = [
     ["verdict", verdict(run)],
     ["task", "task" in sum ? el("span", {}, mark("task"), " \u2014 " + run.model.task) : run.model.task],
