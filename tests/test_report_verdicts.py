@@ -203,7 +203,8 @@ def check_notes(exe_browser, exe, tmp, artifacts):
         shutil.copytree(base, cases[name])
     with open(os.path.join(cases["truncated"], "metrics.csv"), "a") as f:
         f.write("45,0.7")  # a row cut mid-write
-    os.remove(os.path.join(cases["interrupted"], "summary.json"))
+    for name in ("running", "interrupted"):  # a run ends by writing summary.json
+        os.remove(os.path.join(cases[name], "summary.json"))
     lock = open(os.path.join(cases["running"], ".lock"), "w")
     fcntl.flock(lock, fcntl.LOCK_EX)  # as a process training the run holds it
     pages = {name: report(exe, run) for name, run in cases.items()}
@@ -212,13 +213,30 @@ def check_notes(exe_browser, exe, tmp, artifacts):
              "running": "still training: a process holds this run's lock; the page shows it as of its last logged step",
              "interrupted": "interrupted: no summary.json and no process training it; the figures are those of its last "
                             "logged step and checkpoint"}
+    exact = json.load(open(os.path.join(base, "summary.json")))["heldout_exact"]
+    verdicts = {"truncated": f"not solved: held-out exact match {rounded(exact)}, target 1",
+                "running": "still training: no verdict until it ends",
+                "interrupted": "no verdict: the run was interrupted before its end"}
     for name, page in pages.items():
         (glance,), _ = page_glance(exe_browser, page, artifacts)
         notes = [(n[0], n[1]) for n in glance["notes"]]
         check(notes == [(name, texts[name])], f"{name}: notes {notes}, expected {[(name, texts[name])]}")
         check(all(n[2] > 10 for n in glance["notes"]), f"{name}: a note is not visible: {glance['notes']}")
+        check(glance["verdict"] == verdicts[name], f"{name}: verdict {glance['verdict']!r}, expected {verdicts[name]!r}")
     points = len(read_csv(os.path.join(base, "metrics.csv")))
     check(points == len(read_csv(os.path.join(cases["truncated"], "metrics.csv"))) - 1, "truncated: the test's cut row")
+
+
+def check_old_run(exe_browser, exe, tmp, artifacts):
+    """A run trained before given_options.ini: the settings differing from the defaults, saying why."""
+    run = os.path.join(tmp, "old")
+    shutil.copytree(os.path.join(tmp, "unsolved"), run)
+    os.remove(os.path.join(run, "given_options.ini"))
+    (glance,), _ = page_glance(exe_browser, report(exe, run), artifacts)
+    want = ("settings differing from the defaults\td-ff = 32\n", "(this run did not record which of them you gave: "
+            "trained before attnlab kept given_options.ini)")
+    check(glance["settings"] == {} and all(w in glance["text"] for w in want) and "init = torch" in glance["text"],
+          f"old run: settings {glance['settings']}, text {glance['text'][-400:]!r}")
 
 
 def check_eager(exe_browser, exe, tmp, artifacts):
@@ -264,6 +282,7 @@ def main():
         check_text_lm(exe_browser, args.attnlab, tmp, args.artifacts)
         check_targets(exe_browser, args.attnlab, tmp, args.artifacts)
         check_notes(exe_browser, args.attnlab, tmp, args.artifacts)
+        check_old_run(exe_browser, args.attnlab, tmp, args.artifacts)
         check_eager(exe_browser, args.attnlab, tmp, args.artifacts)
         check_refusal(args.attnlab, tmp)
     finally:
