@@ -94,7 +94,11 @@ TEST_CASE("train records the options given on the command line in given_options.
   const auto config = ini(dir / "a/config.ini");
   for (const auto& [name, value] : given) CHECK(config.at(name) == value);
   CHECK(config.count("init") == 1);
-  CHECK(slurp(dir / "a/config.ini").find("given") == std::string::npos);
+  // config.ini: its header comment, then the resolved options, as --check prints them.
+  const std::string text = slurp(dir / "a/config.ini");
+  const auto check = run_attnlab("train" + kSmall + " --seed 3 --check");
+  REQUIRE(check.code == 0);
+  CHECK(text.substr(text.find('\n') + 1) == check.out);
 }
 
 TEST_CASE("with --config every option of the file counts as given; the repeated run is the same bits") {
