@@ -225,6 +225,20 @@ def check_notes(exe_browser, exe, tmp, artifacts):
         check(glance["verdict"] == verdicts[name], f"{name}: verdict {glance['verdict']!r}, expected {verdicts[name]!r}")
     points = len(read_csv(os.path.join(base, "metrics.csv")))
     check(points == len(read_csv(os.path.join(cases["truncated"], "metrics.csv"))) - 1, "truncated: the test's cut row")
+    check_unfinished_text_lm(exe_browser, exe, tmp, artifacts)
+
+
+def check_unfinished_text_lm(exe_browser, exe, tmp, artifacts):
+    """An interrupted language model: bits per character at its last evaluation, from metrics.csv's heldout_loss."""
+    run = os.path.join(tmp, "textlm-interrupted")
+    shutil.copytree(os.path.join(tmp, "textlm"), run)
+    os.remove(os.path.join(run, "summary.json"))
+    last = [r for r in read_csv(os.path.join(run, "metrics.csv")) if r["heldout_loss"] != ""][-1]
+    (glance,), _ = page_glance(exe_browser, report(exe, run), artifacts)
+    want = (f"interrupted, at its last evaluation (step {last['step']}): "
+            f"{float(last['heldout_loss']) / math.log(2):.2f} bits/char on held-out text; a unigram model: ")
+    check(glance["kind"] == "text" and glance["verdict"].startswith(want),
+          f"interrupted text LM: verdict {glance['verdict']!r}, expected it to start {want!r}")
 
 
 def check_old_run(exe_browser, exe, tmp, artifacts):

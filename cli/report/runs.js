@@ -87,11 +87,23 @@ function noTargetVerdict(run) {
     ? "; best held-out exact match " + rounded(best.value) + " at step " + rounded(best.step) : ""));
 }
 
+// A run without summary.json (still training, or interrupted): a language model's bits per
+// character at its last held-out evaluation in metrics.csv (heldout_loss / ln 2); no verdict for others.
+function unfinishedVerdict(run) {
+  const steps = column(run.metrics, "step"), loss = column(run.metrics, "heldout_loss") || [];
+  const at = loss.map(finite).lastIndexOf(true), state = run.state === "running" ? "still training" : "interrupted";
+  if (!run.model.language_model || at < 0)
+    return el("span", { class: "verdict-none", "data-verdict": run.state }, run.state === "running"
+      ? "still training: no verdict until it ends" : "no verdict: the run was interrupted before its end");
+  const judged = textVerdict(run, Number(loss[at]) / Math.LN2);
+  judged.prepend(state + ", at its last evaluation (step " + rounded(Number(steps[at])) + "): ");
+  return judged;
+}
+
 // What the run achieved, in the terms of its task.
 function verdict(run) {
   const s = run.summary;
-  if (!s) return el("span", { class: "verdict-none", "data-verdict": run.state }, run.state === "running"
-    ? "still training: no verdict until it ends" : "no verdict: the run was interrupted before its end");
+  if (!s) return unfinishedVerdict(run);
   if (run.model.language_model)
     return textVerdict(run, finite(s.heldout_bits_per_char) ? s.heldout_bits_per_char
       : finite(s.heldout_loss) ? s.heldout_loss / Math.LN2 : null);
