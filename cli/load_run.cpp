@@ -185,6 +185,26 @@ bool trained_add_shape(const std::string& text, int64_t digits) {
 
 }  // namespace
 
+std::string input_shape_note(const LoadedRun& run, const std::vector<int32_t>& input) {
+  const TaskConfig& t = run.settings.task;
+  const int64_t size = static_cast<int64_t>(input.size());
+  const bool has_length_range = t.name == "copy" || t.name == "reverse" || t.name == "sort" || t.name == "duplicate";
+  if (has_length_range && (size < t.min_len || size > t.max_len))
+    return "this model was trained on inputs of " +
+           (t.min_len == t.max_len ? std::to_string(t.min_len)
+                                   : std::to_string(t.min_len) + " to " + std::to_string(t.max_len)) +
+           " symbols (--min-len " + std::to_string(t.min_len) + " --max-len " + std::to_string(t.max_len) +
+           "); this one has " + std::to_string(size) + ", so expect mistakes";
+  if (t.name == "add" && !trained_add_shape(run.task->to_text(input), t.digits)) {
+    const std::string d = std::to_string(t.digits);
+    return "this model was trained on inputs of two " + d + "-digit operands, " + d + " digits + " + d +
+           " digits (--digits " + d + ", e.g. " + std::string(static_cast<size_t>(t.digits), '1') + "+" +
+           std::string(static_cast<size_t>(t.digits), '2') + "); '" + run.task->to_text(input) +
+           "' is not of that shape, so expect mistakes";
+  }
+  return "";
+}
+
 std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text) {
   std::vector<int32_t> input = run.task->from_text(text);
   if (input.empty()) throw ValueError("the input sequence is empty");
@@ -200,32 +220,25 @@ std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text) 
                      std::to_string(config.max_len) + " positions");
   // Lengths the model never saw usually get a wrong answer; say why on stderr
   // (stdout keeps only the answer).
-  const TaskConfig& t = run.settings.task;
-  const bool has_length_range = t.name == "copy" || t.name == "reverse" || t.name == "sort" || t.name == "duplicate";
-  if (has_length_range && (size < t.min_len || size > t.max_len))
-    std::cerr << "note: this model was trained on inputs of "
-              << (t.min_len == t.max_len ? std::to_string(t.min_len)
-                                         : std::to_string(t.min_len) + " to " + std::to_string(t.max_len))
-              << " symbols (--min-len " << t.min_len << " --max-len " << t.max_len << "); this one has " << size
-              << ", so expect mistakes\n";
-  if (t.name == "add" && !trained_add_shape(run.task->to_text(input), t.digits)) {
-    const std::string d = std::to_string(t.digits);
-    std::cerr << "note: this model was trained on inputs of two " << d << "-digit operands, " << d << " digits + " << d
-              << " digits (--digits " << d << ", e.g. " << std::string(static_cast<size_t>(t.digits), '1') << "+"
-              << std::string(static_cast<size_t>(t.digits), '2') << "); '" << run.task->to_text(input)
-              << "' is not of that shape, so expect mistakes\n";
-  }
+  if (const std::string note = input_shape_note(run, input); !note.empty()) std::cerr << "note: " << note << "\n";
   return input;
 }
 
-void note_answer_filled_table(const TransformerConfig& config) {
-  std::cerr << "note: the answer reached the end of the model's positional table (" << config.max_len
-            << " positions, --positions when it was trained) before <eos>; it may be cut short\n";
+std::string answer_filled_table_note(const TransformerConfig& config) {
+  return "the answer reached the end of the model's positional table (" + std::to_string(config.max_len) +
+         " positions, --positions when it was trained) before <eos>; it may be cut short";
 }
 
-void note_answer_spent_budget(int64_t budget) {
-  std::cerr << "note: no <eos> after " << budget - 1 << " answer tokens (the expected answer's length, or the "
-            << "longest trained one); decoding stops one token past it, as eval's does\n";
+std::string answer_spent_budget_note(int64_t budget) {
+  return "no <eos> after " + std::to_string(budget - 1) +
+         " answer tokens (the expected answer's length, or the longest trained one); decoding stops one token past "
+         "it, as eval's does";
 }
+
+void note_answer_filled_table(const TransformerConfig& config) {
+  std::cerr << "note: " << answer_filled_table_note(config) << "\n";
+}
+
+void note_answer_spent_budget(int64_t budget) { std::cerr << "note: " << answer_spent_budget_note(budget) << "\n"; }
 
 }  // namespace attnlab::cli

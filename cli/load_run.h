@@ -64,11 +64,20 @@ std::string run_vocab_path(const RunDir& run);
 // input longer than the model's positional table.
 std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text);
 
+// Why the model may get `input` wrong: it is not of the shape it was trained
+// on (a length outside --min-len..--max-len, an add input not of --digits
+// digits); "" when it is. parse_input prints it on stderr as a note; the
+// report shows it beside the --input's answer.
+std::string input_shape_note(const LoadedRun& run, const std::vector<int32_t>& input);
+
 // The note on stderr for an answer that filled the positional table
-// (answer_filled_table in training/evaluate.h): predict, attention.
+// (answer_filled_table in training/evaluate.h): predict, attention; its
+// text, which the report shows too.
 void note_answer_filled_table(const TransformerConfig& config);
+std::string answer_filled_table_note(const TransformerConfig& config);
 // The note for an answer cut by its budget (answer_spent_budget): no <eos>
-// after the expected answer's budget - 1 tokens.
+// after the expected answer's budget - 1 tokens; its text.
 void note_answer_spent_budget(int64_t budget);
+std::string answer_spent_budget_note(int64_t budget);
 
 }  // namespace attnlab::cli

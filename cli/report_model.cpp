@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,15 +67,64 @@ nlohmann::json head_weights(const Tensor& w) {
   return {{"rows", t_q}, {"cols", t_k}, {"scale", kWeightScale}, {"heads", heads}};
 }
 
-// Every layer's maps for one input, as `attnlab attention` computes them.
+// Each token of `ids` as the task writes it (the page compares answers token by token).
+nlohmann::json tokens_json(const Task& task, const std::vector<int32_t>& ids) {
+  nlohmann::json out = nlohmann::json::array();
+  for (int32_t id : ids) out.push_back(task.token_text(id));
+  return out;
+}
+
+// The notes `attnlab predict` prints on stderr for a sequence task's input
+// and its greedy answer: an input unlike those of training, an answer that
+// filled the positional table or spent its decoding budget.
+nlohmann::json predict_notes(const LoadedRun& loaded, const std::vector<int32_t>& input,
+                             const std::vector<int32_t>& answer) {
+  const TransformerConfig& config = loaded.model->config();
+  nlohmann::json notes = nlohmann::json::array();
+  if (std::string note = input_shape_note(loaded, input); !note.empty()) notes.push_back(note);
+  const int64_t budget = decoding_budget(*loaded.task, input, config);
+  if (answer_filled_table(config, input, answer)) notes.push_back(answer_filled_table_note(config));
+  else if (answer_spent_budget(config, answer, budget)) notes.push_back(answer_spent_budget_note(budget));
+  return notes;
+}
+
+// An answer beside the expected one, as `attnlab predict` prints them: the
+// expected answer (task->solve; null for an input the task cannot answer or
+// a language model's), whether they agree, the tokens of both, and predict's
+// notes (predict_notes; none for a language model).
+nlohmann::json answer_json(const LoadedRun& loaded, const std::vector<int32_t>& input, std::vector<int32_t> answer) {
+  const Task& task = *loaded.task;
+  if (task.language_model())
+    return {{"output", task.to_text(answer)}, {"output_tokens", tokens_json(task, answer)}, {"expected", nullptr},
+            {"expected_tokens", nullptr}, {"correct", nullptr}, {"notes", nlohmann::json::array()}};
+  std::optional<std::vector<int32_t>> expected;
+  try {
+    expected = task.solve(input);
+  } catch (const ValueError&) {
+    // An input the task itself cannot answer: nothing to compare with.
+  }
+  const nlohmann::json notes = predict_notes(loaded, input, answer);
+  // The encoder tagger gives one token per input position, cut to the answer's length (predict).
+  if (expected && loaded.model->config().arch == Arch::encoder && answer.size() > expected->size())
+    answer.resize(expected->size());
+  return {{"output", task.to_text(answer)},
+          {"output_tokens", tokens_json(task, answer)},
+          {"expected", expected ? nlohmann::json(task.to_text(*expected)) : nlohmann::json()},
+          {"expected_tokens", expected ? tokens_json(task, *expected) : nlohmann::json()},
+          {"correct", expected ? nlohmann::json(*expected == answer) : nlohmann::json()},
+          {"notes", notes}};
+}
+
+// Every layer's maps for one input, as `attnlab attention` computes them,
+// with the model's answer beside the expected one (answer_json).
 nlohmann::json attention_for(LoadedRun& loaded, const std::string& text, const std::string& source) {
   const Task& task = *loaded.task;
   SequenceModel& model = *loaded.model;
   const BatchFormat format = batch_format(model.config(), task.language_model());
   const Reading reading = task.language_model() ? read_text(loaded, text) : read_sequence_task(loaded, text);
   const auto src = token_texts(task, reading.batch.input.src), tgt = token_texts(task, reading.batch.input.tgt_in);
-  nlohmann::json entry = {{"source", source}, {"input", task.to_text(reading.input)},
-                          {"output", task.to_text(reading.output)}, {"layers", nlohmann::json::array()}};
+  nlohmann::json entry = answer_json(loaded, reading.input, reading.output);
+  entry.update({{"source", source}, {"input", task.to_text(reading.input)}, {"layers", nlohmann::json::array()}});
   OutputFiles unused;  // the CSV text `attention` writes; the page takes the weights themselves
   for (auto& [name, weights] : capture_attention(model, reading.batch)) {
     nlohmann::json layer = layer_maps(name, weights, format, src, tgt, unused);
@@ -88,6 +138,7 @@ nlohmann::json attention_for(LoadedRun& loaded, const std::string& text, const s
 nlohmann::json example_entry(const Task& task, const Example& e, const std::vector<int32_t>& answer,
                              const std::vector<int32_t>& expected) {
   return {{"input", task.to_text(e.input)}, {"output", task.to_text(answer)}, {"expected", task.to_text(expected)},
+          {"output_tokens", tokens_json(task, answer)}, {"expected_tokens", tokens_json(task, expected)},
           {"correct", answer == expected}};
 }
 

@@ -1,4 +1,6 @@
-// Attention maps: every layer x head for each example, built when scrolled near.
+// Attention maps: for each example, its answer beside the expected one, then one labelled row
+// per layer of thumbnails, one per head (attention_map.js), built when scrolled near; a click
+// enlarges one (attention_zoom.js); the last layer's heads described in sentences.
 
 // A layer's weights, decoded from 16-bit base64 (head_weights in cli/report_model.cpp): per head
 // {q: Uint16Array of round(w * scale), rows x cols, row by row; rows; cols; scale}.
@@ -10,76 +12,96 @@ function decodeHeads(w) {
   });
 }
 
-// A map's cell side c and canvas size (w x h) for tq queries and tk keys: the labels take MAP_MARGIN.
-const MAP_MARGIN = 44;
-function mapSide(tq, tk) {
-  const c = Math.max(7, Math.min(16, Math.floor(200 / Math.max(tq, tk))));
-  return { c, w: MAP_MARGIN + c * tk + 4, h: MAP_MARGIN + c * tq + 16 };
-}
+const THUMB_MAX = 200;  // px: the most a thumbnail's cells take, across or down
+const LAYER_LABEL = 120;  // px: the column of layer names left of the thumbnails (report.css), and a gap
 
-// One head's weights (queries x keys) with token labels on both axes, on a canvas (an L-sized
-// model has 48 heads of 64 x 64 per example: too many cells for SVG elements). Hover shows the
-// cell's weight; data-w holds the 16-bit weights drawn (rows ";", keys ","; w = value / data-scale)
-// for the browser test.
-function attentionMap(layer, w, head, ri, ei) {
-  const tq = w.rows, tk = w.cols, at = (i, j) => w.q[i * tk + j] / w.scale;
-  const { c, w: width, h: height } = mapSide(tq, tk), M = MAP_MARGIN;
-  const rows = [];
-  for (let i = 0; i < tq; ++i) rows.push(w.q.subarray(i * tk, (i + 1) * tk).join(","));
-  const canvas = el("canvas", { width, height, class: "attn-map", "data-run": ri,
-                                "data-example": ei, "data-layer": layer.name, "data-head": head,
-                                "data-scale": w.scale, "data-w": rows.join(";") });
-  const g = canvas.getContext("2d");
-  // One pixel per cell, then scaled up c times without smoothing.
-  const cells = document.createElement("canvas");
-  cells.width = tk; cells.height = tq;
-  const cg = cells.getContext("2d"), img = cg.createImageData(tk, tq);
-  for (let k = 0; k < tq * tk; ++k) {
-    const rgb = VIRIDIS_BYTES[Math.round((w.q[k] / w.scale) * 255)];
-    img.data.set(rgb, 4 * k);
-    img.data[4 * k + 3] = 255;
+// The layout of an example's thumbnails (sharedLayout): the largest cells, at most 12 px and
+// THUMB_MAX px across, that put each layer's heads on one row of `width` (attentionWidth); else
+// 2 px cells (the least a pointer can hover), and a row too wide scrolls sideways.
+function thumbLayout(ex, width) {
+  const n = Math.max(...ex.layers.flatMap((l) => [l.queries.length, l.keys.length]));
+  const heads = Math.max(...ex.layers.map((l) => l.heads));
+  for (let c = Math.min(12, Math.floor(THUMB_MAX / n)); c > 2; --c) {
+    const layout = sharedLayout(ex.layers, c);
+    if (LAYER_LABEL + heads * (layout(ex.layers[0]).w + 8) <= width) return layout;  // 8: a gap and borders
   }
-  cg.putImageData(img, 0, 0);
-  g.imageSmoothingEnabled = false;
-  g.drawImage(cells, M, M, c * tk, c * tq);
-  g.font = "10px system-ui, sans-serif";
-  g.fillStyle = "#333";
-  g.fillText("head " + head, M, M + c * tq + 12);
-  layer.keys.slice(0, tk).forEach((k, j) => {
-    g.save(); g.translate(M + j * c + c * 0.7, M - 3); g.rotate(-Math.PI / 2); g.fillText(k, 0, 0); g.restore();
-  });
-  g.textAlign = "right";
-  layer.queries.slice(0, tq).forEach((q, i) => g.fillText(q, M - 3, M + i * c + c * 0.8));
-  canvas.addEventListener("mousemove", (e) => {
-    const box = canvas.getBoundingClientRect();
-    const j = Math.floor((e.clientX - box.left - M) / c), i = Math.floor((e.clientY - box.top - M) / c);
-    if (i >= 0 && i < tq && j >= 0 && j < tk)
-      canvas.setAttribute("data-tip", "query " + layer.queries[i] + " \u2192 key " + layer.keys[j] + ": " + at(i, j).toFixed(4));
-    else canvas.removeAttribute("data-tip");
-  });
-  return canvas;
+  return sharedLayout(ex.layers, 2);
 }
 
-// Every example's layers, each layer's row of head maps built when it nears the viewport (an
-// L-sized model has 48 maps of 64 x 64 per example).
+// The width of a run's attention section, from the window's (not the document's: that would lay
+// the page out now): one of the columns that .side-by-side (report.css, main.js) makes of the
+// runs, 440 px at the least and 24 px apart.
+function attentionWidth() {
+  const page = Math.max(400, window.innerWidth - 40);
+  const columns = Math.max(1, Math.min(DATA.runs.length, Math.floor((page + 24) / 464)));
+  return (page - 24 * (columns - 1)) / columns;
+}
+
+// The last layer of each stack (a seq2seq model's encoder and decoder): its layers'
+// names with the block number highest among those alike but for it.
+function lastLayers(layers) {
+  const last = new Map();
+  for (const l of layers) {
+    const m = l.name.match(/^(.*?)(\d+)(\D*)$/), key = m ? m[1] + "#" + m[3] : l.name, k = m ? +m[2] : 0;
+    if (!last.has(key) || last.get(key)[0] <= k) last.set(key, [k, l.name]);
+  }
+  return new Set([...last.values()].map((v) => v[1]));
+}
+
+// One layer's row: its name, then its heads' thumbnails, built when scrolled near; for a last
+// layer, the heads' sentences in `words` (outside the row, whose text is its layer's name).
+function layerRow(layer, layout, ri, ei, words) {
+  const row = el("div", { class: "maps layer-row", "data-run": ri, "data-example": ei, "data-layer": layer.name },
+                 el("div", { class: "layer-name" }, layer.name));
+  const L = layout(layer);
+  later(row, L.h, () => {
+    const heads = decodeHeads(layer.weights);
+    heads.forEach((w, h) => {
+      const thumb = drawMap(layer, w, h, L, "attn-map", { "data-run": ri, "data-example": ei });
+      thumb.addEventListener("click", () => openZoom(layer, w, h, thumb));
+      row.append(thumb);
+    });
+    if (words) words.append(headSentences(layer, heads, { "data-run": ri, "data-example": ei }));
+  });
+  return row;
+}
+
+// An example's heading: its input and the model's answer, the expected answer with the wrong
+// tokens marked, right or wrong, and the notes predict prints (an input unlike training's, an
+// answer cut short).
+function exampleHeading(ex, ri, ei) {
+  const head = el("div", { class: "example-head", "data-run": ri, "data-example": ei });
+  const input = ex.input.replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");  // a text's lines on one line
+  const source = ex.source === "held-out" ? "held-out input" : ex.source;  // "--input"
+  head.append(el("h3", {}, source + ": ", el("span", { class: "mono" }, input), " \u2192 ",
+                 answerTokens(ex.output, ex.output_tokens, ex.expected_tokens)));
+  if (ex.expected !== null && ex.expected !== undefined)
+    head.append(el("p", { class: "answer-check " + (ex.correct ? "right" : "wrong"), "data-correct": ex.correct },
+                   ex.correct ? "right: the expected answer is " : "wrong: the expected answer is ",
+                   el("span", { class: "mono expected" }, ex.expected)));
+  for (const note of ex.notes || []) head.append(el("p", { class: "note predict-note" }, "note: " + note));
+  return head;
+}
+
+// Every example's heading and layer rows (an L-sized model has 48 maps of 64 x 64 per example).
 function attentionSection(run, ri) {
   const sec = el("section", { id: "attention-" + ri }, el("h2", {}, "Attention: " + run.name),
-                 el("p", { class: "note" }, "Rows: queries; columns: keys; each row sums to 1. Hover a cell for its weight."),
+                 el("p", { class: "note" }, "Rows: queries; columns: keys; each row sums to 1. Each layer's heads on " +
+                    "one row (scrolling sideways if wider than the window); under each, the share it gives its most favoured key (prev: the previous token, first: " +
+                    "the first, anti: the mirrored position, self: its own). Hover a cell for its weight; click a " +
+                    "map to enlarge it."),
                  colorbar(0, 1, "attention weight"));
-  const width = Math.max(300, window.innerWidth - 32);  // not the document's width: that would lay it out now
+  const width = attentionWidth();
   run.attention.forEach((ex, ei) => {
-    sec.append(el("h3", {}, ex.source + " input: ", el("span", { class: "mono" }, ex.input), " \u2192 ",
-                  el("span", { class: "mono" }, ex.output)));
+    sec.append(exampleHeading(ex, ri, ei));
+    const layout = thumbLayout(ex, width), last = lastLayers(ex.layers);
+    const grid = el("div", { class: "attn-grid" });
     for (const layer of ex.layers) {
-      const row = el("div", { class: "maps layer-row", "data-run": ri, "data-example": ei, "data-layer": layer.name });
-      const side = mapSide(layer.weights.rows, layer.weights.cols), perLine = Math.max(1, Math.floor((width + 8) / (side.w + 10)));
-      row.append(el("div", { class: "layer-name" }, layer.name));
-      later(row, Math.ceil(layer.heads / perLine) * (side.h + 10) - 8, () => {  // lines of maps (2 px border, 8 px gap)
-        const heads = decodeHeads(layer.weights);
-        for (let h = 0; h < heads.length; ++h) row.append(attentionMap(layer, heads[h], h, ri, ei));
-      });
-      sec.append(row);
+      const words = last.has(layer.name) ? el("div", { class: "head-words" }) : null;
+      grid.append(layerRow(layer, layout, ri, ei, words));
+      if (words) grid.append(words);
     }
+    sec.append(grid);
   });
   return sec;
 }

@@ -1,21 +1,65 @@
 // Draws the page; joined last (cmake/embed_report.cmake), after every file it calls.
 
+// The sections drawn per run, in page order: [id prefix, nav label, draw(run, ri)].
+const PER_RUN = [["run", "runs", glance], ["gradients", "gradients", gradientSection],
+                 ["attention", "attention", attentionSection], ["examples", "examples", examplesSection]];
+
+// The sections of one kind, a run per column (as many side by side as fit, aligned at the
+// top); on a page of several runs each run's table is collapsed (the settings that differ
+// are compared above it).
+function perRunRow(runs, [id, label, draw]) {
+  const row = el("div", { class: "side-by-side", "data-kind": id });
+  runs.forEach((run, ri) => row.append(el("div", { class: "side-cell" }, draw(run, ri))));
+  if (id !== "run" || runs.length < 2) return row;
+  return el("details", { class: "run-tables", id: "run-tables" },
+            el("summary", {}, "Each run's table: its verdict, summary and settings (" + runs.length +
+                              " runs side by side)"), row);
+}
+
+// The nav: one link per section, and per run for the sections drawn per run (numbered when
+// there are many runs; the link's tip names the run).
+function drawNav(nav, runs) {
+  const many = runs.length > 4;
+  const tops = DATA.sweep ? ["sweep"] : runs.length > 1 ? ["compare"] : [];
+  for (const id of [...tops, "curves"]) nav.append(el("a", { href: "#" + id }, id));
+  for (const [id, label] of PER_RUN) {
+    if (runs.length === 1) { nav.append(el("a", { href: "#" + id + "-0" }, label)); continue; }
+    const links = runs.map((r, ri) => el("a", { href: "#" + id + "-" + ri, "data-tip": label + ": " + r.name },
+                                         many ? String(ri + 1) : r.name));
+    nav.append(el("span", { class: "nav-group" }, el("b", {}, label + ":"), ...links));
+  }
+}
+
+// A link within the page opens the collapsed parts holding its target before the browser
+// scrolls to it; the sections stop below the sticky header (--header-h, its height).
+function followLinks() {
+  const header = document.querySelector("header");
+  const fit = () => document.documentElement.style.setProperty("--header-h", header.offsetHeight + "px");
+  fit();
+  window.addEventListener("resize", fit);
+  document.addEventListener("click", (e) => {
+    const a = e.target.closest && e.target.closest('a[href^="#"]');
+    const target = a && document.getElementById(a.getAttribute("href").slice(1));
+    for (let d = target && target.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
+  });
+}
+
 function render() {
   const main = document.getElementById("report"), nav = document.getElementById("nav");
   main.textContent = "";
   const runs = DATA.runs;
+  uniqueNames(runs).forEach((name, ri) => { runs[ri].dir_name = runs[ri].name; runs[ri].name = name; });
   if (DATA.sweep) main.append(sweepSection(DATA.sweep, runs));
-  runs.forEach((run, ri) => main.append(glance(run, ri)));
+  const compared = runs.length > 1 ? compareSection(runs, !!DATA.sweep) : null;
+  if (compared) main.append(compared);
   main.append(curvesSection(runs));
+  for (const kind of PER_RUN) main.append(perRunRow(runs, kind));
   runs.forEach((run, ri) => {
-    main.append(gradientSection(run, ri));
-    main.append(attentionSection(run, ri), examplesSection(run, ri));
     CHECK.runs[ri] = Object.assign(CHECK.runs[ri] || {}, { name: run.name, metrics_rows: run.metrics.rows.length,
       expected_maps: run.attention.reduce((n, ex) => n + ex.layers.reduce((m, l) => m + l.heads, 0), 0) });
   });
-  for (const [id, label] of [["curves", "curves"], ["run-0", "runs"], ["gradients-0", "gradients"],
-                             ["attention-0", "attention"], ["examples-0", "examples"]])
-    nav.append(el("a", { href: "#" + id }, label));
+  drawNav(nav, runs);
+  followLinks();
   document.title = "attnlab report: " + runs.map((r) => r.name).join(", ");
 }
 
