@@ -92,7 +92,8 @@ std::string render_page(const nlohmann::json& data) {
 }
 
 const char* const kReportUsage =
-    "usage: attnlab report RUN [RUN ...] [--input \"INPUT\"]... [--out FILE]\n\n"
+    "usage: attnlab report RUN [RUN ...] [--input \"INPUT\"]... [--out FILE]\n"
+    "                      [--eager]\n\n"
     "Writes one HTML page that opens offline in any browser (data, script and\n"
     "style inline; no network request): the run at a glance, its curves over\n"
     "steps (several runs overlaid), gradient flow from the probes (train\n"
@@ -101,19 +102,22 @@ const char* const kReportUsage =
     "A sweep directory (scripts/tools/sweep.py --out DIR) gets a table of its points.\n\n"
     "The page is FILE (default: the first RUN's report.html), written whole or\n"
     "not at all. An existing FILE is replaced only if attnlab wrote it, or with\n"
-    "--overwrite. A missing or malformed run file is an error (exit 2).\n\n";
+    "--overwrite. A missing or malformed run file is an error (exit 2).\n"
+    "Parts of a long page (attention maps) draw when scrolled to; --eager draws\n"
+    "them all as the page opens, for a screenshot or a saved copy.\n\n";
 
 }  // namespace
 
 int run_report(const Args& args) {
   std::vector<std::string> runs, inputs;
   std::string out;
-  bool overwrite = false;
+  bool overwrite = false, eager = false;
   po::options_description opts = options_with_help("Options");
   opts.add_options()("run", po::value(&runs)->multitoken(), "run or sweep directories (also positional)")(
       "input", po::value(&inputs), "an input whose attention to show (repeatable)")(
       "out", po::value(&out), "the HTML file (default: RUN/report.html)")(
-      "overwrite", po::bool_switch(&overwrite), "replace FILE even if attnlab did not write it");
+      "overwrite", po::bool_switch(&overwrite), "replace FILE even if attnlab did not write it")(
+      "eager", po::bool_switch(&eager), "draw every part as the page opens");
   po::positional_options_description positional;
   positional.add("run", -1);
   po::variables_map vm;
@@ -122,15 +126,15 @@ int run_report(const Args& args) {
     return kExitOk;
   if (runs.empty()) throw ValueError("no run directory given (see attnlab report --help)");
   if (vm.count("out") && out.empty()) throw ValueError("--out needs a path, got an empty one");  // "" is the default's
-  std::cout << write_report(runs, inputs, out, overwrite) << "\n";
+  std::cout << write_report(runs, inputs, out, overwrite, eager) << "\n";
   return kExitOk;
 }
 
 std::string write_report(const std::vector<std::string>& runs, const std::vector<std::string>& inputs, std::string out,
-                         bool overwrite) {
+                         bool overwrite, bool eager) {
   if (out.empty()) out = runs.front() + "/report.html";
   check_out_file(out, overwrite);
-  nlohmann::json data = {{"runs", nlohmann::json::array()}, {"sweep", nullptr}};
+  nlohmann::json data = {{"runs", nlohmann::json::array()}, {"sweep", nullptr}, {"eager", eager}};
   for (const std::string& run : runs) {
     if (is_sweep(run)) data["sweep"] = sweep_data(run, inputs, data["runs"]);
     else data["runs"].push_back(report_run_data(run, inputs));

@@ -7,11 +7,13 @@
 
 #include "cli/load_run.h"
 #include "cli/run_settings.h"
+#include "datasets/text_baselines.h"
 #include "cli/train_options.h"
 #include "framework/error.h"
 #include "framework/io/atomic_file.h"
 #include "framework/io/checkpoint.h"
 #include "framework/io/csv.h"
+#include "training/run_dir/lock.h"
 
 namespace attnlab::cli {
 
@@ -22,18 +24,61 @@ namespace {
 // Run files the report reads whole; far beyond what a long run writes.
 constexpr uint64_t kMaxCsvBytes = uint64_t(1) << 30;
 
-// Every setting of config.ini, and those whose value is not train's default.
+// The options the user gave (given_options.ini), or null for a run trained
+// before attnlab recorded them.
+nlohmann::json given_data(const RunDir& run) {
+  std::error_code ec;
+  if (!fs::exists(run.given_options_path(), ec)) return nullptr;
+  nlohmann::json given = nlohmann::json::object();
+  for (const auto& [name, value] : ini_values(read_file(run.given_options_path(), 1 << 20, "given options")))
+    given[name] = value;
+  return given;
+}
+
+// Every setting of config.ini; those whose value is not train's default;
+// those the user gave (null when not recorded) and those attnlab resolved:
+// differing from the default, not given.
 nlohmann::json settings_data(const RunDir& run) {
   const auto values = ini_values(read_file(run.config_path(), 1 << 20, "config file"));
   TrainSettings defaults = default_settings();
   const auto default_values = ini_values(all_train_options(defaults).to_ini());
+  const nlohmann::json given = given_data(run);
   nlohmann::json all = nlohmann::json::object(), differing = nlohmann::json::object();
+  nlohmann::json resolved = nlohmann::json::object();
   for (const auto& [name, value] : values) {
     all[name] = value;
     auto it = default_values.find(name);
-    if (it == default_values.end() || it->second != value) differing[name] = value;
+    if (it != default_values.end() && it->second == value) continue;
+    differing[name] = value;
+    if (!given.is_null() && !given.contains(name)) resolved[name] = value;
   }
-  return {{"all", all}, {"differing", differing}};
+  return {{"all", all}, {"differing", differing}, {"given", given},
+          {"resolved", given.is_null() ? nlohmann::json(nullptr) : resolved}};
+}
+
+// "running" while a process holds the run's lock (training or resuming it),
+// else "finished" with a summary.json, else "interrupted".
+std::string run_state(const RunDir& run) {
+  try {
+    RunLock::refuse_if_held(run.path());
+  } catch (const IoError&) {
+    return "running";
+  }
+  std::error_code ec;
+  return fs::exists(run.summary_path(), ec) ? "finished" : "interrupted";
+}
+
+// A language model's unigram and bigram baselines (datasets/text_baselines.h) on
+// the run's own split of its text; null for other tasks or a text file gone.
+nlohmann::json baselines_data(const LoadedRun& loaded) {
+  auto [train, heldout] = loaded.task->text_split();
+  if (!loaded.task->language_model() || train.empty() || heldout.empty()) return nullptr;
+  for (auto* part : {&train, &heldout})
+    for (int32_t& id : *part) id -= kNumSpecial;  // characters only: the special tokens never occur
+  const TextBaselines b = text_baselines(train, heldout, loaded.task->vocab_size() - kNumSpecial);
+  return {{"unigram_bits_per_char", b.unigram_bits_per_char},
+          {"bigram_bits_per_char", b.bigram_bits_per_char},
+          {"heldout_chars", b.heldout_chars}};
 }
 
 nlohmann::json summary_data(const RunDir& run) {
@@ -109,7 +154,7 @@ nlohmann::json read_csv_table(const std::string& path, const std::vector<std::st
     }
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : table.rows) rows.push_back(row);
-  return {{"columns", table.columns}, {"rows", std::move(rows)}};
+  return {{"columns", table.columns}, {"rows", std::move(rows)}, {"dropped_last_line", table.dropped_last_line}};
 }
 
 nlohmann::json report_run_data(const std::string& run_path, const std::vector<std::string>& inputs) {
@@ -128,6 +173,8 @@ nlohmann::json report_run_data(const std::string& run_path, const std::vector<st
                          {"metrics", metrics},
                          {"probes", probes_data(run)}};
   data["model"] = model_data(run, loaded);
+  data["state"] = run_state(run);
+  data["baselines"] = baselines_data(loaded);
   data.update(model_views(loaded, inputs));
   return data;
 }

@@ -10,16 +10,21 @@
 
 namespace attnlab::cli {
 
-// A CSV file as {"columns": [...], "rows": [[text, ...], ...]}, every value
-// kept as the file's text so the page shows the file's own digits. An
-// incomplete last line (a crash mid-write) is left out. IoError naming the
+// A CSV file as {"columns": [...], "rows": [[text, ...], ...],
+// "dropped_last_line": bool}, every value kept as the file's text so the page
+// shows the file's own digits. An incomplete last line (a run writing, or a
+// crash mid-write) is left out and dropped_last_line says so. IoError naming the
 // file and line for a row whose field count is not the header's, or for a
 // missing column of `required`.
 nlohmann::json read_csv_table(const std::string& path, const std::vector<std::string>& required);
 
-// One run: name, path, settings (all, and those differing from the defaults),
-// model (config, parameters, task, language_model: whether it predicts text),
-// summary, metrics, probes (when recorded), attention maps for the first
+// One run: name, path, settings (all; those differing from the defaults;
+// given: those the user gave, and resolved: differing but not given, both null
+// for a run without given_options.ini), model (config, parameters, task,
+// language_model: whether it predicts text), state ("running", "finished" or
+// "interrupted"), baselines (a language model's unigram and bigram bits per
+// held-out character, datasets/text_baselines.h; else null), summary, metrics,
+// probes (when recorded), attention maps for the first
 // held-out examples and for each of `inputs`, and held-out examples with the
 // model's answers. IoError (exit 2) for a missing or malformed file.
 nlohmann::json report_run_data(const std::string& run_path, const std::vector<std::string>& inputs);

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "cli/command_line.h"
 #include "cli/decide_together.h"
@@ -140,6 +141,18 @@ void check_processes(const TrainSettings& s) {
                      " micro-batches of equal size; choose a multiple of " + std::to_string(parts));
 }
 
+// The lines of the resolved `ini` whose option the user gave (`vm`: the
+// command line and --config FILE; any other value is a default or resolved).
+std::string given_lines(const std::string& ini, const po::variables_map& vm) {
+  std::string out = "# attnlab train: the options given (on the command line or by --config); config.ini has all\n";
+  std::istringstream in(ini);
+  for (std::string line; std::getline(in, line);) {
+    const std::string name = line.substr(0, line.find(" = "));
+    if (vm.count(name) && !vm[name].defaulted()) out += line + "\n";
+  }
+  return out;
+}
+
 // The run directory and config.ini of `job`, whose command line is resolved into `s`.
 void complete_job(TrainJob& job, const TrainSettings& s, const OptionSet& experiment) {
   job.settings = s;
@@ -178,6 +191,7 @@ void prepare_training(const Args& args, const Communicator& communicator, TrainJ
   }
   check_processes(s);
   complete_job(job, s, experiment);
+  job.given_ini = given_lines(experiment.to_ini(), vm);
   job.communicator = &communicator;
   if (communicator.is_root() && !job.resume()) claim = RunClaim::start(job.run, job.overwrite);  // before config.ini is written
   session.emplace(job);

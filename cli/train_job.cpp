@@ -34,7 +34,7 @@ StepHooks& test_hooks() {
   return hooks;
 }
 
-// config.ini and the vocabulary of a new run; a resumed run's are checked
+// config.ini, given_options.ini and the vocabulary of a new run; a resumed run's are checked
 // instead: an edited config.ini or a changed data file is refused, not trained on.
 void prepare_run_files(const TrainJob& job, const Task& task) {
   const TrainSettings& s = job.settings;
@@ -42,6 +42,7 @@ void prepare_run_files(const TrainJob& job, const Task& task) {
   const std::string vocab = task.saved_vocab();
   if (!job.resume()) {
     write_file_atomic(run.config_path(), job.config_ini);
+    write_file_atomic(run.given_options_path(), job.given_ini);
     if (!vocab.empty()) write_file_atomic(run_vocab_path(run), vocab);
     return;
   }

@@ -26,6 +26,7 @@ struct TrainJob {
   TrainSettings settings;  // finalized
   RunDir run{""};          // --run, or runs/<task>-<model>
   std::string config_ini;  // the resolved options, written to config.ini
+  std::string given_ini;   // those the user gave (command line or --config), written to given_options.ini
   const Communicator* communicator = &single_process();  // the root process alone writes and prints
 
   bool resume() const { return !resume_path.empty(); }  // continue from the run's latest checkpoint

@@ -110,6 +110,10 @@ class Task {
   // A language model (text): examples are windows trained with
   // format_batch(BatchFormat::lm, ...) and scored by loss, not by greedy exact match.
   virtual bool language_model() const { return false; }
+  // A language model's text as token ids, split as it is trained on and held
+  // out: {training part, held-out part}; both empty for other tasks (or when
+  // the file is gone).
+  virtual std::pair<std::vector<int32_t>, std::vector<int32_t>> text_split() const { return {}; }
   // Whether every output is at most as long as its input (an encoder tagger
   // can learn the task).
   virtual bool outputs_fit_inputs() const { return max_output_len() <= min_input_len(); }

@@ -126,11 +126,11 @@ def check_run_in_dom(dom, ri, run, exe, run_input):
     check(held == ([] if lm else [r["heldout_exact"] for r in rows if r["heldout_exact"] != ""]), f"{name}: held-out points")
     summary = json.load(open(os.path.join(run, "summary.json")))
     marked = [e for e in dom.find("span", data_run=str(ri)) if "data-summary" in e[1]]
-    shown = {e[1]["data-summary"]: e[2] for e in marked}
+    shown = {e[1]["data-summary"]: e[1].get("data-value") for e in marked}  # the raw value; the text is in words
     check(len(shown) == len(marked), f"{name}: a summary figure is shown twice at a glance")
     for key, value in summary.items():
         ok = key in shown and (float(shown[key]) == value if isinstance(value, (int, float)) else shown[key] == str(value))
-        check(ok, f"{name}: summary {key} shown as {shown.get(key)!r}, summary.json has {value!r}")
+        check(ok, f"{name}: summary {key}'s data-value {shown.get(key)!r}, summary.json has {value!r}")
     maps = dom.find("canvas", class_="attn-map", data_run=str(ri))
     examples = 3 + (run_input is not None)  # three held-out examples and the --input
     check(len(maps) == examples * layer_heads(run),

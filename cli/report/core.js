@@ -56,24 +56,31 @@ function kvTable(rows) {
 }
 
 // Built when first needed: a node registered with later() is filled by its build function when
-// it comes within half a screen of the viewport, or before the page is printed. Until then it keeps
-// the height given (so that links and the scroll bar point where they will).
+// it comes within half a screen of the viewport, or before the page is printed, or (attnlab report
+// --eager: DATA.eager) as soon as the page is drawn, before its load event, for a static capture.
+// Until then it keeps the height given (so that links and the scroll bar point where they will) and
+// says that it draws when scrolled to.
 const LATER = new Map();
 const NEAR = new IntersectionObserver((entries) => { for (const e of entries) if (e.isIntersecting) buildNow(e.target); },
                                       { rootMargin: "50% 0px" });
 function later(node, height, build) {
   node.style.minHeight = height + "px";
   node.setAttribute("data-built", "no");
-  LATER.set(node, build);
+  const note = el("span", { class: "later-note" }, "draws when scrolled to");
+  node.append(note);
+  LATER.set(node, { build, note });
   NEAR.observe(node);
 }
 function buildNow(node) {
-  const build = LATER.get(node);
-  if (!build) return;
+  const part = LATER.get(node);
+  if (!part) return;
   LATER.delete(node);
   NEAR.unobserve(node);
-  build();
+  part.note.remove();
+  part.build();
   node.style.minHeight = "";
   node.setAttribute("data-built", "yes");
 }
-window.addEventListener("beforeprint", () => { for (const node of [...LATER.keys()]) buildNow(node); });
+function buildAll() { for (const node of [...LATER.keys()]) buildNow(node); }
+window.addEventListener("beforeprint", buildAll);
+if (DATA.eager) document.addEventListener("DOMContentLoaded", buildAll);

@@ -67,10 +67,14 @@ std::vector<CsvRecord> csv_records(const std::string& text);
 struct CsvTable {
   std::vector<std::string> columns;
   std::vector<std::vector<std::string>> rows;
+  // The file ended in an unterminated line (a writer still writing, or cut
+  // off mid-row), which is not among the rows.
+  bool dropped_last_line = false;
 };
 // Reads `path` whole (read_file: at most max_bytes). IoError naming the file
 // when it has no header, or a row has another number of fields than the
-// header (naming its line).
+// header (naming its line). An unterminated last line is left out and
+// dropped_last_line says so.
 CsvTable read_csv(const std::string& path, uint64_t max_bytes);
 
 // A resumed run redoes the steps after its checkpoint: rewrites `path`

@@ -61,6 +61,7 @@ CsvTable read_csv(const std::string& path, uint64_t max_bytes) {
   if (records.empty() || (records[0].fields.size() == 1 && records[0].fields[0].empty()))
     throw IoError(path + " has no header line");
   CsvTable table;
+  table.dropped_last_line = records.back().end < text.size();
   table.columns = std::move(records[0].fields);
   for (size_t i = 1; i < records.size(); ++i) {
     if (records[i].fields.size() != table.columns.size())

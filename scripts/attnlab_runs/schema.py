@@ -7,6 +7,7 @@ training/metrics_log.cpp, a real run) and what the report reads (cli/report/*.js
 SUMMARY = "summary.json"  # written when a run ends
 METRICS = "metrics.csv"  # one row every --log-every steps, held-out columns filled at evaluations
 CONFIG = "config.ini"  # the run's resolved settings
+GIVEN_OPTIONS = "given_options.ini"  # config.ini's lines of the options the user gave (command line or --config)
 
 # summary.json: the keys every finished run has, then those of some runs only.
 SUMMARY_KEYS = ["task", "model", "parameters", "steps", "heldout_examples", "heldout_token_acc", "heldout_exact",

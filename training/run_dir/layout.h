@@ -3,6 +3,7 @@
 //   .attnlab-run           marker written when `attnlab train` creates the run: --overwrite replaces only marked runs
 //   .lock                  held (flock) by the process training in it; holds that process's pid (lock.h)
 //   config.ini             every resolved option: `attnlab train --config DIR/config.ini` repeats the run
+//   given_options.ini      the options of config.ini the user gave (command line or --config); the rest are resolved
 //   metrics.csv            one row every --log-every steps (held-out columns filled at evaluations)
 //   summary.json           written at the end: final metrics, steps, seconds, whether the target was reached
 //   checkpoints/step-NNNNNNNN.safetensors        the model's weights (dotted names; config in the metadata)
@@ -19,6 +20,7 @@ class RunDir {
   explicit RunDir(std::string path) : path_(std::move(path)) {}
   const std::string& path() const { return path_; }
   std::string config_path() const { return path_ + "/config.ini"; }
+  std::string given_options_path() const { return path_ + "/given_options.ini"; }
   std::string metrics_path() const { return path_ + "/metrics.csv"; }
   std::string summary_path() const { return path_ + "/summary.json"; }
   std::string checkpoint_dir() const { return path_ + "/checkpoints"; }
