@@ -20,10 +20,14 @@ function perRunRow(runs, [id, label, draw]) {
 // there are many runs; the link's tip names the run).
 function drawNav(nav, runs) {
   const many = runs.length > 4;
-  const tops = DATA.sweep ? ["sweep"] : runs.length > 1 ? ["compare"] : [];
+  if (runs.length === 1) {  // in page order: the run's table, the curves, the rest
+    for (const [id, label] of [["run-0", "run"], ["curves", "curves"], ...PER_RUN.slice(1).map(([i, l]) => [i + "-0", l])])
+      nav.append(el("a", { href: "#" + id }, label));
+    return;
+  }
+  const tops = DATA.sweep ? ["sweep"] : ["compare"];
   for (const id of [...tops, "curves"]) nav.append(el("a", { href: "#" + id }, id));
   for (const [id, label] of PER_RUN) {
-    if (runs.length === 1) { nav.append(el("a", { href: "#" + id + "-0" }, label)); continue; }
     const links = runs.map((r, ri) => el("a", { href: "#" + id + "-" + ri, "data-tip": label + ": " + r.name },
                                          many ? String(ri + 1) : r.name));
     nav.append(el("span", { class: "nav-group" }, el("b", {}, label + ":"), ...links));
@@ -52,8 +56,12 @@ function render() {
   if (DATA.sweep) main.append(sweepSection(DATA.sweep, runs));
   const compared = runs.length > 1 ? compareSection(runs, !!DATA.sweep) : null;
   if (compared) main.append(compared);
+  // One run opens on its table (the verdict first); several on the settings that differ.
+  const [table, ...rest] = PER_RUN;
+  const single = runs.length === 1;
+  if (single) main.append(perRunRow(runs, table));
   main.append(curvesSection(runs));
-  for (const kind of PER_RUN) main.append(perRunRow(runs, kind));
+  for (const kind of single ? rest : PER_RUN) main.append(perRunRow(runs, kind));
   runs.forEach((run, ri) => {
     CHECK.runs[ri] = Object.assign(CHECK.runs[ri] || {}, { name: run.name, metrics_rows: run.metrics.rows.length,
       expected_maps: run.attention.reduce((n, ex) => n + ex.layers.reduce((m, l) => m + l.heads, 0), 0) });
