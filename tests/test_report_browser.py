@@ -131,6 +131,8 @@ def check_run_in_dom(dom, ri, run, exe, run_input):
     for key, value in summary.items():
         ok = key in shown and (float(shown[key]) == value if isinstance(value, (int, float)) else shown[key] == str(value))
         check(ok, f"{name}: summary {key}'s data-value {shown.get(key)!r}, summary.json has {value!r}")
+    if os.path.exists(os.path.join(run, "probe_params.csv")):
+        check_largest_gradient(dom, ri, run)
     maps = dom.find("canvas", class_="attn-map", data_run=str(ri))
     examples = 3 + (run_input is not None)  # three held-out examples and the --input
     check(len(maps) == examples * layer_heads(run),
@@ -140,6 +142,18 @@ def check_run_in_dom(dom, ri, run, exe, run_input):
     check(not unnamed, f"{name}: attention rows of {unnamed[:3]} do not show their layer's name")
     if run_input is not None:
         check_input_maps(dom, ri, run, exe, run_input)
+
+
+def check_largest_gradient(dom, ri, run):
+    """The gradient section names the parameter with the largest grad_norm at the last probe."""
+    rows = read_csv(os.path.join(run, "probe_params.csv"))
+    last = [r for r in rows if r["step"] == rows[-1]["step"]]
+    top = max(last, key=lambda r: float(r["grad_norm"]))
+    shown = [(e[1]["data-largest"], e[1]["data-value"], e[2]) for e in dom.find("p", data_run=str(ri))
+             if "data-largest" in e[1]]
+    check(len(shown) == 1 and shown[0][:2] == (top["param"], top["grad_norm"]) and top["param"] in shown[0][2],
+          f"{os.path.basename(run)}: the largest gradient shown {shown}, probe_params.csv's at step "
+          f"{top['step']}: {top['param']} {top['grad_norm']}")
 
 
 def check_input_maps(dom, ri, run, exe, run_input):

@@ -101,7 +101,7 @@ TEST_CASE("train records the options given on the command line in given_options.
   CHECK(text.substr(text.find('\n') + 1) == check.out);
 }
 
-TEST_CASE("with --config every option of the file counts as given; the repeated run is the same bits") {
+TEST_CASE("with --config every option of the file counts as given and the repeated run is the same bits") {
   TempDir dir("given-config");
   REQUIRE(run_attnlab("train" + kSmall + " --run " + (dir / "a")).code == 0);
   REQUIRE(run_attnlab("train --config " + (dir / "a/config.ini") + " --quiet --run " + (dir / "b")).code == 0);

@@ -98,12 +98,16 @@ function heatStepAxis(box, steps, x0, cw, y) {
   box.append(t);
 }
 
-function largestGradient(table) {
+// The paragraph naming the parameter with the largest gradient norm at the last probe (its
+// raw CSV value in data-value, rounded in the text).
+function largestGradient(table, ri) {
   const S = column(table, "step"), P = column(table, "param"), G = column(table, "grad_norm");
   const last = S[S.length - 1];
   let best = null;
-  S.forEach((s, i) => { if (s === last && (!best || Number(G[i]) > Number(G[best]))) best = i; });
-  return best === null ? "" : "Largest gradient norm at the last probe (step " + last + "): " + P[best] + " (" + G[best] + ").";
+  S.forEach((s, i) => { if (s === last && (best === null || Number(G[i]) > Number(G[best]))) best = i; });
+  if (best === null) return el("p");
+  return el("p", { "data-run": ri, "data-largest": P[best], "data-value": G[best] }, "Largest gradient norm at the last probe (step " + last +
+            "): " + P[best] + " (" + fmt(Number(G[best])) + ").");
 }
 
 // The activation and gradient RMS at each point of the residual stream (x: the points by depth,
@@ -149,7 +153,7 @@ function gradientSection(run, ri) {
   if (!p.params) { sec.append(el("p", { class: "note" }, "No probes recorded: train with --probe-every N to see gradient flow.")); return sec; }
   const flags = gradientFlags(p.params), flagged = Object.keys(flags);
   CHECK.runs[ri] = Object.assign(CHECK.runs[ri] || {}, { flagged: flags });
-  sec.append(el("p", {}, largestGradient(p.params)));
+  sec.append(largestGradient(p.params, ri));
   sec.append(el("p", { class: flagged.length ? "verdict-no" : "", "data-flags": flagged.length },
                 flagged.length ? "Marked \u25b2 exploding / \u25bc vanishing: " + flagged.map((q) => flagText(q, flags[q])).join("; ") + "."
                                : "No weight matrix's gradient norm was more than " + FLAG_FACTOR +

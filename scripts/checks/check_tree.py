@@ -36,16 +36,18 @@ PRODUCTION = ["framework", "models", "datasets", "training", "cli", "bench"]
 #   The budget leaves 12.7%: 10% and the few hundred lines issue 43's hook points, enums and
 #   decoding were adding in parallel.
 # - The report's script and style (cli/report/*.js, *.css), the page `attnlab report` writes:
-#   523 code lines, 53.4 characters a line; the budget leaves 10.9%.
+#   523 code lines, 53.4 characters a line; the budget left 10.9%. Issue 44 (verdicts per task,
+#   round axes, readable attention, comparison views) grew it to 1,414 lines at 50.4 in 17
+#   files; the budget leaves 10.3%.
 # - Python, scripts/ and tests/*.py together: 7,678 code lines, 45.1 characters a line, once
-#   issue 43 had put scripts/ in folders around one package (7,571 and 44.6 before); the budget
-#   leaves 10.7%. One budget because a test is code someone maintains as much as the tool it
+#   issue 43 had put scripts/ in folders around one package (7,571 and 44.6 before); issue 44's
+#   browser tests (five files of DOM checks) brought it to 8,904 at 46.2; the budget leaves 10.1%. One budget because a test is code someone maintains as much as the tool it
 #   tests, and moving code between a tool and its test makes no room.
 # Each density ceiling sits 8% over that day's figure: joining one line in ten to its
 # neighbour raises a language's density by about 11%.
 LANGUAGES = {
     "C++": {"folders": PRODUCTION, "ends": (".cpp", ".h"), "budget": 17500, "density": 42.4},
-    "report JS/CSS": {"folders": ["cli/report"], "ends": (".js", ".css"), "budget": 1700, "density": 57.7},
+    "report JS/CSS": {"folders": ["cli/report"], "ends": (".js", ".css"), "budget": 1560, "density": 57.7},
     "Python": {"folders": ["scripts", "tests"], "ends": (".py",), "budget": 9800, "density": 48.7},
 }
 FILE_LIMIT = 400
