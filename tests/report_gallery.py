@@ -32,8 +32,8 @@ RUNS = {
     "char_lm": ["--task", "text", "--file", os.path.join(ROOT, "data", "text", "logbook.txt"), "--model", "decoder",
                 "--seq-len", "64", "--steps", "1500", "--probe-every", "50", "--target", "0"],
     "reverse_post_ln": ["--task", "reverse", "--norm", "post", "--probe-every", "20"],
-    "reverse_seed1": ["--task", "reverse", "--seed", "1"],
-    "reverse_seed2": ["--task", "reverse", "--seed", "2"],
+    "reverse_seed1": ["--task", "reverse", "--probe-every", "20", "--seed", "1"],
+    "reverse_seed2": ["--task", "reverse", "--probe-every", "20", "--seed", "2"],
     "L": ["--task", "reverse", *L_SHAPE, "--batch", "1", "--steps", "2000", "--probe-every", "10", "--target", "0",
           "--heldout", "20"],
 }

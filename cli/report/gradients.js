@@ -30,7 +30,8 @@ function gradientFlags(table) {
   return flags;
 }
 function flagText(p, f) {
-  return p + " " + f.kind + " at step " + f.step + " (" + f.value + " against a median of " + fmt(f.median) + ")";
+  const value = finite(f.value) ? fmt(Number(f.value)) : f.value;  // "nan" and "inf" as the CSV has them
+  return p + " " + f.kind + " at step " + f.step + " (" + value + " against a median of " + fmt(f.median) + ")";
 }
 
 // probe_params.csv as a heat map: weight matrices (rows) x probed steps (columns), log colour
