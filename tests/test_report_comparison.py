@@ -149,7 +149,7 @@ def check_tasks_differ(browser, exe, runs, tmp, artifacts):
                    visible: getComputedStyle(w).visibility === 'visible' && r.width > 0 }; })()""")
         check(got is not None, "tasks differ: no warning")
         if got:
-            tasks = [config(r)["task"] for r in runs]
+            tasks = [f"{config(r)['task']}: {os.path.basename(r)}" for r in runs]  # each task with its run
             check(got["visible"] and got["height"] > 0 and got["above"],
                   f"tasks differ: warning not shown above the curves {got}")
             check(all(t in got["text"] for t in tasks),
