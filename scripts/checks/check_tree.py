@@ -29,7 +29,7 @@ import tokenize
 
 from attnlab_runs.launch import ROOT
 
-PRODUCTION = ["framework", "models", "datasets", "training", "cli", "bench"]
+PRODUCTION = ["framework", "models", "datasets", "training", "interventions", "cli", "bench"]
 # Each language: the files it covers, its budget of code lines and its density ceiling
 # (characters per code line). Figures of 2026-12-06, when code lines replaced physical ones:
 # - C++, the production folders: 15,524 code lines (21,060 physical), 39.3 characters a line.
