@@ -2,7 +2,8 @@
 
 // The sections drawn per run, in page order: [id prefix, nav label, draw(run, ri)].
 const PER_RUN = [["run", "runs", glance], ["gradients", "gradients", gradientSection],
-                 ["attention", "attention", attentionSection], ["examples", "examples", examplesSection]];
+                 ["attention", "attention", attentionSection], ["matters", "what matters", whatMattersSection],
+                 ["examples", "examples", examplesSection]];
 
 // The sections of one kind, a run per column (as many side by side as fit, aligned at the
 // top); on a page of several runs each run's table is collapsed (the settings that differ
