@@ -36,6 +36,7 @@ const Command kCommands[] = {
     {"attention", "a trained model's attention weights for one input, as CSV maps", run_attention},
     {"report", "one self-contained HTML page of runs: curves, gradients, attention", run_report},
     {"hooks", "the hook points of a run's model: every activation's name and shape", run_hooks},
+    {"lens", "the logit lens and direct logit attribution of one input", run_lens},
     {"claim-dir", "claim a directory for scripts/tools/sweep.py or tune.py", run_claim_dir},
 };
 
