@@ -34,11 +34,22 @@ struct LensArgs {
   std::string logits_path;
 };
 
+// A token as the tables show it: a space and a newline as visible glyphs.
+std::string glyph(const std::string& token) {
+  if (token == " ") return "\u2423";
+  return token == "\n" ? "\u21b5" : token;
+}
+
+// The columns a text takes: its UTF-8 characters.
+size_t columns(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
 // A cell's text: "TOKEN P" (top) or "P #RANK" (the right answer), probabilities with 2 decimals.
 std::string top_text(const nlohmann::json& c) {
   char buf[32];
   std::snprintf(buf, sizeof buf, " %.2f", c["p_top"].get<double>());
-  return c["top"].get<std::string>() + buf;
+  return glyph(c["top"]) + buf;
 }
 std::string answer_text(const nlohmann::json& c) {
   if (c["rank"].is_null()) return "-";
@@ -53,16 +64,18 @@ std::string signed3(double v) {
   return buf;
 }
 
-std::string padded(const std::string& s, size_t width) { return s + std::string(width > s.size() ? width - s.size() : 0, ' '); }
+std::string padded(const std::string& s, size_t width) {
+  return s + std::string(width > columns(s) ? width - columns(s) : 0, ' ');
+}
 
 // Rows of cells under a header of columns, in blocks of columns that fit 100 characters.
 void print_grid(const std::vector<std::string>& header, const std::vector<std::string>& row_names,
                 const std::vector<std::vector<std::string>>& rows) {
   size_t first = 0, cell = 0;
-  for (const auto& h : header) cell = std::max(cell, h.size());
+  for (const auto& h : header) cell = std::max(cell, columns(h));
   for (const auto& r : rows)
-    for (const auto& c : r) cell = std::max(cell, c.size());
-  for (const auto& n : row_names) first = std::max(first, n.size());
+    for (const auto& c : r) cell = std::max(cell, columns(c));
+  for (const auto& n : row_names) first = std::max(first, columns(n));
   cell += 2;
   const size_t per_block = std::max<size_t>(1, (100 - std::min<size_t>(first + 2, 60)) / cell);
   for (size_t begin = 0; begin < header.size(); begin += per_block) {
@@ -81,9 +94,9 @@ void print_grid(const std::vector<std::string>& header, const std::vector<std::s
 void print_lens(const nlohmann::json& e) {
   std::vector<std::string> header, names = e["points"].get<std::vector<std::string>>();
   for (size_t t = 0; t < e["tokens"].size(); ++t)
-    header.push_back(std::to_string(t) + ":" + e["tokens"][t].get<std::string>());
+    header.push_back(std::to_string(t) + ":" + glyph(e["tokens"][t]));
   std::vector<std::string> right = {};
-  for (const auto& a : e["answers"]) right.push_back(a.is_null() ? "-" : a.get<std::string>());
+  for (const auto& a : e["answers"]) right.push_back(a.is_null() ? "-" : glyph(a));
   std::vector<std::vector<std::string>> tops = {right}, answers = {right};
   for (const auto& point : e["lens"]) {
     tops.emplace_back();
@@ -109,7 +122,7 @@ void print_attribution(const nlohmann::json& e, int64_t top) {
   const nlohmann::json& at = e["attribution"];
   std::vector<std::string> header, names;
   std::vector<double> weight;
-  for (const auto& a : at) header.push_back(std::to_string(a["position"].get<int64_t>()) + ":" + a["answer"].get<std::string>());
+  for (const auto& a : at) header.push_back(std::to_string(a["position"].get<int64_t>()) + ":" + glyph(a["answer"]));
   for (size_t k = 0; k < at[0]["parts"].size(); ++k) {
     names.push_back(at[0]["parts"][k]["component"]);
     weight.push_back(0);
@@ -128,7 +141,7 @@ void print_attribution(const nlohmann::json& e, int64_t top) {
     rows.emplace_back();
     for (const auto& a : at) rows.back().push_back(signed3(a["parts"][k]["logit"]));
   }
-  rows_names.push_back("logit (the sum)");
+  rows_names.push_back("logit (all parts)");
   rows.emplace_back();
   for (const auto& a : at) rows.back().push_back(signed3(a["logit"]));
   print_grid(header, rows_names, rows);

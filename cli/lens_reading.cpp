@@ -89,7 +89,7 @@ nlohmann::json lens_example_json(const LoadedRun& loaded, const FormattedBatch& 
       {"lens", lens_cells(task, r, b)},
       {"attribution", attribution_json(task, r, b)},
       {"attribution_note", r.refused.empty() ? "each part through ln_f with its scale 1/sigma frozen at this "
-                                               "input's value (ln_f's centering is linear, so exact)"
+                                               "input's value (its centering is linear): the parts sum to the logit"
                                              : r.refused},
       {"ids", {{"src", row_ids(batch.input.src, b)}, {"tgt_in", row_ids(batch.input.tgt_in, b)},
                {"targets", row_ids(batch.targets, b)}}}};

@@ -9,6 +9,7 @@
 
 #include "cli/attention_reading.h"
 #include "cli/report_data.h"
+#include "cli/report_lens.h"
 #include "datasets/splits.h"
 #include "training/evaluate.h"
 
@@ -174,7 +175,9 @@ nlohmann::json model_views(LoadedRun& loaded, const std::vector<std::string>& in
   for (size_t i = 0; i < std::min(kHeldoutMaps, examples.size()); ++i)
     attention.push_back(attention_for(loaded, loaded.task->to_text(examples[i].input), "held-out"));
   for (const std::string& text : inputs) attention.push_back(attention_for(loaded, text, "--input"));
-  return {{"attention", attention}, {"examples", answered_examples(loaded, examples)}};
+  nlohmann::json views = {{"attention", attention}, {"examples", answered_examples(loaded, examples)}};
+  views["interventions"]["lens"] = lens_report_data(loaded, attention);
+  return views;
 }
 
 }  // namespace attnlab::cli
