@@ -53,6 +53,16 @@ function dlaPlace(name, lastRow) {
   return null;
 }
 
+// A part's cell: its logit, blue when it raises the answer, red when it lowers it, as deep as its
+// share of the largest |part|.
+function dlaCell(part, t, most) {
+  const td = el("td", { class: "dla-cell", "data-component": part.component, "data-logit": part.logit,
+    "data-tip": part.component + " at position " + t + ": " + part.logit.toFixed(4) }, part.logit.toFixed(2));
+  const alpha = (Math.abs(part.logit) / most).toFixed(3);
+  td.style.background = (part.logit >= 0 ? "rgba(31, 119, 180, " : "rgba(214, 39, 40, ") + alpha + ")";
+  return td;
+}
+
 function showAttribution(e, dla, t) {
   const at = e.attribution && e.attribution.find((a) => a.position === t);
   if (!at) return;
@@ -69,14 +79,8 @@ function showAttribution(e, dla, t) {
   const most = Math.max(...at.parts.map((p) => Math.abs(p.logit)), 1e-12);
   const table = el("table", { class: "dla-grid", "data-pos": t },
                    el("tr", {}, el("th", {}, ""), ...cols.map((c) => el("th", {}, c))));
-  for (const [name, cells] of rows) table.append(el("tr", {}, el("th", {}, name), ...cols.map((c) => {
-    const part = cells[c];
-    if (!part) return el("td", {});
-    const td = el("td", { class: "dla-cell", "data-component": part.component, "data-logit": part.logit,
-      "data-tip": part.component + " at position " + t + ": " + part.logit.toFixed(4) }, part.logit.toFixed(2));
-    td.style.background = (part.logit >= 0 ? "rgba(31, 119, 180, " : "rgba(214, 39, 40, ") + (Math.abs(part.logit) / most).toFixed(3) + ")";
-    return td;
-  }))));
+  for (const [name, cells] of rows)
+    table.append(el("tr", {}, el("th", {}, name), ...cols.map((c) => cells[c] ? dlaCell(cells[c], t, most) : el("td", {}))));
   dla.replaceChildren(el("p", { class: "note" }, "Position " + t + ": the right answer " + tokenGlyph(at.answer) +
     "'s logit " + at.logit.toFixed(3) + " = " + other.map((p) => p.component + " " + p.logit.toFixed(3)).join(" + ") +
     " + the parts below; " + e.attribution_note + " (1/\u03c3 = " + at.inverse_scale.toFixed(4) + ")."), table);
