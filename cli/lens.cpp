@@ -158,7 +158,7 @@ int run_lens(const Args& args) {
       ("json", po::bool_switch(&a.json), "print one JSON object with everything instead of the tables")
       ("top", po::value(&a.top)->default_value(0),
        "the attribution table: only the K parts of the largest mean |logit|, largest first (0: all, in forward order)")
-      ("logits", po::value(&a.logits_path), "also write the lens's logits (points, T, V) to FILE (.safetensors)");
+      ("logits", po::value(&a.logits_path), "also write the lens's logits (points, 1, T, V) to FILE (.safetensors)");
   po::variables_map vm;
   if (!parse_command_line(args, opts, vm, kLensUsage, kLensExample, &positional)) return kExitOk;
   check_run_input(vm, a.run, "lens");

@@ -67,8 +67,12 @@ nlohmann::json attribution_json(const Task& task, const LensReading& r, int64_t 
 
 TokenPairs lens_pairs(const LoadedRun& loaded, const std::string& text) {
   if (loaded.task->language_model()) return {{lens_text(loaded, text), {}}};
+  // The task's refusal of what it cannot answer comes first, so that it is the only line printed
+  // (parse_input notes an input unlike training's); parse_input refuses the rest (empty, specials, too long).
+  const std::vector<int32_t> ids = loaded.task->from_text(text);
+  std::vector<int32_t> answer;
+  if (!ids.empty() && std::none_of(ids.begin(), ids.end(), Vocab::is_special)) answer = loaded.task->solve(ids);
   std::vector<int32_t> input = parse_input(loaded, text);
-  std::vector<int32_t> answer = loaded.task->solve(input);  // ValueError for what the task cannot answer
   return {{std::move(input), std::move(answer)}};
 }
 
