@@ -45,11 +45,11 @@ std::vector<std::string> decoded_points(const SequenceModel& model) {
   std::vector<std::string> out;
   const std::string stack = output_stack(model.config());
   for (const std::string& p : model.residual_stream_points())
-    if (p.compare(0, stack.size(), stack) == 0 && (!stack.empty() || p.compare(0, 8, "encoder.") != 0)) out.push_back(p);
+    if (p.compare(0, stack.size(), stack) == 0) out.push_back(p);
   return out;
 }
 
-// The heads, attention biases and MLPs of the output stack, forward order.
+// The heads and MLPs of the output stack, in forward order.
 std::vector<Component> stream_writers(const TransformerConfig& c) {
   std::vector<Component> out;
   for (const Component& k : model_components(c))
