@@ -8,8 +8,8 @@ function lensView(run, ri) {
   const data = run.interventions && run.interventions.lens;
   if (!data) return null;
   const div = el("div", { class: "lens-view", "data-run": ri }, el("h3", {}, "Logit lens and direct logit attribution"),
-    el("p", { class: "note" }, "Rows: the residual stream after each point, decoded through the final norm and the " +
-       "head; shade: the right answer's probability. Click a column for its attribution."));
+    el("p", { class: "note" }, "Rows: the residual stream after each point, decoded as the model decodes its output " +
+       "(pre-LN: its final norm, then the head); shade: the right answer's probability. Click a column for its attribution."));
   data.examples.forEach((e, ei) => div.append(lensExample(e, ei)));
   return div;
 }
