@@ -36,7 +36,7 @@ IntTensor ids_of(const nlohmann::json& row) {
 
 }  // namespace
 
-TEST_CASE("lens --logits is the checkpoint's lens: its last point bitwise the model's logits; --json agrees", "[cli][lens]") {
+TEST_CASE("lens --logits is the checkpoint's lens: its last point bitwise the model's logits, and --json agrees", "[cli][lens]") {
   testing::TempDir dir("cli-lens");
   const std::string run = dir / "dec", logits_file = dir / "lens.safetensors";
   REQUIRE(run_attnlab("train --run " + run + " --task sort --model decoder" + kTiny).code == 0);
@@ -77,7 +77,7 @@ TEST_CASE("lens --logits is the checkpoint's lens: its last point bitwise the mo
   }
 }
 
-TEST_CASE("lens prints the lens and the attribution as tables; a post-LN run's attribution is one line", "[cli][lens]") {
+TEST_CASE("lens prints the lens and the attribution as tables, and a post-LN run's attribution as one line", "[cli][lens]") {
   testing::TempDir dir("cli-lens-tables");
   const std::string enc = dir / "enc", post = dir / "post";
   REQUIRE(run_attnlab("train --run " + enc + " --task reverse" + kTiny).code == 0);
