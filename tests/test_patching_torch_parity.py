@@ -37,8 +37,8 @@ TEXT = "the quick brown fox jumps over the lazy dog. " * 40
 RUNS = [
     ("encoder", ["--task", "reverse", "--model", "encoder", "--heads", "2", "--vocab", "6", "--min-len", "5", "--max-len", "5"],
      "3 1 4 1 5", ["3 1 2 1 5"]),
-    ("decoder_post", ["--task", "reverse", "--model", "decoder", "--norm", "post", "--heads", "2", "--vocab", "6", "--min-len", "3",
-                      "--max-len", "4"], "1 2 3 0", ["1 4 3 0"]),
+    ("decoder_post", ["--task", "reverse", "--model", "decoder", "--norm", "post", "--heads", "2", "--vocab", "6",
+                      "--min-len", "3", "--max-len", "4"], "1 2 3 0", ["1 4 3 0"]),
     ("seq2seq_parameter_free", ["--task", "sort", "--model", "seq2seq", "--parameter-free-attention", "--positional",
                                 "learned", "--vocab", "6", "--min-len", "3", "--max-len", "4"], "5 2 3", ["5 0 3"]),
     ("text_lm", ["--task", "text", "--model", "decoder", "--heads", "2", "--seq-len", "16"], "the quick brown ",
