@@ -11,17 +11,28 @@ namespace attnlab::cli {
 
 namespace {
 
-// The input of `flag`'s text; ValueError naming the flag and the text.
-std::vector<int32_t> input_of(LoadedRun& loaded, const std::string& flag, const std::string& text) {
+// The ids of `flag`'s text (no note yet; ValueError naming the flag and the text).
+std::vector<int32_t> ids_of(const Task& task, const std::string& flag, const std::string& text) {
   try {
-    if (!loaded.task->language_model()) return parse_input(loaded, text);
-    std::vector<int32_t> input = loaded.task->from_text(text);
+    return task.from_text(text);
+  } catch (const ValueError& e) {
+    throw ValueError(flag + " \"" + text + "\": " + e.what());
+  }
+}
+
+// `flag`'s input checked as predict checks it (a note on stderr for an unusual length), or a
+// language model's text (at most its training context); ValueError naming the flag and the text.
+void check_input(LoadedRun& loaded, const std::string& flag, const std::string& text, size_t length) {
+  try {
+    if (!loaded.task->language_model()) {
+      parse_input(loaded, text);
+      return;
+    }
     const auto context = static_cast<size_t>(std::min<int64_t>(loaded.model->config().max_len, loaded.settings.task.seq_len));
-    if (input.empty()) throw ValueError("the input text is empty");
-    if (input.size() > context)
-      throw ValueError("the text has " + std::to_string(input.size()) + " characters; this model reads at most " +
+    if (length == 0) throw ValueError("the input text is empty");
+    if (length > context)
+      throw ValueError("the text has " + std::to_string(length) + " characters; this model reads at most " +
                        std::to_string(context) + " (its training context)");
-    return input;
   } catch (const ValueError& e) {
     throw ValueError(flag + " \"" + text + "\": " + e.what());
   }
@@ -127,23 +138,28 @@ void language_model_pairs(LoadedRun& loaded, const std::vector<Example>& windows
 
 }  // namespace
 
+// Every refusal comes before predict's notes on stderr, so that a refused pair prints one line.
 PatchInputs pair_from_texts(LoadedRun& loaded, const std::string& clean, const std::string& corrupt) {
   const Task& task = *loaded.task;
   PatchInputs in;
   in.format = batch_format(loaded.model->config(), task.language_model());
-  Example c{input_of(loaded, "--clean", clean), {}}, r{input_of(loaded, "--corrupt", corrupt), {}};
-  if (c.input.size() == r.input.size() && task.language_model()) {
+  Example c{ids_of(task, "--clean", clean), {}}, r{ids_of(task, "--corrupt", corrupt), {}};
+  check_patching_lengths(c.input.size(), r.input.size());
+  if (task.language_model()) {
+    check_input(loaded, "--clean", clean, c.input.size());
     const std::vector<int32_t> next = next_tokens(*loaded.model, {c.input, r.input});
     c.output = {next[0]};
     r.output = {next[1]};
-  } else if (!task.language_model()) {
+  } else {
     c.output = answer_of(task, "--clean", clean, c.input);
     r.output = answer_of(task, "--corrupt", corrupt, r.input);
   }
-  in.pairs.push_back(patching_pair(in.format, c, r));  // ValueError: lengths, or nothing to restore
+  in.pairs.push_back(patching_pair(in.format, c, r));  // ValueError: nothing to restore
   in.clean.push_back(std::move(c));
   in.corrupt.push_back(std::move(r));
   check_fits(loaded, in);
+  check_input(loaded, "--clean", clean, in.clean[0].input.size());
+  check_input(loaded, "--corrupt", corrupt, in.corrupt[0].input.size());
   return in;
 }
 

@@ -25,11 +25,14 @@ std::string length_text(size_t n) { return std::to_string(n) + (n == 1 ? " token
 
 }  // namespace
 
+void check_patching_lengths(size_t clean, size_t corrupt) {
+  if (clean != corrupt)
+    throw ValueError("the clean and corrupted inputs differ in length (clean " + length_text(clean) + ", corrupt " +
+                     length_text(corrupt) + "): patching copies activations position by position and needs equal lengths");
+}
+
 PatchingPair patching_pair(BatchFormat format, const Example& clean, const Example& corrupt) {
-  if (clean.input.size() != corrupt.input.size())
-    throw ValueError("the clean and corrupted inputs differ in length (clean " + length_text(clean.input.size()) +
-                     ", corrupt " + length_text(corrupt.input.size()) +
-                     "): patching copies activations position by position and needs equal lengths");
+  check_patching_lengths(clean.input.size(), corrupt.input.size());
   PatchingPair pair{clean.input, corrupt.input, clean.output, {}};
   if (format == BatchFormat::lm) {
     // A language model answers one token, its next after the text (the last row).

@@ -46,6 +46,8 @@ struct PatchingPair {
   std::vector<AnswerSlot> answers;
 };
 
+// ValueError naming both lengths unless they are equal.
+void check_patching_lengths(size_t clean, size_t corrupt);
 // The pair of clean and corrupt (each input with its own right answer; a
 // language model's answer: its one next token) as a model of `format` reads
 // them. ValueError for inputs of different lengths (naming both) and for
