@@ -109,8 +109,10 @@ struct PatchingOptions {
 
 // The clean and corrupted runs of every pair in one batch, then every
 // (patch, pair) as one row of batched forwards, each row with its own patch
-// (forward only; the model's other hooks stay as they are). ValueError for
-// no pair or a patch region naming an unknown point.
+// (forward only). Its hooks are removed after; observers set before stay, but
+// a replacement set before on a patched point is dropped (one per point).
+// ValueError for no pair, pairs of different lengths, or a patch region
+// naming an unknown point or lying outside its activation.
 PatchingRun run_patching(SequenceModel& model, BatchFormat format, const std::vector<PatchingPair>& pairs,
                          const std::vector<Patch>& patches, const PatchingOptions& options = {});
 
