@@ -37,7 +37,7 @@ std::vector<double> restored(SequenceModel& model, BatchFormat format, const Pat
 Patch nothing() { return {PatchKind::residual, "nothing", "", -1, {}}; }
 Patch everything(const TransformerConfig& c) {
   Patch p{PatchKind::residual, "everything", "", -1, {}};
-  for (const std::string stack : c.arch == Arch::seq2seq ? std::vector<std::string>{"encoder.", "decoder."}
+  for (const std::string& stack : c.arch == Arch::seq2seq ? std::vector<std::string>{"encoder.", "decoder."}
                                                          : std::vector<std::string>{""})
     p.regions.push_back({stack + "blocks.0.resid_pre", -1, 0, 0});
   return p;
