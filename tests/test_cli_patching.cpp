@@ -118,9 +118,12 @@ TEST_CASE("attnlab patch refuses bad input with one line, exit 2 and no --logits
       {r + " --clean \"3 1 4 1 5\" --corrupt \"3 1 4 1 5\"",
        "the clean and corrupted inputs have the same answer at every position: nothing to restore"},
       {" --run " + empty + kPair, "run directory '" + empty + "' has no checkpoint yet"},
+      {r + " --corrupt-token 1 --logits " + logits, "--logits writes one pair's logits; it needs --clean and --corrupt"},
   };
   for (const auto& [args, line] : cases) {
-    const attnlab::testing::CliResult out = run_attnlab("patch" + args + " --logits " + logits);
+    // --logits goes with a pair; with --corrupt-token it is a refusal of its own (below).
+    const bool pair = args.find("--clean") != std::string::npos;
+    const attnlab::testing::CliResult out = run_attnlab("patch" + args + (pair ? " --logits " + logits : ""));
     INFO(args);
     CHECK(out.code == 2);
     CHECK(out.out == "attnlab patch: " + line + "\n");
