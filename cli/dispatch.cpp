@@ -37,6 +37,7 @@ const Command kCommands[] = {
     {"report", "one self-contained HTML page of runs: curves, gradients, attention", run_report},
     {"hooks", "the hook points of a run's model: every activation's name and shape", run_hooks},
     {"lens", "the logit lens and direct logit attribution of one input", run_lens},
+    {"patch", "activation patching: which activations restore a clean answer", run_patch},
     {"claim-dir", "claim a directory for scripts/tools/sweep.py or tune.py", run_claim_dir},
 };
 
@@ -161,7 +162,7 @@ int run_command_line(int argc, char** argv) {
     }
     return finish_standard_output(name, code);
   }
-  std::cerr << "attnlab: unknown command '" << name << "' (commands: train, eval, predict, sample, tasks, bench, gradcheck, attention, report, hooks; see attnlab --help)\n";
+  std::cerr << "attnlab: unknown command '" << name << "' (commands: train, eval, predict, sample, tasks, bench, gradcheck, attention, report, hooks, patch; see attnlab --help)\n";
   return kExitUsage;
 }
 

@@ -54,7 +54,8 @@ bool is_sweep(const std::string& dir) {
 
 // The sweep's table and its points' runs; a point whose run cannot be read
 // (it failed, or is still running) is named on stderr and left out.
-nlohmann::json sweep_data(const std::string& dir, const std::vector<std::string>& inputs, nlohmann::json& runs) {
+nlohmann::json sweep_data(const std::string& dir, const std::vector<std::string>& inputs, const PatchTexts& pairs,
+                          nlohmann::json& runs) {
   nlohmann::json table = read_csv_table(dir + "/summary.csv", {});
   std::vector<fs::path> points;
   std::error_code ec;
@@ -63,7 +64,7 @@ nlohmann::json sweep_data(const std::string& dir, const std::vector<std::string>
   std::sort(points.begin(), points.end());
   for (const fs::path& p : points) {
     try {
-      runs.push_back(report_run_data(p.string(), inputs));
+      runs.push_back(report_run_data(p.string(), inputs, pairs));
     } catch (const std::exception& e) {
       std::cerr << "note: sweep point " << p.string() << " left out: " << e.what() << "\n";
     }
@@ -93,12 +94,14 @@ std::string render_page(const nlohmann::json& data) {
 
 const char* const kReportUsage =
     "usage: attnlab report RUN [RUN ...] [--input \"INPUT\"]... [--out FILE]\n"
-    "                      [--eager]\n\n"
+    "                      [--clean \"INPUT\" --corrupt \"INPUT\"]... [--eager]\n\n"
     "Writes one HTML page that opens offline in any browser (data, script and\n"
     "style inline; no network request): the run at a glance, its curves over\n"
     "steps (several runs overlaid), gradient flow from the probes (train\n"
     "--probe-every N), every layer x head's attention for the first held-out\n"
-    "examples and for each --input, and held-out answers, right and wrong.\n"
+    "examples and for each --input, held-out answers, right and wrong, and\n"
+    "activation patching maps for each --clean and --corrupt pair (the n-th\n"
+    "--clean goes with the n-th --corrupt; see attnlab patch).\n"
     "A sweep directory (scripts/tools/sweep.py --out DIR) gets a table of its points.\n\n"
     "The page is FILE (default: the first RUN's report.html), written whole or\n"
     "not at all. An existing FILE is replaced only if attnlab wrote it, or with\n"
@@ -109,12 +112,14 @@ const char* const kReportUsage =
 }  // namespace
 
 int run_report(const Args& args) {
-  std::vector<std::string> runs, inputs;
+  std::vector<std::string> runs, inputs, clean, corrupt;
   std::string out;
   bool overwrite = false, eager = false;
   po::options_description opts = options_with_help("Options");
   opts.add_options()("run", po::value(&runs)->multitoken(), "run or sweep directories (also positional)")(
       "input", po::value(&inputs), "an input whose attention to show (repeatable)")(
+      "clean", po::value(&clean), "a clean input to patch from (repeatable, one per --corrupt)")(
+      "corrupt", po::value(&corrupt), "its corrupted input, of the same length")(
       "out", po::value(&out), "the HTML file (default: RUN/report.html)")(
       "overwrite", po::bool_switch(&overwrite), "replace FILE even if attnlab did not write it")(
       "eager", po::bool_switch(&eager), "draw every part as the page opens");
@@ -126,18 +131,23 @@ int run_report(const Args& args) {
     return kExitOk;
   if (runs.empty()) throw ValueError("no run directory given (see attnlab report --help)");
   if (vm.count("out") && out.empty()) throw ValueError("--out needs a path, got an empty one");  // "" is the default's
-  std::cout << write_report(runs, inputs, out, overwrite, eager) << "\n";
+  if (clean.size() != corrupt.size())
+    throw ValueError("--clean and --corrupt come in pairs; got " + std::to_string(clean.size()) + " --clean and " +
+                     std::to_string(corrupt.size()) + " --corrupt");
+  PatchTexts pairs;
+  for (size_t i = 0; i < clean.size(); ++i) pairs.emplace_back(clean[i], corrupt[i]);
+  std::cout << write_report(runs, inputs, out, overwrite, eager, pairs) << "\n";
   return kExitOk;
 }
 
 std::string write_report(const std::vector<std::string>& runs, const std::vector<std::string>& inputs, std::string out,
-                         bool overwrite, bool eager) {
+                         bool overwrite, bool eager, const PatchTexts& patch_pairs) {
   if (out.empty()) out = runs.front() + "/report.html";
   check_out_file(out, overwrite);
   nlohmann::json data = {{"runs", nlohmann::json::array()}, {"sweep", nullptr}, {"eager", eager}};
   for (const std::string& run : runs) {
-    if (is_sweep(run)) data["sweep"] = sweep_data(run, inputs, data["runs"]);
-    else data["runs"].push_back(report_run_data(run, inputs));
+    if (is_sweep(run)) data["sweep"] = sweep_data(run, inputs, patch_pairs, data["runs"]);
+    else data["runs"].push_back(report_run_data(run, inputs, patch_pairs));
   }
   if (data["runs"].empty()) throw IoError("no readable run in '" + runs.front() + "'");
   write_file_atomic(out, render_page(data));

@@ -157,7 +157,8 @@ nlohmann::json read_csv_table(const std::string& path, const std::vector<std::st
   return {{"columns", table.columns}, {"rows", std::move(rows)}, {"dropped_last_line", table.dropped_last_line}};
 }
 
-nlohmann::json report_run_data(const std::string& run_path, const std::vector<std::string>& inputs) {
+nlohmann::json report_run_data(const std::string& run_path, const std::vector<std::string>& inputs,
+                               const PatchTexts& patch_pairs) {
   const RunDir run(run_path);
   run.require_directory();
   std::error_code ec;
@@ -175,7 +176,7 @@ nlohmann::json report_run_data(const std::string& run_path, const std::vector<st
   data["model"] = model_data(run, loaded);
   data["state"] = run_state(run);
   data["baselines"] = baselines_data(loaded);
-  data.update(model_views(loaded, inputs));
+  data.update(model_views(loaded, inputs, patch_pairs));
   return data;
 }
 

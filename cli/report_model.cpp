@@ -168,15 +168,17 @@ nlohmann::json answered_examples(LoadedRun& loaded, const std::vector<Example>& 
 
 }  // namespace
 
-nlohmann::json model_views(LoadedRun& loaded, const std::vector<std::string>& inputs) {
+nlohmann::json model_views(LoadedRun& loaded, const std::vector<std::string>& inputs, const PatchTexts& patch_pairs) {
   const bool lm = loaded.task->language_model();
   const std::vector<Example> examples = heldout_examples(loaded, lm ? kShownPerKind * 2 : kScoredExamples);
   nlohmann::json attention = nlohmann::json::array();
   for (size_t i = 0; i < std::min(kHeldoutMaps, examples.size()); ++i)
     attention.push_back(attention_for(loaded, loaded.task->to_text(examples[i].input), "held-out"));
   for (const std::string& text : inputs) attention.push_back(attention_for(loaded, text, "--input"));
-  nlohmann::json views = {{"attention", attention}, {"examples", answered_examples(loaded, examples)}};
+  nlohmann::json views = {{"attention", attention}, {"examples", answered_examples(loaded, examples)},
+                          {"interventions", nlohmann::json::object()}};
   views["interventions"]["lens"] = lens_report_data(loaded, attention);
+  if (!patch_pairs.empty()) views["interventions"]["patching"] = patching_views(loaded, patch_pairs);
   return views;
 }
 
