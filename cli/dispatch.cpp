@@ -162,7 +162,9 @@ int run_command_line(int argc, char** argv) {
     }
     return finish_standard_output(name, code);
   }
-  std::cerr << "attnlab: unknown command '" << name << "' (commands: train, eval, predict, sample, tasks, bench, gradcheck, attention, report, hooks, patch; see attnlab --help)\n";
+  std::string names;
+  for (const Command& c : kCommands) names += (names.empty() ? "" : ", ") + std::string(c.name);
+  std::cerr << "attnlab: unknown command '" << name << "' (commands: " << names << "; see attnlab --help)\n";
   return kExitUsage;
 }
 
