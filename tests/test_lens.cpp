@@ -207,3 +207,42 @@ TEST_CASE("a language model's lens batch: the text, each position answered by th
   CHECK(b.targets.data == std::vector<int32_t>{6, 7, 8, -100, 4, -100, -100, -100});
   CHECK_THROWS_WITH(lens_batch(c, true, {{{}, {}}}), "the input text is empty");
 }
+
+TEST_CASE("a batch reads each example as it reads alone, and the model's own hooks stay set") {
+  TransformerConfig c = testing::model_config("decoder", 10, 12, 8, 2, 2, 16);
+  auto model = make_model(c, 31);
+  perturb(*model, 32);
+  const FormattedBatch batch = random_batch(c, 33);  // 3 examples of different lengths, padded
+  int64_t seen = 0;
+  model->hooks().observe("logits", [&seen](const std::string&, const Var&) { ++seen; });
+  const LensReading all = read_lens(*model, batch);
+  CHECK(seen == 1);
+  CHECK(model->hooks().observed("logits"));
+  const int64_t T = batch.targets.shape[1];
+  for (int64_t b = 0; b < 3; ++b) {
+    const int64_t n = all.lengths[static_cast<size_t>(b)];
+    // Example b alone: its row of the padded batch, cut to its length.
+    FormattedBatch alone;
+    alone.input.tgt_in = IntTensor({1, n});
+    alone.targets = IntTensor({1, n});
+    for (int64_t t = 0; t < n; ++t) {
+      alone.input.tgt_in.data[static_cast<size_t>(t)] = batch.input.tgt_in.data[static_cast<size_t>(b * T + t)];
+      alone.targets.data[static_cast<size_t>(t)] = batch.targets.data[static_cast<size_t>(b * T + t)];
+    }
+    const LensReading r = read_lens(*model, alone);
+    for (size_t p = 0; p < r.points.size(); ++p)
+      for (int64_t t = 0; t < n; ++t) {
+        const LensCell &x = r.cells[p][static_cast<size_t>(t)], &y = all.cells[p][static_cast<size_t>(b * T + t)];
+        CHECK(x.top == y.top);
+        CHECK(x.answer_rank == y.answer_rank);
+        CHECK(x.answer_probability == Approx(y.answer_probability).margin(1e-6));
+      }
+    std::vector<Attribution> mine;
+    for (const Attribution& a : all.attribution)
+      if (a.example == b) mine.push_back(a);
+    REQUIRE(mine.size() == r.attribution.size());
+    for (size_t k = 0; k < mine.size(); ++k)
+      for (size_t j = 0; j < mine[k].parts.size(); ++j)
+        CHECK(mine[k].parts[j].logit == Approx(r.attribution[k].parts[j].logit).margin(1e-5));
+  }
+}
