@@ -23,6 +23,7 @@ int run_gradcheck(const Args& args);
 int run_attention(const Args& args);
 int run_sample(const Args& args);
 int run_hooks(const Args& args);
+int run_ablate(const Args& args);
 int run_report(const Args& args);
 int run_claim_dir(const Args& args);
 

@@ -36,6 +36,7 @@ const Command kCommands[] = {
     {"attention", "a trained model's attention weights for one input, as CSV maps", run_attention},
     {"report", "one self-contained HTML page of runs: curves, gradients, attention", run_report},
     {"hooks", "the hook points of a run's model: every activation's name and shape", run_hooks},
+    {"ablate", "held-out scores with each head, MLP and layer knocked out in turn", run_ablate},
     {"claim-dir", "claim a directory for scripts/tools/sweep.py or tune.py", run_claim_dir},
 };
 
@@ -160,7 +161,7 @@ int run_command_line(int argc, char** argv) {
     }
     return finish_standard_output(name, code);
   }
-  std::cerr << "attnlab: unknown command '" << name << "' (commands: train, eval, predict, sample, tasks, bench, gradcheck, attention, report, hooks; see attnlab --help)\n";
+  std::cerr << "attnlab: unknown command '" << name << "' (commands: train, eval, predict, sample, tasks, bench, gradcheck, attention, report, hooks, ablate; see attnlab --help)\n";
   return kExitUsage;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/ablate.h"
 #include "cli/attention_reading.h"
 #include "cli/report_data.h"
 #include "datasets/splits.h"
@@ -174,7 +175,9 @@ nlohmann::json model_views(LoadedRun& loaded, const std::vector<std::string>& in
   for (size_t i = 0; i < std::min(kHeldoutMaps, examples.size()); ++i)
     attention.push_back(attention_for(loaded, loaded.task->to_text(examples[i].input), "held-out"));
   for (const std::string& text : inputs) attention.push_back(attention_for(loaded, text, "--input"));
-  return {{"attention", attention}, {"examples", answered_examples(loaded, examples)}};
+  nlohmann::json interventions = nlohmann::json::object();
+  interventions["ablation"] = ablation_view_data(loaded);
+  return {{"attention", attention}, {"examples", answered_examples(loaded, examples)}, {"interventions", interventions}};
 }
 
 }  // namespace attnlab::cli
