@@ -5,7 +5,8 @@ needs torch, else skipped).
 On a tiny trained run of every model kind (encoder, decoder, seq2seq, a text language model), for every mode (zero,
 mean, resample) and a head, an MLP and a layer: `attnlab ablate --logits FILE` writes the set's batches, resample's
 donors and every pass's logits; PyTorch knocks out the same component of the same checkpoint with hooks, and the
-logits at every real (unpadded) position must agree to 1e-5, the intact pass's too.
+logits at every real (unpadded) position must agree to 1e-5, the intact pass's too, and each knock-out must move
+them (by more than 1e-3) from the intact ones. 80 examples: two batches (attnlab scores 64 a batch).
 
     test_ablation_torch_parity.py --attnlab BUILD/attnlab
 Exit 0: passed; 1: failed; 77: torch cannot be imported (ctest: skipped).
@@ -44,7 +45,7 @@ def check(exe, work, name, flags, components):
         raise tl.Failed(f"attnlab train {name} exited {r.returncode}: {r.stderr.strip()}")
     for mode in ("zero", "mean", "resample"):
         logits = os.path.join(work, f"{name}-{mode}.json")
-        r = subprocess.run([exe, "ablate", "--run", run, "--mode", mode, "--heldout", "24", "--what", ",".join(components),
+        r = subprocess.run([exe, "ablate", "--run", run, "--mode", mode, "--heldout", "80", "--what", ",".join(components),
                             "--logits", logits, "--json"], capture_output=True, text=True)
         if r.returncode != 0:
             raise tl.Failed(f"attnlab ablate {name} --mode {mode} exited {r.returncode}: {r.stderr.strip()}")
@@ -53,10 +54,12 @@ def check(exe, work, name, flags, components):
         if passes != ["intact"] + components:
             raise tl.Failed(f"{name} {mode}: --logits holds passes {passes}")
         worst = torch_ablate.compare(run, logits, components)
-        for component, diff in worst.items():
-            print(f"{name:8s} {mode:8s} {component:32s} max |attnlab - torch| = {diff:.2e}")
+        for component, (diff, moved) in worst.items():
+            print(f"{name:8s} {mode:8s} {component:32s} max |attnlab - torch| = {diff:.2e}, moved from intact {moved:.2e}")
             if not diff <= TOLERANCE:
                 raise tl.Failed(f"{name} {mode} {component}: logits differ by {diff:.3g} > {TOLERANCE}")
+            if component != "intact" and not moved > 1e-3:
+                raise tl.Failed(f"{name} {mode} {component}: the knock-out moved no logit by more than {moved:.3g}")
 
 
 def main():

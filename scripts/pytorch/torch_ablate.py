@@ -9,7 +9,7 @@ zero; mean (per position, over the set's sequences that reach it, padding left o
 (each example's donor, as attnlab's --logits file gives them; the mean where the donor has no
 such position).
 
-    torch_ablate.py RUN LOGITS.json COMPONENT...   prints the largest difference per component
+    torch_ablate.py RUN LOGITS.json COMPONENT...   prints both largest differences of compare() per component
 """
 import re
 import sys
@@ -40,8 +40,10 @@ def component_points(cfg, name):
 def hook_on(model, point, function):
     """Registers function(value) -> value (or None: unchanged) where `point` passes."""
     if point.endswith(".z"):
-        module = model.get_submodule(point[:-2] + ".out_proj")
-        return module.register_forward_pre_hook(lambda mod, args: (function(args[0]),) + tuple(args[1:]))
+        def pre(mod, args):
+            new = function(args[0])
+            return None if new is None else (new,) + tuple(args[1:])
+        return model.get_submodule(point[:-2] + ".out_proj").register_forward_pre_hook(pre)
     path = point[:-len(".mlp.out")] + ".ff" if point.endswith(".mlp.out") else point[:-len(".out")]
     return model.get_submodule(path).register_forward_hook(lambda mod, args, out: function(out))
 
@@ -132,7 +134,8 @@ def ablated_logits(model, batches, name, mode, donors):
 
 
 def compare(run, logits_file, names):
-    """The largest |attnlab - PyTorch| over the real positions of every pass named."""
+    """{pass: (the largest |attnlab - PyTorch|, the largest |attnlab's pass - attnlab's intact|)} over the real
+    positions of every pass named (the second shows that the knock-out changed the logits)."""
     import json
     with open(logits_file) as f:
         record_ = json.load(f)
@@ -141,6 +144,10 @@ def compare(run, logits_file, names):
     batches = [tensors(b) for b in record_["batches"]]
     out_pad = "src_pad" if cfg["arch"] == "encoder" else "tgt_pad"
     worst = {}
+
+    def given_of(p):
+        return [torch.tensor(g["data"], dtype=torch.float64).reshape(g["shape"]) for g in p["logits"]]
+    intact = given_of(record_["passes"][0])
     for p in record_["passes"]:
         name = p["component"]
         if name != "intact" and name not in names:
@@ -148,15 +155,15 @@ def compare(run, logits_file, names):
         with torch.no_grad():
             ours = [model(b) for b in batches] if name == "intact" else \
                 ablated_logits(model, batches, name, record_["mode"], record_.get("donors"))
-        diff = 0.0
-        for b, mine, theirs in zip(batches, ours, p["logits"]):
-            given = torch.tensor(theirs["data"], dtype=torch.float64).reshape(theirs["shape"])
+        diff = moved = 0.0
+        for b, mine, given, plain in zip(batches, ours, given_of(p), intact):
             real = b[out_pad] == 0
             diff = max(diff, float((given - mine)[real].abs().max()))
-        worst[name] = diff
+            moved = max(moved, float((given - plain)[real].abs().max()))
+        worst[name] = (diff, moved)
     return worst
 
 
 if __name__ == "__main__":
-    for component, diff in compare(sys.argv[1], sys.argv[2], sys.argv[3:]).items():
-        print(f"{component}\t{diff:.3g}")
+    for component, (diff, moved) in compare(sys.argv[1], sys.argv[2], sys.argv[3:]).items():
+        print(f"{component}\t{diff:.3g}\t{moved:.3g}")
