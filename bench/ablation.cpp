@@ -27,25 +27,13 @@ std::vector<Example> random_examples(const Shape& shape, int64_t n, uint64_t see
   return out;
 }
 
-TransformerConfig tagger_config(const Shape& shape) {
-  TransformerConfig c;
-  c.arch = Arch::encoder;
-  c.vocab_size = shape.V;
-  c.max_len = shape.T;
-  c.d_model = shape.d;
-  c.n_heads = shape.h;
-  c.n_layers = shape.L;
-  c.d_ff = shape.d_ff;
-  return c;
-}
-
 }  // namespace
 
 void run_ablation_bench(const AblationBenchOptions& o) {
   if (o.examples < 1 || o.examples > 100000)
     throw ValueError("--examples must be in [1, 100000], got " + std::to_string(o.examples));
   omp_set_num_threads(o.threads);
-  const TransformerConfig config = tagger_config(o.shape);
+  const TransformerConfig config = encoder_config(o.shape);
   auto model = make_model(config, o.seed);
   const TeacherForcedSet set = teacher_forced_set(config, false, random_examples(o.shape, o.examples, o.seed), 64);
   std::vector<Component> heads;

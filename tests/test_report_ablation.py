@@ -61,7 +61,7 @@ def check_view(b, exe, run, view, ri):
     lm = ref["language_model"]
     by_name = {r["component"]: r for r in ref["rows"]}
     change = (lambda r: r["delta_loss"]) if lm else (lambda r: r["delta_exact_match"])
-    top = max([1e-9] + [(r["delta_loss"] if lm else -r["delta_exact_match"]) for r in ref["rows"]])
+    top = max([0] + [(r["delta_loss"] if lm else -r["delta_exact_match"]) for r in ref["rows"]]) or (1 if lm else 0.01)
     seen = set()
     for row in view["rows"]:
         heads = [c["head"] for c in row["cells"]]
@@ -75,6 +75,8 @@ def check_view(b, exe, run, view, ri):
                 continue
             seen.add(c["component"])
             check(c["value"] == change(r), f"{name} {c['component']}: cell {c['value']}, ablate {change(r)}")
+            text = f"{change(r):+.3f}" if lm else f"{100 * change(r):+.1f}"
+            check(c["text"] == (text if change(r) > 0 else text.lstrip("+")), f"{name} {c['component']}: text {c['text']}")
             effect = change(r) if lm else -change(r)
             check(c["colour"] == viridis(effect / top), f"{name} {c['component']}: colour {c['colour']}")
             tip = f"{c['component']} zeroed: {figures(ref, r)} (intact: {figures(ref, ref['intact'])})"

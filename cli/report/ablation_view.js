@@ -15,9 +15,7 @@ function ablationFigures(d, r) {
 }
 
 // The change as a cell's text: points of exact match, or nats of loss.
-function ablationText(d, v) {
-  return d.language_model ? (v >= 0 ? "+" : "") + v.toFixed(3) : (100 * v).toFixed(1);
-}
+function ablationText(d, v) { return (v > 0 ? "+" : "") + (d.language_model ? v.toFixed(3) : (100 * v).toFixed(1)); }
 
 function ablationMark(d, r, cls, attrs) {
   const v = ablationChange(d, r);
@@ -35,7 +33,7 @@ function ablationOrder(a, b) {
 }
 
 function ablationHeadCell(d, r, m, t) {
-  const style = "background:" + viridis(t) + ";order:" + m[2] + (t > 0.6 ? ";color:#000" : "");
+  const style = "background:" + viridis(t) + (t > 0.6 ? ";color:#000" : "");
   return ablationMark(d, r, "ablation-cell", { "data-head": m[2], style });
 }
 
@@ -49,15 +47,17 @@ function ablationBar(d, r, t) {
 function ablationView(run, ri) {
   const d = run.interventions && run.interventions.ablation;
   if (!d) return null;
-  const top = Math.max(1e-9, ...d.rows.map((r) => ablationEffect(d, r)));
+  // The largest effect is the colour scale's top (nothing hurts: 1 point, or 1 nat).
+  const top = Math.max(0, ...d.rows.map((r) => ablationEffect(d, r))) || (d.language_model ? 1 : 0.01);
   const rows = new Map(), bars = [];
   for (const r of d.rows) {
     const m = r.component.match(/^(.*)\.h(\d+)$/), t = ablationEffect(d, r) / top;
     if (!m) { bars.push([r.component, ablationBar(d, r, t)]); continue; }
-    if (!rows.has(m[1])) rows.set(m[1], el("div", { class: "ablation-row", "data-layer": m[1] },
-                                            el("div", { class: "layer-name" }, m[1])));
-    rows.get(m[1]).append(ablationHeadCell(d, r, m, t));
+    if (!rows.has(m[1])) rows.set(m[1], []);
+    rows.get(m[1])[+m[2]] = ablationHeadCell(d, r, m, t);
   }
+  const row = (k) => el("div", { class: "ablation-row", "data-layer": k }, el("div", { class: "layer-name" }, k),
+                        ...rows.get(k));
   const what = d.language_model ? "rise in loss (nats)" : "drop in exact match (points)";
   return el("div", { class: "ablation-view", "data-run": ri },
     el("h3", {}, "Ablation: each component zeroed, on " + d.examples + " held-out " +
@@ -66,6 +66,6 @@ function ablationView(run, ri) {
        "that head is zeroed (" + (d.language_model ? "loss, nats" : "exact match, points") + "); below, each " +
        "MLP and layer. Hover for the figures."),
     colorbar(0, d.language_model ? top : 100 * top, what),
-    el("div", { class: "ablation-grid" }, ...[...rows.keys()].sort(ablationOrder).map((k) => rows.get(k))),
+    el("div", { class: "ablation-grid" }, ...[...rows.keys()].sort(ablationOrder).map(row)),
     el("div", { class: "ablation-bars" }, ...bars.sort((a, b) => ablationOrder(a[0], b[0])).map((b) => b[1])));
 }
