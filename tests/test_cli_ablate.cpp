@@ -108,7 +108,7 @@ TEST_CASE("ablate refuses bad input with one line and exit 2, writing nothing", 
   const std::pair<std::string, std::string> cases[] = {
       {"--what blocks.2.attn.h0",
        "attnlab ablate: no component named 'blocks.2.attn.h0' (this model has blocks.0-1, heads h0-h1 in attn, mlp)\n"},
-      {"--mode half", "attnlab ablate: --mode must be one of zero, mean, resample; got 'half'\n"},
+      {"--mode half", "attnlab ablate: --mode must be one of mean, resample, zero, got 'half'\n"},
       {"--top 0", "attnlab ablate: --top must be >= 1, got 0\n"},
       {"--heldout 0", "attnlab ablate: --heldout must be >= 1, got 0\n"},
       {"--what blocks.0,,blocks.1", "attnlab ablate: --what has an empty component name in 'blocks.0,,blocks.1'\n"},
