@@ -215,6 +215,11 @@ AblationResult ablate(SequenceModel& model, const TeacherForcedSet& set, const s
   const TransformerConfig& c = model.config();
   InferenceGuard guard(model);
   model.hooks().clear();
+  // The hooks read this call's locals: none may outlive it, whatever throws.
+  struct ClearHooks {
+    HookTable& table;
+    ~ClearHooks() { table.clear(); }
+  } clear_hooks{model.hooks()};
   const std::vector<size_t> donors = mode == AblationMode::resample ? resample_donors(set, seed) : std::vector<size_t>();
   Sources sources;
   AblationResult result;
