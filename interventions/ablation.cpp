@@ -13,7 +13,7 @@ const ChoiceNames<AblationMode>& choice_names(AblationMode) {
   static const ChoiceNames<AblationMode> names = {
       {AblationMode::zero, "zero", "the component's output set to 0"},
       {AblationMode::mean, "mean", "its output replaced by its mean over the set at each position"},
-      {AblationMode::resample, "resample", "its output taken from another example of the set (a seeded donor)"}};
+      {AblationMode::resample, "resample", "its output taken from another example of the set, a seeded donor"}};
   return names;
 }
 
