@@ -51,7 +51,7 @@ bool bitwise_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 
 }  // namespace
 
-TEST_CASE("zeroing head 0 (the previous-token head) or its layer destroys the answers; head 1 and the MLP change no logit") {
+TEST_CASE("zeroing head 0 (the previous-token head) or its layer destroys the answers, while head 1 and the MLP change no logit") {
   HandBuilt h;
   Logits logits;
   const AblationResult r = h.run({"blocks.0.attn.h0", "blocks.0.attn.h1", "blocks.0.mlp", "blocks.0"}, AblationMode::zero,

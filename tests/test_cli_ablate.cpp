@@ -38,7 +38,7 @@ nlohmann::json ablate_json(const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("ablate prints the intact row first and every component sorted by effect; --json and --top agree", "[cli][ablate]") {
+TEST_CASE("ablate prints the intact row first and every component sorted by effect, and --json and --top agree", "[cli][ablate]") {
   TempDir dir("ablate-table");
   const std::string run = dir / "run";
   REQUIRE(run_attnlab("train" + std::string(kTiny) + " --run " + run).code == 0);
@@ -80,7 +80,7 @@ TEST_CASE("ablate prints the intact row first and every component sorted by effe
   CHECK_FALSE(std::getline(lines, line));
 }
 
-TEST_CASE("ablate --csv writes the rows; an existing file is refused without --overwrite", "[cli][ablate]") {
+TEST_CASE("ablate --csv writes the rows, and an existing file is refused without --overwrite", "[cli][ablate]") {
   TempDir dir("ablate-csv");
   const std::string run = dir / "run", csv = dir / "ablation.csv";
   REQUIRE(run_attnlab("train" + std::string(kTiny) + " --run " + run).code == 0);
