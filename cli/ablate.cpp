@@ -66,8 +66,8 @@ bool parse_ablate(const Args& args, AblateArgs& a) {
       ("step", po::value(&a.step), "the checkpoint to use (default: the latest)");
   opts.add("mode", &a.mode, "how a component is knocked out: {}", false)
       .add("what", &a.what, "comma-separated components (default: every head, MLP and layer)", false)
-      .add("heldout", &a.heldout, "number of held-out examples (0: as trained)", false)
-      .add("top", &a.top, "keep the K largest effects (0: all)", false)
+      .add("heldout", &a.heldout, "number of held-out examples, >= 1 (default: as trained)", false)
+      .add("top", &a.top, "keep the K largest effects, K >= 1 (default: all)", false)
       .flag("json", &a.json, "print one JSON object instead of the table", false)
       .add("csv", &a.csv, "also write the table to this CSV file", false)
       .add("logits", &a.logits, "write the set's batches and each pass's logits to this JSON file (tests)", false)
