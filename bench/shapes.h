@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "models/config.h"
+
 namespace attnlab::bench {
 
 struct Shape {
@@ -28,6 +30,19 @@ inline const Shape* find_shape(const std::string& name) {
   for (const Shape& s : kShapes)
     if (name == s.name) return &s;
   return nullptr;
+}
+
+// The encoder tagger of the workload at `shape` (training and ablation benchmarks).
+inline TransformerConfig encoder_config(const Shape& shape) {
+  TransformerConfig config;
+  config.arch = Arch::encoder;
+  config.vocab_size = shape.V;
+  config.max_len = shape.T;
+  config.d_model = shape.d;
+  config.n_heads = shape.h;
+  config.n_layers = shape.L;
+  config.d_ff = shape.d_ff;
+  return config;
 }
 
 // Forward FLOPs per token of the encoder tagger, counting a multiply-add as

@@ -63,18 +63,6 @@ double measure_gemm_peak() {
 // behind this are in docs/performance.md, "The FMA peak").
 void fma_burst(FmaPeak& peak, int threads) { peak = measure_fma_peak(threads, 10, 0.005, peak); }
 
-TransformerConfig encoder_config(const Shape& shape) {
-  TransformerConfig config;
-  config.arch = Arch::encoder;
-  config.vocab_size = shape.V;
-  config.max_len = shape.T;
-  config.d_model = shape.d;
-  config.n_heads = shape.h;
-  config.n_layers = shape.L;
-  config.d_ff = shape.d_ff;
-  return config;
-}
-
 // A few fixed batches: x uniform in [0, V), y = x reversed along T.
 void make_batches(const Shape& shape, uint64_t seed, std::vector<ModelInput>& inputs,
                   std::vector<IntTensor>& targets) {

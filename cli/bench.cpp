@@ -1,6 +1,7 @@
 // attnlab bench: the command line of the benchmarks in bench/ (the workload
 // is docs/benchmark.md's). Training steps by default (bench/training.h),
 // greedy decoding with --decode (bench/decoding.h).
+#include "bench/ablation.h"
 #include "bench/decoding.h"
 #include "bench/training.h"
 #include "cli/comm_bench.h"
@@ -32,6 +33,8 @@ struct BenchArgs {
   bool products = false;
   bool decode = false, no_reference = false;
   bool comm = false;
+  bool ablation = false;
+  int64_t examples = 500;
   Arch arch = Arch::decoder;
   int64_t batch = 0;
   std::string gemm;  // empty: the build's backend
@@ -51,6 +54,8 @@ const char* const kBenchUsage =
     "bf16 mfu_bf16 against it). The products of one step are then recorded and\n"
     "replayed alone: products_ms, products_share_of_step, products_gflops, and\n"
     "products_mfu_bound, the MFU a step would reach if nothing but its products took time.\n"
+    "With --ablation: times zeroing every head in turn over --examples random examples against as many\n"
+    "plain evaluations (L*H + 1), interleaved, and prints ablation_s, plain_s and their ratio.\n"
     "With --decode: times greedy decoding of random prompts (KV-cached, then the uncached\n"
     "reference) and prints tokens_per_s, uncached_tokens_per_s, speedup, answers_equal.\n"
     "Under mpirun -np N, with --comm: times the collectives of data-parallel training between the\n"
@@ -77,6 +82,8 @@ const bench::Shape* parse_bench(const Args& args, BenchArgs& a) {
       .add("arch", &a.arch, "with --decode: decoder | seq2seq")
       .add("batch", &a.batch, "with --decode: sequences per greedy call; 0 = the config's batch")
       .flag("no-reference", &a.no_reference, "with --decode: skip timing the uncached path")
+      .flag("ablation", &a.ablation, "time ablating every head (attnlab ablate) against L*H + 1 plain evaluations")
+      .add("examples", &a.examples, "with --ablation: examples in the set")
       .flag("comm", &a.comm, "under mpirun: time the collectives between the processes (--steps: repetitions)");
   po::options_description all = options_with_help();
   all.add(opts.description());
@@ -116,6 +123,10 @@ int run_bench(const Args& args) {
   if (a.comm) {
     const std::unique_ptr<Communicator> comm = start_communicator();
     run_comm_bench(*comm, a.steps > 0 ? a.steps : 20);
+    return kExitOk;
+  }
+  if (a.ablation) {
+    bench::run_ablation_bench({*shape, a.examples, a.threads, a.seed});
     return kExitOk;
   }
   if (a.decode) {

@@ -25,6 +25,7 @@ int run_sample(const Args& args);
 int run_hooks(const Args& args);
 int run_lens(const Args& args);
 int run_patch(const Args& args);
+int run_ablate(const Args& args);
 int run_report(const Args& args);
 int run_claim_dir(const Args& args);
 

@@ -38,6 +38,7 @@ const Command kCommands[] = {
     {"hooks", "the hook points of a run's model: every activation's name and shape", run_hooks},
     {"lens", "the logit lens and direct logit attribution of one input", run_lens},
     {"patch", "activation patching: which activations restore a clean answer", run_patch},
+    {"ablate", "held-out scores with each head, MLP and layer knocked out in turn", run_ablate},
     {"claim-dir", "claim a directory for scripts/tools/sweep.py or tune.py", run_claim_dir},
 };
 

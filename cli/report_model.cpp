@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/ablate.h"
 #include "cli/attention_reading.h"
 #include "cli/report_data.h"
 #include "cli/report_lens.h"
@@ -177,6 +178,7 @@ nlohmann::json model_views(LoadedRun& loaded, const std::vector<std::string>& in
   for (const std::string& text : inputs) attention.push_back(attention_for(loaded, text, "--input"));
   nlohmann::json views = {{"attention", attention}, {"examples", answered_examples(loaded, examples)},
                           {"interventions", nlohmann::json::object()}};
+  views["interventions"]["ablation"] = ablation_view_data(loaded);
   views["interventions"]["lens"] = lens_report_data(loaded, attention);
   if (!patch_pairs.empty()) views["interventions"]["patching"] = patching_views(loaded, patch_pairs);
   return views;
