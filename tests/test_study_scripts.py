@@ -9,13 +9,16 @@
     range (steps to 100%, to 99%, first at 50%) and each row's date and CPU, and a row that does not say
     where it ran refused; the two implementations of each setting given the same data files
     (adder-mingpt: the same held-out file);
-  - scripts/studies/experiments.py --tables-only on hand-made rows: median (range) and the runs' date and CPU.
+  - scripts/studies/experiments.py --tables-only on hand-made rows: median (range) and the runs' date and CPU;
+  - scripts/studies/interventions_study.py --tiny: its three CSVs against attnlab ablate's and patch's own
+    figures, its tables and figures; --figures-only redraws them from the CSVs alone.
 
     test_study_scripts.py --attnlab BUILD/attnlab
 Exit 0: passed; 1: failed; 77: matplotlib cannot be imported (ctest: skipped).
 """
 import argparse
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -178,6 +181,44 @@ def test_experiments_tables(work):
     expect(open(os.path.join(docs, "experiments.md")).read() == text, "a refused CSV leaves the tables as they were")
 
 
+def test_interventions(exe, work):
+    """The interventions study end to end on tiny runs: its three CSVs hold what the commands print, the
+    tables land between their markers, --figures-only redraws the figures from the CSVs alone."""
+    docs, runs = os.path.join(work, "iv-docs"), os.path.join(work, "iv-runs")
+    script = os.path.join(ROOT, "scripts", "studies", "interventions_study.py")
+    run([script, "--tiny", "--attnlab", exe, "--docs", docs, "--runs", runs])
+
+    def rows(part):
+        with open(os.path.join(docs, f"interventions_{part}.csv")) as f:
+            return list(csv.DictReader(f))
+    ablation = rows("ablation")
+    rev = [r for r in ablation if r["study"] == "reverse-encoder" and r["mode"] == "zero"]
+    # 2 blocks x (2 heads + mlp + block) components, each once per mode.
+    expect(len(rev) == 8 and len(ablation) == 2 * (8 + 3 * 4 + 8), f"ablation rows per run and mode (got {len(ablation)})")
+    printed = json.loads(subprocess.run([exe, "ablate", "--run", os.path.join(runs, "reverse-encoder-s0"), "--heldout", "200",
+                                         "--json"], capture_output=True, text=True).stdout)
+    expect({r["component"]: float(r["delta_exact_match"]) for r in rev}
+           == {r["component"]: r["delta_exact_match"] for r in printed["rows"]}, "ablation rows = attnlab ablate --json")
+    patching = rows("patching")
+    expect({r["study"] for r in patching} == {"reverse-encoder", "induction-decoder"}, "patching on reverse and induction")
+    expect(any(r["target"] == "residual" and r["name"] == "blocks.0.resid_pre" and r["position"] == "2"
+               and abs(float(r["restored"]) - 1) < 1e-6 for r in patching),
+           "the corrupted position of the first block's stream restores all of it")
+    lens = rows("lens")
+    last = [r for r in lens if r["point"] == "blocks.2.resid_post"]
+    expect(len(last) == 9 and all(0 <= float(r["top1_right"]) <= 1 for r in last), "lens rows: 8 answers and <eos>")
+    with open(os.path.join(docs, "interventions.md")) as f:
+        page = f.read()
+    expect(all(f"<!-- BEGIN {n} -->" in page for n in ("ablation", "patching", "lens")), "the three tables written")
+    figures = [os.path.join(docs, "figures", f"interventions_{n}.png") for n in ("ablation", "patching", "lens")]
+    for path in figures:
+        expect(os.path.getsize(path) > 1000, f"{path} drawn")
+        os.remove(path)
+    shutil.rmtree(runs)
+    run([script, "--figures-only", "--docs", docs, "--runs", runs])
+    expect(all(os.path.exists(p) for p in figures) and not os.path.exists(runs), "--figures-only redraws, runs nothing")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--attnlab", required=True)
@@ -193,6 +234,7 @@ def main():
         test_learning_speed_same_data()
         test_learning_speed_summary(work)
         test_experiments_tables(work)
+        test_interventions(args.attnlab, work)
     print(f"{len(FAILURES)} failure(s)" if FAILURES else "all passed")
     return 1 if FAILURES else 0
 

@@ -44,12 +44,15 @@ PRODUCTION = ["framework", "models", "datasets", "training", "interventions", "c
 #   browser tests (five files of DOM checks) brought it to 8,904 at 46.2; the budget leaves
 #   10.1%. One budget because a test is code someone maintains as much as the tool it tests,
 #   and moving code between a tool and its test makes no room.
+# - Issue 45 (ablation, activation patching, the logit lens: a library part, a command, a report
+#   view, a PyTorch reference and its parity test each) brought C++ to 18,261 code lines, the
+#   report to 1,647 and Python to about 10,100 with its study driver; each budget leaves ~9%.
 # Each density ceiling sits 8% over that day's figure: joining one line in ten to its
 # neighbour raises a language's density by about 11%.
 LANGUAGES = {
-    "C++": {"folders": PRODUCTION, "ends": (".cpp", ".h"), "budget": 17500, "density": 42.4},
-    "report JS/CSS": {"folders": ["cli/report"], "ends": (".js", ".css"), "budget": 1560, "density": 57.7},
-    "Python": {"folders": ["scripts", "tests"], "ends": (".py",), "budget": 9800, "density": 48.7},
+    "C++": {"folders": PRODUCTION, "ends": (".cpp", ".h"), "budget": 20000, "density": 42.4},
+    "report JS/CSS": {"folders": ["cli/report"], "ends": (".js", ".css"), "budget": 1800, "density": 57.7},
+    "Python": {"folders": ["scripts", "tests"], "ends": (".py",), "budget": 11000, "density": 48.7},
 }
 FILE_LIMIT = 400
 FUNCTION_LIMIT = 60

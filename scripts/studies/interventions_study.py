@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""The worked study of docs/interventions.md: three trained runs asked why they answer as they do.
+
+  - reverse, encoder: which heads carry the anti-diagonal? `attnlab ablate` (zero and mean) and
+    `attnlab patch --corrupt-token 2` (where the changed symbol's information goes);
+  - sort, decoder: from which layer on is each answer token decided? `attnlab lens` over held-out inputs;
+  - induction, decoder: which head copies the token after the cue? ablation, and patching with the
+    symbol after the cue's first occurrence changed (--corrupt-token 3 on inputs where that is so).
+
+    /usr/bin/python3 scripts/studies/interventions_study.py               # train (or reuse) and measure, seeds 0 1 2
+    /usr/bin/python3 scripts/studies/interventions_study.py --figures-only # tables and figures from the CSVs
+    /usr/bin/python3 scripts/studies/interventions_study.py --tiny --runs /tmp/r --docs /tmp/d  # a smoke run
+
+Runs go under runs/interventions/ and are kept (a run with a summary.json is not trained again). Writes
+docs/interventions_ablation.csv, docs/interventions_patching.csv and docs/interventions_lens.csv (one row
+per seed and component / point and position / layer and answer token), the figures
+docs/figures/interventions_{ablation,patching,lens}.png (seed 0), and the tables of docs/interventions.md
+between its `<!-- BEGIN name -->` / `<!-- END name -->` markers. One thread per command.
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+
+from attnlab_runs.files import read_summary, write_table
+from attnlab_runs.launch import ROOT, checked_child, train
+from attnlab_runs.study import add_places, cpu_kind, read_rows, replace_block
+
+WIDE = ["--d-model", "64", "--heads", "4", "--d-ff", "256", "--lr", "1e-3", "--eval-every", "200",
+        "--target", "0.99", "--threads", "1"]
+# name -> (train flags, corrupted input position)
+STUDIES = {
+    "reverse-encoder": (["--task", "reverse", "--vocab", "10", "--min-len", "8", "--max-len", "8", "--layers", "2",
+                         "--steps", "3000"] + WIDE, 2),
+    "sort-decoder": (["--task", "sort", "--vocab", "10", "--min-len", "8", "--max-len", "8", "--model", "decoder",
+                      "--layers", "3", "--steps", "4000"] + WIDE, 2),
+    "induction-decoder": (["--task", "induction", "--vocab", "16", "--min-len", "8", "--max-len", "12",
+                           "--model", "decoder", "--layers", "2", "--batch-size", "64", "--steps", "4000"] + WIDE, 3),
+}
+TINY = ["--steps", "30", "--eval-every", "30", "--target", "0", "--d-model", "16", "--heads", "2", "--d-ff", "32"]
+HELDOUT = 200     # examples each ablation and patching averages over
+LENS_INPUTS = 20  # held-out inputs the lens reads (sort)
+ABLATION_FIELDS = ["study", "seed", "mode", "component", "kind", "exact_match", "delta_exact_match", "delta_loss",
+                   "date", "cpu"]
+PATCHING_FIELDS = ["study", "seed", "corrupt_token", "pairs", "target", "name", "position", "restored", "date", "cpu"]
+LENS_FIELDS = ["study", "seed", "point", "answer_token", "top1_right", "mean_p_right", "inputs", "date", "cpu"]
+
+
+def ask(exe, args):
+    return json.loads(checked_child([exe] + args + ["--json"])[0])
+
+
+def overridden(flags, changes):
+    """flags (pairs of flag and value) with the values of `changes` in place of theirs."""
+    new = dict(zip(changes[::2], changes[1::2]))
+    out = []
+    for flag, value in zip(flags[::2], flags[1::2]):
+        out += [flag, new.pop(flag, value)]
+    return out + [x for kv in new.items() for x in kv]
+
+
+def trained(exe, runs, name, seed, tiny):
+    flags, _ = STUDIES[name]
+    run = os.path.join(runs, f"{name}-s{seed}")
+    if read_summary(run) is None:
+        train(exe, run, overridden(flags, (TINY if tiny else []) + ["--seed", str(seed)]))
+    return run
+
+
+def ablation_rows(exe, run, name, seed, stamp):
+    rows = []
+    for mode in ("zero", "mean"):
+        out = ask(exe, ["ablate", "--run", run, "--mode", mode, "--heldout", str(HELDOUT)])
+        for r in out["rows"]:
+            rows.append({"study": name, "seed": seed, "mode": mode, "component": r["component"], "kind": r["kind"],
+                         "exact_match": r["exact_match"], "delta_exact_match": r["delta_exact_match"],
+                         "delta_loss": r["delta_loss"], **stamp})
+    return rows
+
+
+def patching_rows(exe, run, name, seed, stamp):
+    k = STUDIES[name][1]
+    out = ask(exe, ["patch", "--run", run, "--corrupt-token", str(k), "--heldout", str(HELDOUT)])
+    base = {"study": name, "seed": seed, "corrupt_token": k, "pairs": out["pairs"], **stamp}
+    rows = [dict(base, target="head", name=h["name"], position="all", restored=h["value"]) for h in out["total"]["heads"]]
+    for line in out["total"]["residual"]:
+        rows += [dict(base, target="residual", name=line["point"], position=p, restored=v)
+                 for p, v in enumerate(line["values"])]
+    return rows
+
+
+def heldout_inputs(exe, run, n):
+    out = json.loads(checked_child([exe, "eval", "--run", run, "--heldout", str(n), "--examples", str(n), "--json"])[0])
+    return [e["input"] for e in out["examples"]]
+
+
+def lens_rows(exe, run, name, seed, stamp):
+    """Per layer and answer token: the fraction of inputs whose lens has the right token on top there."""
+    tally = {}
+    inputs = heldout_inputs(exe, run, LENS_INPUTS)
+    for text in inputs:
+        out = ask(exe, ["lens", "--run", run, text])
+        for point, cells in zip(out["points"], out["lens"]):
+            for i, c in enumerate(c for c in cells if c["rank"] is not None):  # the answer positions
+                t = tally.setdefault((point, i), [0, 0.0])
+                t[0] += c["rank"] == 1
+                t[1] += c["p_answer"]
+    return [{"study": name, "seed": seed, "point": point, "answer_token": i, "top1_right": top / len(inputs),
+             "mean_p_right": p / len(inputs), "inputs": len(inputs), **stamp} for (point, i), (top, p) in tally.items()]
+
+
+def measure(args):
+    stamp = {"date": datetime.date.today().isoformat(), "cpu": cpu_kind()}
+    found = {"ablation": [], "patching": [], "lens": []}
+    for seed in args.seeds:
+        for name in STUDIES:
+            run = trained(args.attnlab, args.runs, name, seed, args.tiny)
+            found["ablation"] += ablation_rows(args.attnlab, run, name, seed, stamp)
+            if name != "sort-decoder":
+                found["patching"] += patching_rows(args.attnlab, run, name, seed, stamp)
+            else:
+                found["lens"] += lens_rows(args.attnlab, run, name, seed, stamp)
+    for part, fields in (("ablation", ABLATION_FIELDS), ("patching", PATCHING_FIELDS), ("lens", LENS_FIELDS)):
+        write_table(os.path.join(args.docs, f"interventions_{part}.csv"), fields, found[part])
+
+
+def top_components(rows, name, seed, mode, k=3):
+    mine = [r for r in rows if r["study"] == name and int(r["seed"]) == seed and r["mode"] == mode and r["kind"] != "layer"]
+    mine.sort(key=lambda r: (float(r["delta_exact_match"]), -float(r["delta_loss"])))
+    return ", ".join(f"{r['component']} ({100 * float(r['delta_exact_match']):+.1f})" for r in mine[:k])
+
+
+def ablation_table(rows):
+    lines = ["| run | seed | zero-ablation: largest drops in exact match (points) | mean-ablation |", "|---|---|---|---|"]
+    for name in STUDIES:
+        for seed in sorted({int(r["seed"]) for r in rows if r["study"] == name}):
+            lines.append(f"| {name} | {seed} | {top_components(rows, name, seed, 'zero')} | "
+                         f"{top_components(rows, name, seed, 'mean')} |")
+    return "\n".join(lines)
+
+
+def patching_table(rows):
+    lines = ["| run | seed | pairs | heads restoring most (fraction) | residual: where the information sits |",
+             "|---|---|---|---|---|"]
+    for name in STUDIES:
+        for seed in sorted({int(r["seed"]) for r in rows if r["study"] == name}):
+            mine = [r for r in rows if r["study"] == name and int(r["seed"]) == seed]
+            heads = sorted((r for r in mine if r["target"] == "head"), key=lambda r: -float(r["restored"]))[:2]
+            places = []
+            for point in dict.fromkeys(r["name"] for r in mine if r["target"] == "residual"):
+                best = max((r for r in mine if r["name"] == point), key=lambda r: float(r["restored"]))
+                places.append(f"{point} @{best['position']} ({float(best['restored']):.2f})")
+            lines.append(f"| {name} | {seed} | {mine[0]['pairs']} | "
+                         + ", ".join(f"{h['name']} ({float(h['restored']):.2f})" for h in heads)
+                         + " | " + "; ".join(places) + " |")
+    return "\n".join(lines)
+
+
+def lens_table(rows):
+    points = list(dict.fromkeys(r["point"] for r in rows))
+    tokens = sorted({int(r["answer_token"]) for r in rows})
+    lines = ["| layer | " + " | ".join(f"answer {t}" for t in tokens) + " |", "|---|" + "---|" * len(tokens)]
+    for point in points:
+        cells = []
+        for t in tokens:
+            mine = [float(r["top1_right"]) for r in rows if r["point"] == point and int(r["answer_token"]) == t]
+            cells.append(f"{100 * sum(mine) / len(mine):.0f}%")
+        lines.append(f"| {point} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_tables(docs):
+    parts = {p: read_rows(os.path.join(docs, f"interventions_{p}.csv"), "interventions_study")
+             for p in ("ablation", "patching", "lens")}
+    page = os.path.join(docs, "interventions.md")
+    text = open(page).read() if os.path.exists(page) else ""
+    text = replace_block(text, "ablation", ablation_table(parts["ablation"]))
+    text = replace_block(text, "patching", patching_table(parts["patching"]))
+    text = replace_block(text, "lens", lens_table(parts["lens"]))
+    with open(page, "w") as f:
+        f.write(text)
+    return parts
+
+
+def plot(docs, parts):
+    import matplotlib
+    matplotlib.use("Agg")
+    from interventions_figures import plot_ablation, plot_lens, plot_patching
+    os.makedirs(os.path.join(docs, "figures"), exist_ok=True)
+    plot_ablation(parts["ablation"], list(STUDIES), os.path.join(docs, "figures", "interventions_ablation.png"))
+    plot_patching(parts["patching"], os.path.join(docs, "figures", "interventions_patching.png"))
+    plot_lens(parts["lens"], os.path.join(docs, "figures", "interventions_lens.png"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--attnlab", default=os.path.join(ROOT, "build", "attnlab"))
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--tiny", action="store_true", help="seed 0, 30 steps of small models: a smoke run")
+    p.add_argument("--figures-only", action="store_true", help="tables and figures from the CSVs; run nothing")
+    add_places(p, "interventions")
+    args = p.parse_args()
+    if args.tiny:
+        args.seeds = [0]
+    if not args.figures_only:
+        if not os.access(args.attnlab, os.X_OK):
+            sys.exit(f"interventions_study: no attnlab binary at {args.attnlab}; build it or pass --attnlab")
+        os.makedirs(args.runs, exist_ok=True)
+        os.makedirs(args.docs, exist_ok=True)
+        measure(args)
+    plot(args.docs, write_tables(args.docs))
+
+
+if __name__ == "__main__":
+    main()
