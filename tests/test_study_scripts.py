@@ -207,9 +207,12 @@ def test_interventions(exe, work):
     lens = rows("lens")
     last = [r for r in lens if r["point"] == "blocks.2.resid_post"]
     expect(len(last) == 9 and all(0 <= float(r["top1_right"]) <= 1 for r in last), "lens rows: 8 answers and <eos>")
+    parts = [r["component"] for r in rows("attribution")]
+    # the embedding, 2 blocks x (2 heads, the out_proj bias, the MLP), the constant
+    expect(len(parts) == 1 + 2 * 4 + 1 and "blocks.1.attn.h1" in parts, f"attribution rows, one per part (got {parts})")
     with open(os.path.join(docs, "interventions.md")) as f:
         page = f.read()
-    expect(all(f"<!-- BEGIN {n} -->" in page for n in ("ablation", "patching", "lens")), "the three tables written")
+    expect(all(f"<!-- BEGIN {n} -->" in page for n in ("ablation", "patching", "lens", "induction")), "the four tables written")
     figures = [os.path.join(docs, "figures", f"interventions_{n}.png") for n in ("ablation", "patching", "lens")]
     for path in figures:
         expect(os.path.getsize(path) > 1000, f"{path} drawn")

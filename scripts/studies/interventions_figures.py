@@ -5,10 +5,18 @@ import numpy as np
 from attnlab_runs.figures import save_figure
 
 
+def with_colorbar(fig, im, label, out, left=0.1):
+    """The panels left of a colour bar of their own (tight_layout cannot place one beside several panels)."""
+    fig.subplots_adjust(left=left, right=0.88, bottom=0.2, top=0.88, wspace=0.45)
+    fig.colorbar(im, cax=fig.add_axes([0.9, 0.2, 0.012, 0.68]), label=label)
+    fig.savefig(out, dpi=110)
+    print(out)
+
+
 def head_grid(rows):
     """{block label: {head: value}} of zero-ablation's change in exact match, in the rows' order."""
     grid = {}
-    for r in rows:
+    for r in sorted(rows, key=lambda r: r["component"]):
         if r["kind"] == "head":
             block, _, head = r["component"].rpartition(".h")
             grid.setdefault(block, {})[int(head)] = 100 * float(r["delta_exact_match"])
@@ -17,7 +25,7 @@ def head_grid(rows):
 
 def plot_ablation(rows, studies, out):
     """Per run (seed 0): each head's zero-ablation change in held-out exact match, rows = attentions."""
-    fig, axes = plt.subplots(1, len(studies), figsize=(4.2 * len(studies), 3.2))
+    fig, axes = plt.subplots(1, len(studies), figsize=(4.6 * len(studies), 3.2))
     for ax, name in zip(np.atleast_1d(axes), studies):
         grid = head_grid(r for r in rows if r["study"] == name and int(r["seed"]) == 0 and r["mode"] == "zero")
         blocks = list(grid)
@@ -29,8 +37,7 @@ def plot_ablation(rows, studies, out):
         ax.set_xticks(range(heads), [f"h{h}" for h in range(heads)])
         ax.set_yticks(range(len(blocks)), blocks)
         ax.set_title(f"{name}: zero-ablation", fontsize=10)
-    fig.colorbar(im, ax=axes, label="change in held-out exact match (points)", shrink=0.8)
-    save_figure(fig, out, rect=(0, 0, 0.88, 1))
+    with_colorbar(fig, im, "change in held-out\nexact match (points)", out)
 
 
 def plot_patching(rows, out):
@@ -49,8 +56,7 @@ def plot_patching(rows, out):
         ax.set_xticks(range(width))
         ax.set_xlabel(f"position (symbol {mine[0]['corrupt_token']} corrupted, {mine[0]['pairs']} pairs)")
         ax.set_title(f"{name}: residual stream patched", fontsize=10)
-    fig.colorbar(im, ax=axes, label="fraction of the logit difference restored", shrink=0.8)
-    save_figure(fig, out, rect=(0, 0, 0.9, 1))
+    with_colorbar(fig, im, "fraction of the logit\ndifference restored", out, left=0.13)
 
 
 def plot_lens(rows, out):

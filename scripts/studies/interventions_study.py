@@ -12,8 +12,9 @@
     /usr/bin/python3 scripts/studies/interventions_study.py --tiny --runs /tmp/r --docs /tmp/d  # a smoke run
 
 Runs go under runs/interventions/ and are kept (a run with a summary.json is not trained again). Writes
-docs/interventions_ablation.csv, docs/interventions_patching.csv and docs/interventions_lens.csv (one row
-per seed and component / point and position / layer and answer token), the figures
+docs/interventions_ablation.csv, docs/interventions_patching.csv, docs/interventions_lens.csv and
+docs/interventions_attribution.csv (one row per seed and component / point and position / layer and answer
+token / component), the figures
 docs/figures/interventions_{ablation,patching,lens}.png (seed 0), and the tables of docs/interventions.md
 between its `<!-- BEGIN name -->` / `<!-- END name -->` markers. One thread per command.
 """
@@ -45,6 +46,8 @@ ABLATION_FIELDS = ["study", "seed", "mode", "component", "kind", "exact_match", 
                    "date", "cpu"]
 PATCHING_FIELDS = ["study", "seed", "corrupt_token", "pairs", "target", "name", "position", "restored", "date", "cpu"]
 LENS_FIELDS = ["study", "seed", "point", "answer_token", "top1_right", "mean_p_right", "inputs", "date", "cpu"]
+ATTRIBUTION_FIELDS = ["study", "seed", "component", "mean_logit", "answer_tokens", "date", "cpu"]
+PARTS = {"ablation": ABLATION_FIELDS, "patching": PATCHING_FIELDS, "lens": LENS_FIELDS, "attribution": ATTRIBUTION_FIELDS}
 
 
 def ask(exe, args):
@@ -110,9 +113,24 @@ def lens_rows(exe, run, name, seed, stamp):
              "mean_p_right": p / len(inputs), "inputs": len(inputs), **stamp} for (point, i), (top, p) in tally.items()]
 
 
+def attribution_rows(exe, run, name, seed, stamp):
+    """Per component: its direct logit attribution to the right answer, averaged over the answer tokens
+    (<eos> left out) of held-out inputs."""
+    total, count = {}, 0
+    for text in heldout_inputs(exe, run, LENS_INPUTS):
+        for position in ask(exe, ["lens", "--run", run, text])["attribution"]:
+            if position["answer"] == "<eos>":
+                continue
+            count += 1
+            for part in position["parts"]:
+                total[part["component"]] = total.get(part["component"], 0.0) + part["logit"]
+    return [{"study": name, "seed": seed, "component": c, "mean_logit": v / count, "answer_tokens": count, **stamp}
+            for c, v in total.items()]
+
+
 def measure(args):
     stamp = {"date": datetime.date.today().isoformat(), "cpu": cpu_kind()}
-    found = {"ablation": [], "patching": [], "lens": []}
+    found = {"ablation": [], "patching": [], "lens": [], "attribution": []}
     for seed in args.seeds:
         for name in STUDIES:
             run = trained(args.attnlab, args.runs, name, seed, args.tiny)
@@ -121,7 +139,9 @@ def measure(args):
                 found["patching"] += patching_rows(args.attnlab, run, name, seed, stamp)
             else:
                 found["lens"] += lens_rows(args.attnlab, run, name, seed, stamp)
-    for part, fields in (("ablation", ABLATION_FIELDS), ("patching", PATCHING_FIELDS), ("lens", LENS_FIELDS)):
+            if name == "induction-decoder":
+                found["attribution"] += attribution_rows(args.attnlab, run, name, seed, stamp)
+    for part, fields in PARTS.items():
         write_table(os.path.join(args.docs, f"interventions_{part}.csv"), fields, found[part])
 
 
@@ -170,14 +190,33 @@ def lens_table(rows):
     return "\n".join(lines)
 
 
+def induction_table(parts):
+    """Per seed, the heads of the induction decoder's last block that each method ranks first."""
+    lines = ["| seed | ablation (zero): block 1's largest drop | patching: most restored | attribution: largest mean logit |",
+             "|---|---|---|---|"]
+    last = "blocks.1.attn."
+    for seed in sorted({int(r["seed"]) for r in parts["attribution"]}):
+        def mine(part, **match):
+            return [r for r in parts[part] if r["study"] == "induction-decoder" and int(r["seed"]) == seed
+                    and r.get("component", r.get("name", "")).startswith(last)
+                    and all(r[k] == v for k, v in match.items())]
+        abl = min(mine("ablation", mode="zero"), key=lambda r: float(r["delta_exact_match"]))
+        pat = max(mine("patching", target="head"), key=lambda r: float(r["restored"]))
+        dla = max(mine("attribution"), key=lambda r: float(r["mean_logit"]))
+        lines.append(f"| {seed} | {abl['component']} ({100 * float(abl['delta_exact_match']):+.1f}) | "
+                     f"{pat['name']} ({float(pat['restored']):.2f}) | {dla['component']} ({float(dla['mean_logit']):.2f}) |")
+    return "\n".join(lines)
+
+
 def write_tables(docs):
     parts = {p: read_rows(os.path.join(docs, f"interventions_{p}.csv"), "interventions_study")
-             for p in ("ablation", "patching", "lens")}
+             for p in PARTS}
     page = os.path.join(docs, "interventions.md")
     text = open(page).read() if os.path.exists(page) else ""
     text = replace_block(text, "ablation", ablation_table(parts["ablation"]))
     text = replace_block(text, "patching", patching_table(parts["patching"]))
     text = replace_block(text, "lens", lens_table(parts["lens"]))
+    text = replace_block(text, "induction", induction_table(parts))
     with open(page, "w") as f:
         f.write(text)
     return parts
