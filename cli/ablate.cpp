@@ -26,15 +26,16 @@ struct AblateArgs {
   AblationMode mode = AblationMode::zero;
   int threads = 1;
   uint64_t seed = 0;
-  bool json = false, overwrite = false;
+  bool json = false, overwrite = false, together = false;
 };
 
 const char* const kAblateUsage =
     "usage: attnlab ablate --run DIR [--mode zero|mean|resample] [--what NAMES]\n"
-    "                      [--heldout N] [--top K] [--json] [--csv FILE]\n\n"
+    "                      [--together] [--heldout N] [--top K] [--json] [--csv FILE]\n\n"
     "Knocks out every attention head, every MLP and every layer of the run's\n"
     "model in turn (or the comma-separated components of --what, named as\n"
-    "blocks.1.attn.h2, blocks.1.mlp, blocks.1) and scores the held-out set,\n"
+    "blocks.1.attn.h2, blocks.1.mlp, blocks.1; with --together all of them at\n"
+    "once, one row named 'a + b') and scores the held-out set,\n"
     "teacher-forced, for each: exact match, token accuracy and loss (a\n"
     "language model: next-token accuracy and loss), beside the intact model's.\n"
     "Rows are sorted by effect, largest first (docs/interventions.md).\n"
@@ -42,7 +43,8 @@ const char* const kAblateUsage =
     "position; resample takes it from another example of the same lengths.\n\n";
 const char* const kAblateExample =
     "\nexamples:\n  attnlab ablate --run runs/rev --top 5\n"
-    "  attnlab ablate --run runs/rev --mode mean --what blocks.0.attn.h1,blocks.1\n";
+    "  attnlab ablate --run runs/rev --mode mean --what blocks.0.attn.h1,blocks.1\n"
+    "  attnlab ablate --run runs/rev --together --what blocks.1.attn.h0,blocks.1.mlp\n";
 
 // Whether `path` may be written by --csv or --logits: new, or an existing
 // regular file with --overwrite; never a symlink, a directory or a device.
@@ -66,6 +68,7 @@ bool parse_ablate(const Args& args, AblateArgs& a) {
       ("step", po::value(&a.step), "the checkpoint to use (default: the latest)");
   opts.add("mode", &a.mode, "how a component is knocked out: {}", false)
       .add("what", &a.what, "comma-separated components (default: every head, MLP and layer)", false)
+      .flag("together", &a.together, "knock out the --what components at the same time: one row", false)
       .add("heldout", &a.heldout, "number of held-out examples, >= 1 (default: as trained)", false)
       .add("top", &a.top, "keep the K largest effects, K >= 1 (default: all)", false)
       .flag("json", &a.json, "print one JSON object instead of the table", false)
@@ -79,6 +82,8 @@ bool parse_ablate(const Args& args, AblateArgs& a) {
   po::variables_map vm;
   if (!parse_command_line(args, all, vm, kAblateUsage, kAblateExample)) return false;
   check_run_and_step(vm, a.run_path, a.step);
+  if (a.together && vm["what"].defaulted())
+    throw ValueError("--together needs --what: the components to knock out at the same time");
   if (!vm["heldout"].defaulted() && a.heldout < 1)
     throw ValueError("--heldout must be >= 1, got " + std::to_string(a.heldout));
   if (a.heldout > 10000000) throw ValueError("--heldout must be <= 10000000, got " + std::to_string(a.heldout));
@@ -134,8 +139,9 @@ int run_ablate(const Args& args) {
   const std::vector<Example> examples = ablation_examples(loaded, a.heldout, a.run_path);
   const TeacherForcedSet set = teacher_forced_set(c, loaded.task->language_model(), examples, kAblationBatch);
   AblationLogitsRecord record;
-  const AblationResult result =
-      ablate(*loaded.model, set, components, a.mode, a.seed, a.logits.empty() ? AblationLogits() : record.sink());
+  const AblationLogits sink = a.logits.empty() ? AblationLogits() : record.sink();
+  const AblationResult result = a.together ? ablate_groups(*loaded.model, set, {components}, a.mode, a.seed, sink)
+                                           : ablate(*loaded.model, set, components, a.mode, a.seed, sink);
   nlohmann::json out = ablation_json(loaded, result, a.mode, a.top);
   out["run"] = a.run_path;
   if (!a.csv.empty()) write_file_atomic(a.csv, ablation_csv(out));

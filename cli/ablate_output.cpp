@@ -20,8 +20,8 @@ nlohmann::json figures_of(const SetScore& s, bool lm) {
 nlohmann::json row_json(const AblationRow& row, const SetScore& intact, bool lm) {
   static const char* const kinds[] = {"head", "mlp", "layer"};
   nlohmann::json out = figures_of(row.score, lm);
-  out["component"] = row.component.name();
-  out["kind"] = kinds[static_cast<int>(row.component.kind)];
+  out["component"] = row.name();
+  out["kind"] = row.components.size() == 1 ? kinds[static_cast<int>(row.components[0].kind)] : "group";
   out["delta_loss"] = row.score.loss - intact.loss;
   out["delta_token_accuracy"] = row.score.token - intact.token;
   out["delta_exact_match"] = lm ? nlohmann::json() : nlohmann::json(row.score.exact - intact.exact);
@@ -159,7 +159,7 @@ nlohmann::json AblationLogitsRecord::json(const TeacherForcedSet& set, const Abl
   for (size_t p = 0; p < passes_.size(); ++p) {
     nlohmann::json logits = nlohmann::json::array();
     for (const Tensor& t : passes_[p]) logits.push_back(flat(t.shape(), std::vector<Real>(t.data(), t.data() + t.numel())));
-    passes.push_back({{"component", p ? result.rows[p - 1].component.name() : "intact"}, {"logits", logits}});
+    passes.push_back({{"component", p ? result.rows[p - 1].name() : "intact"}, {"logits", logits}});
   }
   nlohmann::json out = {{"mode", name_of(mode)}, {"batches", batches}, {"passes", passes}};
   if (mode == AblationMode::resample) out["donors"] = resample_donors(set, seed);

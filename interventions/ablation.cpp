@@ -125,12 +125,19 @@ struct Knockout {
   const size_t& current;
 };
 
-// Copies `width` values of a full-width source row into x's row (b, t) from column `begin`.
-void put_row(Tensor& x, int64_t b, int64_t t, const Real* source, HeadColumns cols) {
+// The column ranges a group changes on one point: disjoint, or one covering every column
+// (width -1).
+using ColumnRanges = std::vector<HeadColumns>;
+
+// Copies each range of a full-width source row into x's row (b, t) (no source: zeros).
+void put_row(Tensor& x, int64_t b, int64_t t, const Real* source, const ColumnRanges& ranges) {
   const int64_t T = x.size(1), w = x.size(2);
-  Real* row = x.data() + (b * T + t) * w + cols.begin;
-  if (!source) std::fill(row, row + cols.width, Real(0));
-  else std::copy(source + cols.begin, source + cols.begin + cols.width, row);
+  Real* row = x.data() + (b * T + t) * w;
+  for (const HeadColumns& cols : ranges) {
+    const int64_t begin = cols.width < 0 ? 0 : cols.begin, width = cols.width < 0 ? w : cols.width;
+    if (!source) std::fill(row + begin, row + begin + width, Real(0));
+    else std::copy(source + begin, source + begin + width, row + begin);
+  }
 }
 
 // The row resample puts at (b, t) of the current batch: the donor's, or the
@@ -145,31 +152,48 @@ const Real* donor_row(const Knockout& k, const std::string& point, int64_t b, in
   return k.sources.mean.at(point).data() + t * w;
 }
 
-// The replacement of `point`: the component's columns `cols` (width -1: all) changed in
-// place, the rest untouched.
-HookReplacer replacement(const Knockout& k, const std::string& point, HeadColumns cols) {
-  return [&k, point, cols](const std::string&, const Var& value) {
+// The replacement of `point`: the group's columns `ranges` changed in place, the rest
+// untouched.
+HookReplacer replacement(const Knockout& k, const std::string& point, const ColumnRanges& ranges) {
+  return [&k, point, ranges](const std::string&, const Var& value) {
     Var out = value;  // under InferenceGuard nothing else reads this activation: change it in place
     Tensor& x = out.value();
     const int64_t B = x.size(0), T = x.size(1), w = x.size(2);
-    const HeadColumns changed = cols.width < 0 ? HeadColumns{0, w} : cols;
     for (int64_t b = 0; b < B; ++b)
       for (int64_t t = 0; t < T; ++t) {
         const Real* source = nullptr;
         if (k.mode == AblationMode::mean) source = k.sources.mean.at(point).data() + t * w;
         if (k.mode == AblationMode::resample) source = donor_row(k, point, b, t);
-        put_row(x, b, t, source, changed);
+        put_row(x, b, t, source, ranges);
       }
     return out;
   };
 }
 
-// The points every component needs recorded (each once, in first-use order).
-std::vector<std::string> needed_points(const TransformerConfig& c, const std::vector<Component>& components) {
+// The points every group needs recorded (each once, in first-use order).
+std::vector<std::string> needed_points(const TransformerConfig& c, const std::vector<std::vector<Component>>& groups) {
   std::vector<std::string> out;
-  for (const Component& k : components)
-    for (const std::string& p : k.points(c))
-      if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  for (const std::vector<Component>& group : groups)
+    for (const Component& k : group)
+      for (const std::string& p : k.points(c))
+        if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  return out;
+}
+
+// Per point, the union of the columns a group's components change there: a head its
+// columns of z, an MLP or a layer every column of its points.
+std::map<std::string, ColumnRanges> group_columns(const TransformerConfig& c, const std::vector<Component>& group) {
+  std::map<std::string, ColumnRanges> out;
+  for (const Component& k : group) {
+    const HeadColumns cols = k.kind == ComponentKind::head ? head_columns(c, k.head) : HeadColumns{0, -1};
+    for (const std::string& point : k.points(c)) {
+      ColumnRanges& ranges = out[point];
+      const auto same = [&](const HeadColumns& r) { return r.begin == cols.begin && r.width == cols.width; };
+      if (cols.width < 0) ranges = {cols};
+      else if ((ranges.empty() || ranges[0].width >= 0) && std::none_of(ranges.begin(), ranges.end(), same))
+        ranges.push_back(cols);
+    }
+  }
   return out;
 }
 
@@ -210,8 +234,22 @@ std::vector<size_t> resample_donors(const TeacherForcedSet& set, uint64_t seed) 
   return donors;
 }
 
+std::string AblationRow::name() const {
+  std::string out;
+  for (const Component& k : components) out += (out.empty() ? "" : " + ") + k.name();
+  return out;
+}
+
 AblationResult ablate(SequenceModel& model, const TeacherForcedSet& set, const std::vector<Component>& components,
                       AblationMode mode, uint64_t seed, const AblationLogits& logits) {
+  std::vector<std::vector<Component>> groups;
+  for (const Component& k : components) groups.push_back({k});
+  return ablate_groups(model, set, groups, mode, seed, logits);
+}
+
+AblationResult ablate_groups(SequenceModel& model, const TeacherForcedSet& set,
+                             const std::vector<std::vector<Component>>& groups, AblationMode mode, uint64_t seed,
+                             const AblationLogits& logits) {
   const TransformerConfig& c = model.config();
   InferenceGuard guard(model);
   model.hooks().clear();
@@ -225,15 +263,13 @@ AblationResult ablate(SequenceModel& model, const TeacherForcedSet& set, const s
   AblationResult result;
   size_t current = 0;
   if (mode == AblationMode::zero) result.intact = run_pass(model, set, current, -1, logits);
-  else result.intact = intact_pass(model, set, needed_points(c, components), mode == AblationMode::resample, sources, logits);
+  else result.intact = intact_pass(model, set, needed_points(c, groups), mode == AblationMode::resample, sources, logits);
   const std::vector<Place> where = places(set);
   const Knockout knockout{c, set, mode, sources, donors, where, current};
-  const HeadColumns whole{0, -1};  // every column
-  for (size_t r = 0; r < components.size(); ++r) {
-    const Component& k = components[r];
-    const HeadColumns cols = k.kind == ComponentKind::head ? head_columns(c, k.head) : whole;
-    for (const std::string& point : k.points(c)) model.hooks().replace(point, replacement(knockout, point, cols));
-    result.rows.push_back({k, run_pass(model, set, current, static_cast<int64_t>(r), logits)});
+  for (size_t r = 0; r < groups.size(); ++r) {
+    for (const auto& [point, ranges] : group_columns(c, groups[r]))
+      model.hooks().replace(point, replacement(knockout, point, ranges));
+    result.rows.push_back({groups[r], run_pass(model, set, current, static_cast<int64_t>(r), logits)});
     model.hooks().clear();
   }
   return result;

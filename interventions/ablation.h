@@ -1,11 +1,18 @@
 #pragma once
-// Ablation: each component (interventions/components.h) knocked out in turn
-// and the set scored again (docs/interventions.md, "Ablation"). Forward only,
-// batched as the set is: one pass for the intact model (which also records
-// what mean and resample put in), then one pass per component, whose
-// replacement hooks (model.hooks().replace) change only the component's
-// output: a head's columns of z, an MLP's mlp.out, a layer's attention outs
-// and mlp.out.
+// Ablation: each component (interventions/components.h) knocked out in turn,
+// or groups of components knocked out at the same time, and the set scored
+// again (docs/interventions.md, "Ablation"). Forward only, batched as the set
+// is: one pass for the intact model (which also records what mean and
+// resample put in), then one pass per row, whose replacement hooks
+// (model.hooks().replace) change only the row's outputs: a head's columns of
+// z, an MLP's mlp.out, a layer's attention outs and mlp.out.
+//
+// A group has one replacer per hook point, changing the union of its
+// components' columns there: several heads of one attention share its z; a
+// layer replaces its attentions' out (downstream of their z) and its
+// mlp.out whole, so a head or the MLP of a layer in the same group changes
+// nothing more (the group is the layer alone); a component named twice is
+// knocked out once.
 //
 // A point's positions are those of its stream: the source for an encoder
 // and a seq2seq model's encoder. points, the decoder input otherwise.
@@ -29,18 +36,20 @@ namespace attnlab {
 enum class AblationMode { zero, mean, resample };
 const ChoiceNames<AblationMode>& choice_names(AblationMode);
 
+// One row: the components knocked out at the same time (ablate: one).
 struct AblationRow {
-  Component component;
+  std::vector<Component> components;
   SetScore score;
+  std::string name() const;  // the components' names joined by " + "
 };
 
 struct AblationResult {
   SetScore intact;
-  std::vector<AblationRow> rows;  // in the order the components were given
+  std::vector<AblationRow> rows;  // in the order the components (groups) were given
 };
 
 // Sees each batch's logits (B, T, V) of every pass: row -1 the intact pass,
-// else the index of the component knocked out; batch the index in the set.
+// else the index of the row; batch the index in the set.
 using AblationLogits = std::function<void(int64_t row, size_t batch, const Tensor& logits)>;
 
 // The intact set's score, then each component's knocked out by `mode`. Every
@@ -49,6 +58,11 @@ using AblationLogits = std::function<void(int64_t row, size_t batch, const Tenso
 // set of one example.
 AblationResult ablate(SequenceModel& model, const TeacherForcedSet& set, const std::vector<Component>& components,
                       AblationMode mode, uint64_t seed, const AblationLogits& logits = nullptr);
+// The same with each group's components knocked out together: one row per
+// group (ablate is this with one group per component).
+AblationResult ablate_groups(SequenceModel& model, const TeacherForcedSet& set,
+                             const std::vector<std::vector<Component>>& groups, AblationMode mode, uint64_t seed,
+                             const AblationLogits& logits = nullptr);
 
 // The donor of each example for resample: the examples in a seeded random
 // order (Fisher-Yates with Rng(seed)); among those whose streams have the

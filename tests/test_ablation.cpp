@@ -64,7 +64,7 @@ TEST_CASE("zeroing head 0 (the previous-token head) or its layer destroys the an
   // value, so all 8 logits are equal: the loss is ln 8 (uniform over V = 8) and the argmax is
   // the first id, 0, never an answer (symbols are ids 4-7): chance here is 0, not 1/4.
   for (size_t k : {size_t(0), size_t(3)}) {
-    INFO(r.rows[k].component.name());
+    INFO(r.rows[k].name());
     CHECK(r.rows[k].score.token == 0.0);
     CHECK(r.rows[k].score.exact == 0.0);
     CHECK(r.rows[k].score.loss == Approx(std::log(8.0)).margin(1e-6));

@@ -3,10 +3,11 @@
 needs torch, else skipped).
 
 On a tiny trained run of every model kind (encoder, decoder, seq2seq, a text language model), for every mode (zero,
-mean, resample) and a head, an MLP and a layer: `attnlab ablate --logits FILE` writes the set's batches, resample's
-donors and every pass's logits; PyTorch knocks out the same component of the same checkpoint with hooks, and the
-logits at every real (unpadded) position must agree to 1e-5, the intact pass's too, and each knock-out must move
-them (by more than 1e-3) from the intact ones. 80 examples: two batches (attnlab scores 64 a batch).
+mean, resample) and a head, an MLP and a layer, then a group knocked out together (--together, JOINT): `attnlab
+ablate --logits FILE` writes the set's batches, resample's donors and every pass's logits; PyTorch knocks out the
+same component of the same checkpoint with hooks, and the logits at every real (unpadded) position must agree to
+1e-5, the intact pass's too, and each knock-out must move them (by more than 1e-3) from the intact ones. 80
+examples: two batches (attnlab scores 64 a batch).
 
     test_ablation_torch_parity.py --attnlab BUILD/attnlab
 Exit 0: passed; 1: failed; 77: torch cannot be imported (ctest: skipped).
@@ -37,23 +38,32 @@ RUNS = [("encoder", ["--task", "reverse", "--model", "encoder", "--min-len", "3"
                   "--seq-len", "16"],
          ["blocks.1.attn.h1", "blocks.0.mlp", "blocks.1"])]
 
+# A group per kind, knocked out together (--together): heads of one attention, with an MLP or a layer.
+JOINT = {"encoder": ["blocks.1.attn.h0", "blocks.1.attn.h1", "blocks.0.mlp"],
+         "decoder": ["blocks.0.attn.h0", "blocks.0.attn.h1", "blocks.1"],
+         "seq2seq": ["decoder.blocks.0.cross_attn.h1", "decoder.blocks.0.cross_attn.h0", "encoder.blocks.1.mlp"],
+         "text": ["blocks.1.attn.h0", "blocks.1.attn.h1", "blocks.1"]}
+
 
 def check(exe, work, name, flags, components):
     run = os.path.join(work, name)
     r = subprocess.run([exe, "train", "--run", run] + SMALL + flags, capture_output=True, text=True)
     if r.returncode != 0:
         raise tl.Failed(f"attnlab train {name} exited {r.returncode}: {r.stderr.strip()}")
-    for mode in ("zero", "mean", "resample"):
+    joint = " + ".join(JOINT[name])
+    for mode, names, together in [(m, c, t) for m in ("zero", "mean", "resample")
+                                  for c, t in ((components, []), ([joint], ["--together"]))]:
         logits = os.path.join(work, f"{name}-{mode}.json")
-        r = subprocess.run([exe, "ablate", "--run", run, "--mode", mode, "--heldout", "80", "--what", ",".join(components),
-                            "--logits", logits, "--json"], capture_output=True, text=True)
+        what = ",".join(names).replace(" + ", ",")
+        r = subprocess.run([exe, "ablate", "--run", run, "--mode", mode, "--heldout", "80", "--what", what,
+                            "--logits", logits, "--json", "--overwrite"] + together, capture_output=True, text=True)
         if r.returncode != 0:
             raise tl.Failed(f"attnlab ablate {name} --mode {mode} exited {r.returncode}: {r.stderr.strip()}")
         with open(logits) as f:
             passes = [p["component"] for p in json.load(f)["passes"]]
-        if passes != ["intact"] + components:
+        if passes != ["intact"] + names:
             raise tl.Failed(f"{name} {mode}: --logits holds passes {passes}")
-        worst = torch_ablate.compare(run, logits, components)
+        worst = torch_ablate.compare(run, logits, names)
         for component, (diff, moved) in worst.items():
             print(f"{name:8s} {mode:8s} {component:32s} max |attnlab - torch| = {diff:.2e}, moved from intact {moved:.2e}")
             if not diff <= TOLERANCE:

@@ -101,6 +101,27 @@ TEST_CASE("ablate --csv writes the rows, and an existing file is refused without
   CHECK(read(csv) != text);
 }
 
+TEST_CASE("ablate --together knocks out the --what components at once: one row named 'a + b', kind group", "[cli][ablate]") {
+  TempDir dir("ablate-together");
+  const std::string run = dir / "run";
+  REQUIRE(run_attnlab("train" + std::string(kTiny) + " --run " + run).code == 0);
+  const std::string what = " --what blocks.1.attn.h0,blocks.1.attn.h1,blocks.0.mlp";
+  const nlohmann::json joint = ablate_json("--run " + run + " --mode mean --together" + what);
+  CHECK(joint["components"] == 1);
+  REQUIRE(joint["rows"].size() == 1);
+  const nlohmann::json& row = joint["rows"][0];
+  CHECK(row["component"] == "blocks.1.attn.h0 + blocks.1.attn.h1 + blocks.0.mlp");
+  CHECK(row["kind"] == "group");
+  CHECK(row["delta_loss"].get<double>() == row["loss"].get<double>() - joint["intact"]["loss"].get<double>());
+  const nlohmann::json each = ablate_json("--run " + run + " --mode mean" + what);
+  CHECK(each["components"] == 3);
+  CHECK(each["intact"] == joint["intact"]);
+  for (const auto& r : each["rows"]) CHECK(r["loss"] != row["loss"]);
+  const auto table = run_attnlab("ablate --run " + run + " --together" + what);
+  REQUIRE(table.code == 0);
+  CHECK_THAT(table.out, Contains(", 1 of 1 components\n") && Contains("\nblocks.1.attn.h0 + blocks.1.attn.h1 + blocks.0.mlp "));
+}
+
 TEST_CASE("ablate refuses bad input with one line and exit 2, writing nothing", "[cli][ablate]") {
   TempDir dir("ablate-errors");
   const std::string run = dir / "run", csv = dir / "out.csv";
@@ -112,6 +133,7 @@ TEST_CASE("ablate refuses bad input with one line and exit 2, writing nothing", 
       {"--top 0", "attnlab ablate: --top must be >= 1, got 0\n"},
       {"--heldout 0", "attnlab ablate: --heldout must be >= 1, got 0\n"},
       {"--what blocks.0,,blocks.1", "attnlab ablate: --what has an empty component name in 'blocks.0,,blocks.1'\n"},
+      {"--together --mode mean", "attnlab ablate: --together needs --what: the components to knock out at the same time\n"},
   };
   for (const auto& [args, message] : cases) {
     const auto r = run_attnlab("ablate --run " + run + " " + args + " --csv " + csv);

@@ -22,7 +22,10 @@ NAME = re.compile(r"^((?:encoder|decoder)\.)?blocks\.(\d+)(?:\.(attn|self_attn|c
 
 
 def component_points(cfg, name):
-    """[(point, first column, width or None for all)] of a component, as attnlab's Component::points."""
+    """[(point, first column, width or None for all)] of a component, as attnlab's Component::points; of each
+    component of a group "a + b" (knocked out together: each hook on a point changes its own columns)."""
+    if " + " in name:
+        return [p for part in name.split(" + ") for p in component_points(cfg, part)]
     m = NAME.match(name)
     if not m:
         raise ValueError(f"not a component: {name}")
