@@ -12,15 +12,12 @@ each run's "What matters" section:
   - the page passes tests/test_report_browser.py's checks (layout, no console errors, nothing fetched).
 A screenshot of the first view goes to --artifacts.
 """
-import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 
 import test_report_browser as trb
-from test_report_browser import attnlab, browser, check, load_page
+from test_report_browser import attnlab, check, load_page
 
 VIEW = """JSON.stringify([...document.querySelectorAll(".ablation-view")].map((v) => ({
   run: +v.dataset.run, title: v.querySelector("h3").textContent,
@@ -100,37 +97,27 @@ def check_hover(b, view):
     check(shown == cell["tip"], f"hovering {cell['component']} shows {shown!r}")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--attnlab", required=True)
-    ap.add_argument("--artifacts", required=True)
-    args = ap.parse_args()
-    exe_browser = browser()
-    if not exe_browser:
-        print("test_report_ablation: SKIPPED: no chromium on PATH (scripts/install-deps.sh installs it)")
-        return trb.SKIP
-    os.makedirs(args.artifacts, exist_ok=True)
-    tmp, exe = tempfile.mkdtemp(prefix="attnlab-ablation-view-"), args.attnlab
+def checks(args, exe_browser, tmp):
+    exe = args.attnlab
+    runs = list(trb.train_runs(exe, tmp).values())
+    page = os.path.join(tmp, "ablation.html")
+    attnlab(exe, "report", *runs, "--out", page)
+    trb.check_page(exe_browser, page, runs, exe, {}, args.artifacts)
+    b = load_page(exe_browser, page, 1200)
     try:
-        runs = list(trb.train_runs(exe, tmp).values())
-        page = os.path.join(tmp, "ablation.html")
-        attnlab(exe, "report", *runs, "--out", page)
-        trb.check_page(exe_browser, page, runs, exe, {}, args.artifacts)
-        b = load_page(exe_browser, page, 1200)
-        try:
-            b.evaluate(trb.BUILD_ALL)
-            views = json.loads(b.evaluate(VIEW))
-            check(sorted(v["run"] for v in views) == list(range(len(runs))), f"views of runs {[v['run'] for v in views]}")
-            for view in views:
-                check_view(b, exe, runs[view["run"]], view, view["run"])
-            check_hover(b, views[0])
-            b.screenshot(os.path.join(args.artifacts, "ablation_view.png"))
-        finally:
-            b.close()
+        b.evaluate(trb.BUILD_ALL)
+        views = json.loads(b.evaluate(VIEW))
+        check(sorted(v["run"] for v in views) == list(range(len(runs))), f"views of runs {[v['run'] for v in views]}")
+        for view in views:
+            check_view(b, exe, runs[view["run"]], view, view["run"])
+        check_hover(b, views[0])
+        b.screenshot(os.path.join(args.artifacts, "ablation_view.png"))
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"test_report_ablation: {'FAILED' if trb.FAILURES else 'passed'} ({len(trb.FAILURES)} failures)")
-    return 1 if trb.FAILURES else 0
+        b.close()
+
+
+def main():
+    return trb.browser_test("test_report_ablation", checks)
 
 
 if __name__ == "__main__":

@@ -16,16 +16,13 @@ with spaces and newlines. On each page, once every row is built:
     answer marks exactly the tokens that differ from the reversed input.
 Screenshots (thumbnail grid, enlarged view, 64-token page) go to --artifacts.
 """
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import test_report_browser as trb
-from test_report_browser import BUILD_ALL, TINY, attnlab, browser, check, load_page
+from test_report_browser import BUILD_ALL, TINY, attnlab, check, load_page
 
 GLYPHS = {" ": "\u2423", "\n": "\u21b5", "\t": "\u21e5"}
 
@@ -279,46 +276,36 @@ def check_answers(b, exe, run, text, shots):
               f"held-out {r['input']!r}: marked {r['wrong']}, answer {answer}, differing {want}")
 
 
+def checks(args, exe_browser, tmp):
+    exe = args.attnlab
+    corpus = os.path.join(tmp, "corpus.txt")
+    with open(corpus, "w") as f:
+        f.write("the quick brown fox\njumps over the lazy dog.\n" * 60)
+    rev, lm = os.path.join(tmp, "rev64"), os.path.join(tmp, "charlm")
+    attnlab(exe, "train", "--task", "reverse", "--model", "seq2seq", "--min-len", "64", "--max-len", "64",
+            "--heldout", "12", *TINY, "--run", rev)
+    heads8 = [v if k != "--heads" else "8" for k, v in zip([""] + TINY, TINY)]  # a row of 8 thumbnails
+    attnlab(exe, "train", "--task", "text", "--file", corpus, "--seq-len", "64", "--model", "decoder", *heads8,
+            "--run", lm)
+    pages = [(rev, "3 1 4 1 5", True), (lm, "the lazy dog.\njumps over the quick brown fox\nthe lazy dog", False)]
+    for run, text, is_rev in pages:
+        page = run + ".html"
+        attnlab(exe, "report", run, "--input", text, "--out", page)
+        b = load_page(exe_browser, page, 1000)
+        try:
+            check(b.evaluate('document.body.getAttribute("data-rendered")') == "ok", f"{page}: not rendered")
+            ref = check_attention_page(b, exe, run, text, tmp, args.artifacts, is_rev)[1]
+            if is_rev:
+                check_answers(b, exe, run, text, args.artifacts)
+            else:
+                keys = next(iter(ref.values()))[1]
+                check(" " in keys and "\n" in keys, f"{page}: the --input's keys hold no space or newline")
+        finally:
+            b.close()
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--attnlab", required=True)
-    ap.add_argument("--artifacts", required=True)
-    args = ap.parse_args()
-    exe_browser = browser()
-    if not exe_browser:
-        print("test_report_attention: SKIPPED: no chromium on PATH (scripts/install-deps.sh installs it)")
-        return trb.SKIP
-    os.makedirs(args.artifacts, exist_ok=True)
-    tmp, exe = tempfile.mkdtemp(prefix="attnlab-attention-"), args.attnlab
-    try:
-        corpus = os.path.join(tmp, "corpus.txt")
-        with open(corpus, "w") as f:
-            f.write("the quick brown fox\njumps over the lazy dog.\n" * 60)
-        rev, lm = os.path.join(tmp, "rev64"), os.path.join(tmp, "charlm")
-        attnlab(exe, "train", "--task", "reverse", "--model", "seq2seq", "--min-len", "64", "--max-len", "64",
-                "--heldout", "12", *TINY, "--run", rev)
-        heads8 = [v if k != "--heads" else "8" for k, v in zip([""] + TINY, TINY)]  # a row of 8 thumbnails
-        attnlab(exe, "train", "--task", "text", "--file", corpus, "--seq-len", "64", "--model", "decoder", *heads8,
-                "--run", lm)
-        pages = [(rev, "3 1 4 1 5", True), (lm, "the lazy dog.\njumps over the quick brown fox\nthe lazy dog", False)]
-        for run, text, is_rev in pages:
-            page = run + ".html"
-            attnlab(exe, "report", run, "--input", text, "--out", page)
-            b = load_page(exe_browser, page, 1000)
-            try:
-                check(b.evaluate('document.body.getAttribute("data-rendered")') == "ok", f"{page}: not rendered")
-                ref = check_attention_page(b, exe, run, text, tmp, args.artifacts, is_rev)[1]
-                if is_rev:
-                    check_answers(b, exe, run, text, args.artifacts)
-                else:
-                    keys = next(iter(ref.values()))[1]
-                    check(" " in keys and "\n" in keys, f"{page}: the --input's keys hold no space or newline")
-            finally:
-                b.close()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"test_report_attention: {'FAILED' if trb.FAILURES else 'passed'} ({len(trb.FAILURES)} failures)")
-    return 1 if trb.FAILURES else 0
+    return trb.browser_test("test_report_attention", checks)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ Keeps screenshots of the curves under --artifacts.
 
 Exit 0: passed; 1: failed; 77: no chromium on PATH (ctest: skipped).
 """
-import argparse
 import csv
 import json
 import math
@@ -31,10 +30,9 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 
 from report_layout import layout_problems
-from test_report_browser import (BUILD_ALL, FAILURES, SKIP, TINY, attnlab, browser, check, check_page, finish, fmt,
+from test_report_browser import (BUILD_ALL, TINY, attnlab, browser_test, check, check_page, fmt,
                                  load_page, read_csv)
 
 COPY = ["--task", "copy", "--model", "encoder", "--d-model", "16", "--heads", "2", "--layers", "2", "--d-ff", "32",
@@ -287,49 +285,38 @@ def open_checked(exe_browser, page, artifacts, shot):
     return b
 
 
+def checks(args, exe_browser, tmp):
+    seeds = [os.path.join(tmp, f"copy-{s}") for s in range(3)]
+    for s, run in enumerate(seeds):
+        attnlab(args.attnlab, "train", *COPY, "--seed", str(s), "--run", run)
+    with open(os.path.join(tmp, "corpus.txt"), "w") as f:
+        f.write("the quick brown fox jumps over the lazy dog. " * 60)
+    lm = os.path.join(tmp, "textlm")
+    attnlab(args.attnlab, "train", "--task", "text", "--file", os.path.join(tmp, "corpus.txt"), "--seq-len", "16",
+            "--model", "decoder", "--probe-every", "10", *TINY, "--run", lm)
+    noisy, layer = noisy_entropy(seeds[0], tmp)
+    for page, runs, shot, checks in (
+            (page_of(args.attnlab, tmp, "one-seed", seeds[:1]), seeds[:1], "axes-one-seed.png",
+             lambda b: check_single(b, seeds[0], "copy-0", args.artifacts)),
+            (page_of(args.attnlab, tmp, "seeds", seeds), seeds, "axes-seeds.png",
+             lambda b: check_group(b, seeds, "copy")),
+            (page_of(args.attnlab, tmp, "textlm", [lm]), [lm], "axes-textlm.png",
+             lambda b: check_language_model(b, "textlm")),
+            (page_of(args.attnlab, tmp, "seeds-and-lm", seeds + [lm]), seeds + [lm], "axes-seeds-and-lm.png",
+             lambda b: check_group_lr(b, "copy", "textlm")),
+            (page_of(args.attnlab, tmp, "noisy", [noisy]), [noisy], "axes-noisy-entropy.png",
+             lambda b: check_constant_entropy(b, layer))):
+        b = open_checked(exe_browser, page, args.artifacts, shot)
+        try:
+            checks(b)
+        finally:
+            b.close()
+    check_page(exe_browser, page_of(args.attnlab, tmp, "seeds-full", seeds), seeds, args.attnlab, {},
+               args.artifacts)
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--attnlab", required=True)
-    ap.add_argument("--artifacts", required=True)
-    args = ap.parse_args()
-    exe_browser = browser()
-    if not exe_browser:
-        print("test_report_axes: SKIPPED: no chromium on PATH (scripts/install-deps.sh installs it)")
-        return SKIP
-    os.makedirs(args.artifacts, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="attnlab-axes-")
-    try:
-        seeds = [os.path.join(tmp, f"copy-{s}") for s in range(3)]
-        for s, run in enumerate(seeds):
-            attnlab(args.attnlab, "train", *COPY, "--seed", str(s), "--run", run)
-        with open(os.path.join(tmp, "corpus.txt"), "w") as f:
-            f.write("the quick brown fox jumps over the lazy dog. " * 60)
-        lm = os.path.join(tmp, "textlm")
-        attnlab(args.attnlab, "train", "--task", "text", "--file", os.path.join(tmp, "corpus.txt"), "--seq-len", "16",
-                "--model", "decoder", "--probe-every", "10", *TINY, "--run", lm)
-        noisy, layer = noisy_entropy(seeds[0], tmp)
-        for page, runs, shot, checks in (
-                (page_of(args.attnlab, tmp, "one-seed", seeds[:1]), seeds[:1], "axes-one-seed.png",
-                 lambda b: check_single(b, seeds[0], "copy-0", args.artifacts)),
-                (page_of(args.attnlab, tmp, "seeds", seeds), seeds, "axes-seeds.png",
-                 lambda b: check_group(b, seeds, "copy")),
-                (page_of(args.attnlab, tmp, "textlm", [lm]), [lm], "axes-textlm.png",
-                 lambda b: check_language_model(b, "textlm")),
-                (page_of(args.attnlab, tmp, "seeds-and-lm", seeds + [lm]), seeds + [lm], "axes-seeds-and-lm.png",
-                 lambda b: check_group_lr(b, "copy", "textlm")),
-                (page_of(args.attnlab, tmp, "noisy", [noisy]), [noisy], "axes-noisy-entropy.png",
-                 lambda b: check_constant_entropy(b, layer))):
-            b = open_checked(exe_browser, page, args.artifacts, shot)
-            try:
-                checks(b)
-            finally:
-                b.close()
-        check_page(exe_browser, page_of(args.attnlab, tmp, "seeds-full", seeds), seeds, args.attnlab, {},
-                   args.artifacts)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"test_report_axes: {len(FAILURES)} failures")
-    return finish()
+    return browser_test("test_report_axes", checks)
 
 
 if __name__ == "__main__":

@@ -526,47 +526,58 @@ def check_scale(exe_browser, exe, tmp, artifacts):
     check_page(exe_browser, page, [run], exe, {}, artifacts)
 
 
-def main():
+def browser_test(name, checks, options=()):
+    """What every browser test's main does around its checks: --attnlab and --artifacts parsed (and
+    `options`, pairs of a flag and add_argument's keywords); 77 (skipped) without chromium;
+    checks(args, exe_browser, tmp) run with a temporary directory that is removed after them; one line
+    naming the test and its failures (FAILURES, shared by every test that imports this module); the
+    exit code."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--attnlab", required=True)
     ap.add_argument("--artifacts", required=True)
-    ap.add_argument("--scale", action="store_true", help="only the L-sized run's page (check_scale)")
+    for flag, keywords in options:
+        ap.add_argument(flag, **keywords)
     args = ap.parse_args()
     exe_browser = browser()
     if not exe_browser:
-        print("test_report_browser: SKIPPED: no chromium on PATH (scripts/install-deps.sh installs it)")
+        print(f"{name}: SKIPPED: no chromium on PATH (scripts/install-deps.sh installs it)")
         return SKIP
     os.makedirs(args.artifacts, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="attnlab-report-")
+    tmp = tempfile.mkdtemp(prefix=f"attnlab-{name}-")
     try:
-        if args.scale:
-            check_scale(exe_browser, args.attnlab, tmp, args.artifacts)
-            return finish()
-        runs = train_runs(args.attnlab, tmp)
-        inputs = {runs["encoder"]: "1 2 3 4", runs["decoder"]: "3 1 4 1", runs["seq2seq"]: "2 7 1 8",
-                  runs["textlm"]: "the lazy "}
-        checks = {}
-        for name, run in runs.items():
-            page = os.path.join(tmp, name + ".html")
-            attnlab(args.attnlab, "report", run, "--input", inputs[run], "--out", page)
-            _, checks[name] = check_page(exe_browser, page, [run], args.attnlab, inputs, args.artifacts,
-                                         printed=name == "seq2seq")
-        page = os.path.join(tmp, "comparison.html")
-        pair = [runs["decoder"], runs["seq2seq"]]
-        attnlab(args.attnlab, "report", *pair, "--input", "3 1 4 1", "--out", page)
-        check_page(exe_browser, page, pair, args.attnlab, {run: "3 1 4 1" for run in pair}, args.artifacts)
-        check_flags(exe_browser, args.attnlab, runs["encoder"], checks["encoder"], tmp, args.artifacts)
-        check_sweep(exe_browser, args.attnlab, tmp, args.artifacts)
-        check_tune_study(exe_browser, args.attnlab, tmp, args.artifacts)
-        check_refusals(args.attnlab, runs["decoder"], tmp)
+        checks(args, exe_browser, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return finish()
-
-
-def finish():
-    print(f"test_report_browser: {'FAILED' if FAILURES else 'passed'} ({len(FAILURES)} failures)")
+    print(f"{name}: {'FAILED' if FAILURES else 'passed'} ({len(FAILURES)} failures)")
     return 1 if FAILURES else 0
+
+
+def checks(args, exe_browser, tmp):
+    if args.scale:
+        check_scale(exe_browser, args.attnlab, tmp, args.artifacts)
+        return
+    runs = train_runs(args.attnlab, tmp)
+    inputs = {runs["encoder"]: "1 2 3 4", runs["decoder"]: "3 1 4 1", runs["seq2seq"]: "2 7 1 8",
+              runs["textlm"]: "the lazy "}
+    checked = {}
+    for name, run in runs.items():
+        page = os.path.join(tmp, name + ".html")
+        attnlab(args.attnlab, "report", run, "--input", inputs[run], "--out", page)
+        _, checked[name] = check_page(exe_browser, page, [run], args.attnlab, inputs, args.artifacts,
+                                      printed=name == "seq2seq")
+    page = os.path.join(tmp, "comparison.html")
+    pair = [runs["decoder"], runs["seq2seq"]]
+    attnlab(args.attnlab, "report", *pair, "--input", "3 1 4 1", "--out", page)
+    check_page(exe_browser, page, pair, args.attnlab, {run: "3 1 4 1" for run in pair}, args.artifacts)
+    check_flags(exe_browser, args.attnlab, runs["encoder"], checked["encoder"], tmp, args.artifacts)
+    check_sweep(exe_browser, args.attnlab, tmp, args.artifacts)
+    check_tune_study(exe_browser, args.attnlab, tmp, args.artifacts)
+    check_refusals(args.attnlab, runs["decoder"], tmp)
+
+
+def main():
+    return browser_test("test_report_browser", checks,
+                        [("--scale", {"action": "store_true", "help": "only the L-sized run's page (check_scale)"})])
 
 
 if __name__ == "__main__":

@@ -16,15 +16,12 @@ needs chromium, else skipped). Checks, in the page:
     axis's ticks give its CSV value; the pointer on a line names its run.
 Keeps screenshots under --artifacts. Exit 0: passed; 1: failed; 77: no chromium on PATH.
 """
-import argparse
 import csv
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import test_report_browser as base
 from test_report_browser import TINY, attnlab, check, check_page, load_page, read_csv
@@ -345,30 +342,19 @@ def check_sweep(browser, exe, tmp, artifacts):
         b.close()
 
 
+def checks(args, browser, tmp):
+    runs = {name: os.path.join(tmp, name) for name in ("one/rev", "two/rev", "three/copy")}
+    attnlab(args.attnlab, "train", "--task", "reverse", *PROBED, "--run", runs["one/rev"])
+    attnlab(args.attnlab, "train", "--task", "reverse", *with_flag(PROBED, "--layers", "1"), "--lr", "3e-3",
+            "--run", runs["two/rev"])
+    attnlab(args.attnlab, "train", "--task", "copy", *PROBED, "--run", runs["three/copy"])
+    check_pair(browser, args.attnlab, [runs["one/rev"], runs["two/rev"]], tmp, args.artifacts)
+    check_tasks_differ(browser, args.attnlab, [runs["one/rev"], runs["three/copy"]], tmp, args.artifacts)
+    check_sweep(browser, args.attnlab, tmp, args.artifacts)
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--attnlab", required=True)
-    ap.add_argument("--artifacts", required=True)
-    args = ap.parse_args()
-    browser = base.browser()
-    if not browser:
-        print("test_report_comparison: SKIPPED: no chromium on PATH (scripts/install-deps.sh installs it)")
-        return base.SKIP
-    os.makedirs(args.artifacts, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="attnlab-compare-")
-    try:
-        runs = {name: os.path.join(tmp, name) for name in ("one/rev", "two/rev", "three/copy")}
-        attnlab(args.attnlab, "train", "--task", "reverse", *PROBED, "--run", runs["one/rev"])
-        attnlab(args.attnlab, "train", "--task", "reverse", *with_flag(PROBED, "--layers", "1"), "--lr", "3e-3",
-                "--run", runs["two/rev"])
-        attnlab(args.attnlab, "train", "--task", "copy", *PROBED, "--run", runs["three/copy"])
-        check_pair(browser, args.attnlab, [runs["one/rev"], runs["two/rev"]], tmp, args.artifacts)
-        check_tasks_differ(browser, args.attnlab, [runs["one/rev"], runs["three/copy"]], tmp, args.artifacts)
-        check_sweep(browser, args.attnlab, tmp, args.artifacts)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"test_report_comparison: {'FAILED' if base.FAILURES else 'passed'} ({len(base.FAILURES)} failures)")
-    return 1 if base.FAILURES else 0
+    return base.browser_test("test_report_comparison", checks)
 
 
 if __name__ == "__main__":

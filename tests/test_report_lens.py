@@ -14,16 +14,13 @@ section, then the --input):
     names the part; the post-LN run shows the refusal instead.
 The page passes the common layout check (check_page). A screenshot of each view goes to --artifacts.
 """
-import argparse
 import colorsys
 import json
 import os
-import shutil
 import sys
-import tempfile
 
 import test_report_browser as trb
-from test_report_browser import TINY, attnlab, browser, check, check_page, load_page
+from test_report_browser import TINY, attnlab, check, check_page, load_page
 
 GLYPHS = {" ": "\u2423", "\n": "\u21b5", "\t": "\u21e5"}
 SYMBOLS = ["--vocab", "6", "--min-len", "3", "--max-len", "5", "--heldout", "8"]
@@ -146,25 +143,15 @@ def check_run(exe_browser, exe, tmp, artifacts, name, text):
         b.close()
 
 
+def checks(args, exe_browser, tmp):
+    exe = args.attnlab
+    for name, flags, text in RUNS:
+        attnlab(exe, "train", "--run", os.path.join(tmp, name), *TINY, *SYMBOLS, *flags)
+        check_run(exe_browser, exe, tmp, args.artifacts, name, text)
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--attnlab", required=True)
-    ap.add_argument("--artifacts", required=True)
-    args = ap.parse_args()
-    exe_browser = browser()
-    if not exe_browser:
-        print("test_report_lens: SKIPPED: no chromium on PATH (scripts/install-deps.sh installs it)")
-        return trb.SKIP
-    os.makedirs(args.artifacts, exist_ok=True)
-    tmp, exe = tempfile.mkdtemp(prefix="attnlab-report-lens-"), args.attnlab
-    try:
-        for name, flags, text in RUNS:
-            attnlab(exe, "train", "--run", os.path.join(tmp, name), *TINY, *SYMBOLS, *flags)
-            check_run(exe_browser, exe, tmp, args.artifacts, name, text)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"test_report_lens: {'FAILED' if trb.FAILURES else 'passed'} ({len(trb.FAILURES)} failures)")
-    return 1 if trb.FAILURES else 0
+    return trb.browser_test("test_report_lens", checks)
 
 
 if __name__ == "__main__":

@@ -13,16 +13,13 @@ tests/test_report_browser.py's page checks, the layout checks among them), for e
 A pair the run refuses (different lengths) or a --clean without its --corrupt: exit 2, one line,
 no page. Screenshots of the patching view go to --artifacts.
 """
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import test_report_browser as trb
-from test_report_browser import TINY, TIP, attnlab, browser, check, check_page, load_page
+from test_report_browser import TINY, TIP, attnlab, check, check_page, load_page
 
 # In the page: every patching cell with its pair, map, row, column, value, colour and centre.
 CELLS = """JSON.stringify([...document.querySelectorAll(".patching-view rect[data-row]")].map((r) => {
@@ -121,30 +118,20 @@ def check_refusals(exe, run, tmp):
               f"report {flags}: exit {r.returncode}, stderr {r.stderr!r}")
 
 
+def checks(args, exe_browser, tmp):
+    exe = args.attnlab
+    runs = {"encoder": (["--model", "encoder"], [("3 1 4 1 5", "3 1 2 1 5"), ("5 5 0 1 2", "5 5 0 3 4")]),
+            "seq2seq": (["--model", "seq2seq"], [("3 1 4 1 5", "3 1 4 1 0"), ("0 1 2 3 4", "4 1 2 3 0")])}
+    for name, (model, pairs) in runs.items():
+        run = os.path.join(tmp, name)
+        attnlab(exe, "train", "--task", "reverse", *model, "--vocab", "6", "--min-len", "5", "--max-len", "5",
+                "--heldout", "20", *TINY, "--run", run)
+        check_report(exe_browser, exe, run, pairs, tmp, args.artifacts)
+    check_refusals(exe, os.path.join(tmp, "encoder"), tmp)
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--attnlab", required=True)
-    ap.add_argument("--artifacts", required=True)
-    args = ap.parse_args()
-    exe_browser = browser()
-    if not exe_browser:
-        print("test_report_patching: SKIPPED: no chromium on PATH (scripts/install-deps.sh installs it)")
-        return trb.SKIP
-    os.makedirs(args.artifacts, exist_ok=True)
-    tmp, exe = tempfile.mkdtemp(prefix="attnlab-patching-"), args.attnlab
-    try:
-        runs = {"encoder": (["--model", "encoder"], [("3 1 4 1 5", "3 1 2 1 5"), ("5 5 0 1 2", "5 5 0 3 4")]),
-                "seq2seq": (["--model", "seq2seq"], [("3 1 4 1 5", "3 1 4 1 0"), ("0 1 2 3 4", "4 1 2 3 0")])}
-        for name, (model, pairs) in runs.items():
-            run = os.path.join(tmp, name)
-            attnlab(exe, "train", "--task", "reverse", *model, "--vocab", "6", "--min-len", "5", "--max-len", "5",
-                    "--heldout", "20", *TINY, "--run", run)
-            check_report(exe_browser, exe, run, pairs, tmp, args.artifacts)
-        check_refusals(exe, os.path.join(tmp, "encoder"), tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"test_report_patching: {'FAILED' if trb.FAILURES else 'passed'} ({len(trb.FAILURES)} failures)")
-    return 1 if trb.FAILURES else 0
+    return trb.browser_test("test_report_patching", checks)
 
 
 if __name__ == "__main__":

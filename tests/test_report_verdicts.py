@@ -21,7 +21,6 @@ Keeps a screenshot of each page under --artifacts.
 
 Exit 0: passed; 1: failed; 77: no chromium on PATH (ctest: skipped).
 """
-import argparse
 import fcntl
 import json
 import math
@@ -30,10 +29,9 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import test_report_browser as trb
-from test_report_browser import TINY, attnlab, browser, check, load_page, read_csv
+from test_report_browser import TINY, attnlab, check, load_page, read_csv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # In the page: each run section's verdict, notes, table rows and settings lists.
@@ -281,28 +279,17 @@ def check_refusal(exe, tmp):
           f"report --eager=yes: exit {r.returncode}, {line!r}, not as docs/errors.md lists it")
 
 
+def checks(args, exe_browser, tmp):
+    check_text_lm(exe_browser, args.attnlab, tmp, args.artifacts)
+    check_targets(exe_browser, args.attnlab, tmp, args.artifacts)
+    check_notes(exe_browser, args.attnlab, tmp, args.artifacts)
+    check_old_run(exe_browser, args.attnlab, tmp, args.artifacts)
+    check_eager(exe_browser, args.attnlab, tmp, args.artifacts)
+    check_refusal(args.attnlab, tmp)
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--attnlab", required=True)
-    ap.add_argument("--artifacts", required=True)
-    args = ap.parse_args()
-    exe_browser = browser()
-    if not exe_browser:
-        print("test_report_verdicts: SKIPPED: no chromium on PATH (scripts/install-deps.sh installs it)")
-        return trb.SKIP
-    os.makedirs(args.artifacts, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="attnlab-verdicts-")
-    try:
-        check_text_lm(exe_browser, args.attnlab, tmp, args.artifacts)
-        check_targets(exe_browser, args.attnlab, tmp, args.artifacts)
-        check_notes(exe_browser, args.attnlab, tmp, args.artifacts)
-        check_old_run(exe_browser, args.attnlab, tmp, args.artifacts)
-        check_eager(exe_browser, args.attnlab, tmp, args.artifacts)
-        check_refusal(args.attnlab, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"test_report_verdicts: {'FAILED' if trb.FAILURES else 'passed'} ({len(trb.FAILURES)} failures)")
-    return 1 if trb.FAILURES else 0
+    return trb.browser_test("test_report_verdicts", checks)
 
 
 if __name__ == "__main__":

@@ -193,8 +193,12 @@ def test_interventions(exe, work):
             return list(csv.DictReader(f))
     ablation = rows("ablation")
     rev = [r for r in ablation if r["study"] == "reverse-encoder" and r["mode"] == "zero"]
-    # 2 blocks x (2 heads + mlp + block) components, each once per mode.
-    expect(len(rev) == 8 and len(ablation) == 2 * (8 + 3 * 4 + 8), f"ablation rows per run and mode (got {len(ablation)})")
+    # 2 blocks x (2 heads + mlp + block) components, each once per mode; then each block's heads together.
+    expect(len(rev) == 8 + 2 and len(ablation) == 2 * (8 + 3 * 4 + 8) + 2 + 3 + 2, f"ablation rows (got {len(ablation)})")
+    together = {r["component"]: r for r in rev if r["kind"] == "group"}
+    expect(set(together) == {"blocks.0.attn.h0 + blocks.0.attn.h1", "blocks.1.attn.h0 + blocks.1.attn.h1"},
+           f"each block's heads together (got {sorted(together)})")
+    rev = [r for r in rev if r["kind"] != "group"]
     printed = json.loads(subprocess.run([exe, "ablate", "--run", os.path.join(runs, "reverse-encoder-s0"), "--heldout", "200",
                                          "--json"], capture_output=True, text=True).stdout)
     expect({r["component"]: float(r["delta_exact_match"]) for r in rev}
@@ -212,7 +216,8 @@ def test_interventions(exe, work):
     expect(len(parts) == 1 + 2 * 4 + 1 and "blocks.1.attn.h1" in parts, f"attribution rows, one per part (got {parts})")
     with open(os.path.join(docs, "interventions.md")) as f:
         page = f.read()
-    expect(all(f"<!-- BEGIN {n} -->" in page for n in ("ablation", "patching", "lens", "induction")), "the four tables written")
+    expect(all(f"<!-- BEGIN {n} -->" in page for n in ("ablation", "together", "patching", "lens", "induction")),
+           "the five tables written")
     figures = [os.path.join(docs, "figures", f"interventions_{n}.png") for n in ("ablation", "patching", "lens")]
     for path in figures:
         expect(os.path.getsize(path) > 1000, f"{path} drawn")

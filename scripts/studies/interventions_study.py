@@ -71,10 +71,22 @@ def trained(exe, runs, name, seed, tiny):
     return run
 
 
+def block_heads(exe, run):
+    """Each block's heads as one --what list (the model's components, from ablate --json on two examples)."""
+    names = [r["component"] for r in ask(exe, ["ablate", "--run", run, "--heldout", "2"])["rows"] if r["kind"] == "head"]
+    blocks = {}
+    for n in names:
+        blocks.setdefault(n.split(".attn.")[0], []).append(n)
+    return [",".join(sorted(v)) for _, v in sorted(blocks.items())]
+
+
 def ablation_rows(exe, run, name, seed, stamp):
+    """Each component knocked out alone (zero, mean), then each block's heads together (zero)."""
     rows = []
-    for mode in ("zero", "mean"):
-        out = ask(exe, ["ablate", "--run", run, "--mode", mode, "--heldout", str(HELDOUT)])
+    together = [("zero", ["--together", "--what", heads]) for heads in block_heads(exe, run)]
+    runs = [("zero", []), ("mean", [])] + together
+    for mode, extra in runs:
+        out = ask(exe, ["ablate", "--run", run, "--mode", mode, "--heldout", str(HELDOUT)] + extra)
         for r in out["rows"]:
             rows.append({"study": name, "seed": seed, "mode": mode, "component": r["component"], "kind": r["kind"],
                          "exact_match": r["exact_match"], "delta_exact_match": r["delta_exact_match"],
@@ -146,7 +158,8 @@ def measure(args):
 
 
 def top_components(rows, name, seed, mode, k=3):
-    mine = [r for r in rows if r["study"] == name and int(r["seed"]) == seed and r["mode"] == mode and r["kind"] != "layer"]
+    mine = [r for r in rows if r["study"] == name and int(r["seed"]) == seed and r["mode"] == mode
+            and r["kind"] in ("head", "mlp")]
     mine.sort(key=lambda r: (float(r["delta_exact_match"]), -float(r["delta_loss"])))
     return ", ".join(f"{r['component']} ({100 * float(r['delta_exact_match']):+.1f})" for r in mine[:k])
 
@@ -157,6 +170,20 @@ def ablation_table(rows):
         for seed in sorted({int(r["seed"]) for r in rows if r["study"] == name}):
             lines.append(f"| {name} | {seed} | {top_components(rows, name, seed, 'zero')} | "
                          f"{top_components(rows, name, seed, 'mean')} |")
+    return "\n".join(lines)
+
+
+def together_table(rows):
+    """Per run and seed: each block's heads knocked out together, against the largest single head's effect."""
+    lines = ["| run | seed | all heads of a block zeroed together (change in exact match, points) | "
+             "the largest single head's |", "|---|---|---|---|"]
+    for name in STUDIES:
+        for seed in sorted({int(r["seed"]) for r in rows if r["study"] == name}):
+            mine = [r for r in rows if r["study"] == name and int(r["seed"]) == seed and r["mode"] == "zero"]
+            groups = [f"{r['component'].split('.attn.')[0]}: {100 * float(r['delta_exact_match']):+.1f}"
+                      for r in mine if r["kind"] == "group"]
+            single = min(float(r["delta_exact_match"]) for r in mine if r["kind"] == "head")
+            lines.append(f"| {name} | {seed} | {'; '.join(groups)} | {100 * single:+.1f} |")
     return "\n".join(lines)
 
 
@@ -214,6 +241,7 @@ def write_tables(docs):
     page = os.path.join(docs, "interventions.md")
     text = open(page).read() if os.path.exists(page) else ""
     text = replace_block(text, "ablation", ablation_table(parts["ablation"]))
+    text = replace_block(text, "together", together_table(parts["ablation"]))
     text = replace_block(text, "patching", patching_table(parts["patching"]))
     text = replace_block(text, "lens", lens_table(parts["lens"]))
     text = replace_block(text, "induction", induction_table(parts))
