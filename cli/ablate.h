@@ -32,9 +32,12 @@ std::vector<AblationRow> sort_by_effect(const AblationResult& result, bool langu
 
 // The report's ablation view: every component zero-ablated on the first
 // kReportAblationExamples held-out examples (a generated task: at most its
-// held-out set; cli/report_ablation.cpp): the
-// figures of ablation_json; null for a run without held-out examples.
+// held-out set), fewer for a large model: as many as keep the passes under
+// kReportAblationFlops, at least kReportAblationMinimum (cli/report_ablation.cpp);
+// the figures of ablation_json; null for a run without held-out examples.
 constexpr int64_t kReportAblationExamples = 200;
+constexpr double kReportAblationFlops = 1e11;
+constexpr size_t kReportAblationMinimum = 20;
 nlohmann::json ablation_view_data(LoadedRun& loaded);
 
 // The table on stdout: the intact row first, then the rows of ablation_json
