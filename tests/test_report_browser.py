@@ -562,7 +562,9 @@ def checks(args, exe_browser, tmp):
     checked = {}
     for name, run in runs.items():
         page = os.path.join(tmp, name + ".html")
-        attnlab(args.attnlab, "report", run, "--input", inputs[run], "--out", page)
+        # The encoder's page also patches a pair (the sanitizer build runs no other test of that data).
+        pair = ["--clean", "1 2 3 4", "--corrupt", "1 2 5 4"] if name == "encoder" else []
+        attnlab(args.attnlab, "report", run, "--input", inputs[run], *pair, "--out", page)
         _, checked[name] = check_page(exe_browser, page, [run], args.attnlab, inputs, args.artifacts,
                                       printed=name == "seq2seq")
     page = os.path.join(tmp, "comparison.html")
