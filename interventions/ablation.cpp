@@ -66,13 +66,43 @@ struct Sources {
   std::map<std::string, std::vector<Tensor>> value;
 };
 
+// Where a row's pass starts: the first block of its components' earliest stack (seq2seq:
+// the encoder when one of them sits there).
+struct Start {
+  std::string stack;  // "", "encoder." or "decoder."
+  int64_t block = 0;
+  // Whether a forward from here reuses anything: not from block 0 of an encoder or decoder stack.
+  bool reuses() const { return block > 0 || stack == "decoder."; }
+  std::string resid_pre() const { return stack + "blocks." + std::to_string(block) + ".resid_pre"; }
+};
+const char* const kMemory = "encoder.ln_final";  // the encoder output a decoder start reads
+
+Start start_of(const std::vector<Component>& group) {
+  if (group.empty()) return {};
+  const bool encoder = std::any_of(group.begin(), group.end(), [](const Component& k) { return k.stack == "encoder."; });
+  Start s{encoder ? "encoder." : group[0].stack, -1};
+  for (const Component& k : group)
+    if (k.stack == s.stack && (s.block < 0 || k.block < s.block)) s.block = k.block;
+  return s;
+}
+
+// Batch j's forward from `start` on, from what the intact pass kept (a copy: the pass
+// may change its activations in place).
+Var forward_from(SequenceModel& model, const TeacherForcedSet& set, size_t j, const Start& start, const Sources& kept) {
+  const Var resid_pre(kept.value.at(start.resid_pre())[j]);  // (B, T, d)
+  const Var memory = start.stack == "decoder." ? Var(kept.value.at(kMemory)[j]) : Var();  // (B, T_src, d)
+  return model.forward_from(set.batches[j].input, start.stack, start.block, resid_pre, memory);
+}
+
 // One pass over the set with whatever hooks are set; `current` is the batch
-// being run (the hooks read it).
+// being run (the hooks read it). With `kept` (the intact pass's recorded
+// values), from `start` on.
 SetScore run_pass(SequenceModel& model, const TeacherForcedSet& set, size_t& current, int64_t row,
-                  const AblationLogits& logits) {
+                  const AblationLogits& logits, const Start& start = {}, const Sources* kept = nullptr) {
   ScoreSums sums;
+  const bool resume = kept && start.reuses();
   for (current = 0; current < set.batches.size(); ++current) {
-    const Var out = model.forward(set.batches[current].input);
+    const Var out = resume ? forward_from(model, set, current, start, *kept) : model.forward(set.batches[current].input);
     if (logits) logits(row, current, out.value());
     sums.add(out.value(), set.batches[current].targets);
   }
@@ -81,18 +111,25 @@ SetScore run_pass(SequenceModel& model, const TeacherForcedSet& set, size_t& cur
   return s;
 }
 
-// The intact pass, recording every point of `points` into `sources`.
-SetScore intact_pass(SequenceModel& model, const TeacherForcedSet& set, const std::vector<std::string>& points,
-                     bool keep_values, Sources& sources, const AblationLogits& logits) {
+// The intact pass, recording the mean of every point of `means` and each batch's value of
+// every point of `kept` into `sources`.
+SetScore intact_pass(SequenceModel& model, const TeacherForcedSet& set, const std::vector<std::string>& means,
+                     const std::vector<std::string>& kept, Sources& sources, const AblationLogits& logits) {
   const TransformerConfig& c = model.config();
   std::map<std::string, MeanSums> sums;
   size_t current = 0;
-  for (const std::string& point : points)
-    model.hooks().observe(point, [&, keep_values](const std::string& name, const Var& v) {
+  std::vector<std::string> points = means;
+  for (const std::string& p : kept)
+    if (std::find(points.begin(), points.end(), p) == points.end()) points.push_back(p);
+  for (const std::string& point : points) {
+    const bool mean = std::find(means.begin(), means.end(), point) != means.end();
+    const bool keep = std::find(kept.begin(), kept.end(), point) != kept.end();
+    model.hooks().observe(point, [&, mean, keep](const std::string& name, const Var& v) {
       const ModelInput& in = set.batches[current].input;
-      sums[name].add(v.value(), on_source(c, name) ? in.src_pad : in.tgt_pad);
-      if (keep_values) sources.value[name].push_back(v.value());
+      if (mean) sums[name].add(v.value(), on_source(c, name) ? in.src_pad : in.tgt_pad);
+      if (keep) sources.value[name].push_back(v.value());
     });
+  }
   const SetScore s = run_pass(model, set, current, -1, logits);
   model.hooks().clear();
   for (const auto& [name, m] : sums) sources.mean[name] = m.mean();
@@ -171,6 +208,22 @@ HookReplacer replacement(const Knockout& k, const std::string& point, const Colu
 }
 
 // The points every group needs recorded (each once, in first-use order).
+// The points a reusing pass starts from (each once): the starts' resid_pre, and the encoder
+// output for a decoder start.
+std::vector<std::string> start_points(const std::vector<std::vector<Component>>& groups) {
+  std::vector<std::string> out;
+  const auto add = [&out](const std::string& p) {
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  };
+  for (const std::vector<Component>& group : groups) {
+    const Start s = start_of(group);
+    if (!s.reuses()) continue;
+    add(s.resid_pre());
+    if (s.stack == "decoder.") add(kMemory);
+  }
+  return out;
+}
+
 std::vector<std::string> needed_points(const TransformerConfig& c, const std::vector<std::vector<Component>>& groups) {
   std::vector<std::string> out;
   for (const std::vector<Component>& group : groups)
@@ -241,15 +294,15 @@ std::string AblationRow::name() const {
 }
 
 AblationResult ablate(SequenceModel& model, const TeacherForcedSet& set, const std::vector<Component>& components,
-                      AblationMode mode, uint64_t seed, const AblationLogits& logits) {
+                      AblationMode mode, uint64_t seed, const AblationLogits& logits, bool reuse_prefix) {
   std::vector<std::vector<Component>> groups;
   for (const Component& k : components) groups.push_back({k});
-  return ablate_groups(model, set, groups, mode, seed, logits);
+  return ablate_groups(model, set, groups, mode, seed, logits, reuse_prefix);
 }
 
 AblationResult ablate_groups(SequenceModel& model, const TeacherForcedSet& set,
                              const std::vector<std::vector<Component>>& groups, AblationMode mode, uint64_t seed,
-                             const AblationLogits& logits) {
+                             const AblationLogits& logits, bool reuse_prefix) {
   const TransformerConfig& c = model.config();
   InferenceGuard guard(model);
   model.hooks().clear();
@@ -262,14 +315,18 @@ AblationResult ablate_groups(SequenceModel& model, const TeacherForcedSet& set,
   Sources sources;
   AblationResult result;
   size_t current = 0;
-  if (mode == AblationMode::zero) result.intact = run_pass(model, set, current, -1, logits);
-  else result.intact = intact_pass(model, set, needed_points(c, groups), mode == AblationMode::resample, sources, logits);
+  const std::vector<std::string> means = mode == AblationMode::zero ? std::vector<std::string>() : needed_points(c, groups);
+  std::vector<std::string> kept = reuse_prefix ? start_points(groups) : std::vector<std::string>();
+  if (mode == AblationMode::resample) kept.insert(kept.end(), means.begin(), means.end());
+  result.intact = intact_pass(model, set, means, kept, sources, logits);
   const std::vector<Place> where = places(set);
   const Knockout knockout{c, set, mode, sources, donors, where, current};
   for (size_t r = 0; r < groups.size(); ++r) {
     for (const auto& [point, ranges] : group_columns(c, groups[r]))
       model.hooks().replace(point, replacement(knockout, point, ranges));
-    result.rows.push_back({groups[r], run_pass(model, set, current, static_cast<int64_t>(r), logits)});
+    const Start start = start_of(groups[r]);
+    result.rows.push_back(
+        {groups[r], run_pass(model, set, current, static_cast<int64_t>(r), logits, start, reuse_prefix ? &sources : nullptr)});
     model.hooks().clear();
   }
   return result;

@@ -7,6 +7,19 @@
 // (model.hooks().replace) change only the row's outputs: a head's columns of
 // z, an MLP's mlp.out, a layer's attention outs and mlp.out.
 //
+// A row's pass starts at its earliest block (reuse_prefix): the blocks
+// before it compute what the intact pass computed, so the pass runs
+// SequenceModel::forward_from that block's input, resid_pre, as the intact
+// pass recorded it (a seq2seq decoder component: the decoder's block from
+// the recorded encoder output too; an encoder one: the rest of the encoder,
+// then the whole decoder). The logits are the full pass's bitwise. Memory:
+// the intact pass keeps every batch's resid_pre (B, T, d) of each block a
+// row starts at (not block 0 of the first stack, an encoder's, a decoder
+// LM's or a seq2seq encoder's: those rows run the full forward), and for
+// seq2seq decoder rows (block 0 too) the encoder output
+// (B, T_src, d): N·T·d reals per block kept, for N examples of T positions
+// (docs/benchmark.md's L, N = 500: 500·64·256·4 bytes = 33 MB a block).
+//
 // A group has one replacer per hook point, changing the union of its
 // components' columns there: several heads of one attention share its z; a
 // layer replaces its attentions' out (downstream of their z) and its
@@ -55,14 +68,15 @@ using AblationLogits = std::function<void(int64_t row, size_t batch, const Tenso
 // The intact set's score, then each component's knocked out by `mode`. Every
 // hook the model had is cleared. Deterministic for a fixed seed and thread
 // count; `seed` only chooses resample's donors. ValueError for resample on a
-// set of one example.
+// set of one example. reuse_prefix false: every pass is a full forward (the
+// reference the reuse is tested and timed against).
 AblationResult ablate(SequenceModel& model, const TeacherForcedSet& set, const std::vector<Component>& components,
-                      AblationMode mode, uint64_t seed, const AblationLogits& logits = nullptr);
+                      AblationMode mode, uint64_t seed, const AblationLogits& logits = nullptr, bool reuse_prefix = true);
 // The same with each group's components knocked out together: one row per
 // group (ablate is this with one group per component).
 AblationResult ablate_groups(SequenceModel& model, const TeacherForcedSet& set,
                              const std::vector<std::vector<Component>>& groups, AblationMode mode, uint64_t seed,
-                             const AblationLogits& logits = nullptr);
+                             const AblationLogits& logits = nullptr, bool reuse_prefix = true);
 
 // The donor of each example for resample: the examples in a seeded random
 // order (Fisher-Yates with Rng(seed)); among those whose streams have the

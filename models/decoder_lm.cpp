@@ -18,9 +18,19 @@ DecoderLM::DecoderLM(const TransformerConfig& config, uint64_t seed) : SequenceM
 
 Var DecoderLM::forward(const ModelInput& input) {
   check_sequence(input.tgt_in, input.tgt_pad, "decoder input tgt_in");
+  return run_blocks(input, 0, hooked("embed", embed_at(input.tgt_in, positions_for(input.tgt_in, input.tgt_pad, input.tgt_pos))));
+}
+
+Var DecoderLM::forward_from(const ModelInput& input, const std::string& stack, int64_t block, const Var& resid_pre,
+                       const Var&) {
+  check_start(stack, block, {""});
+  check_sequence(input.tgt_in, input.tgt_pad, "decoder input tgt_in");
+  return run_blocks(input, static_cast<size_t>(block), resid_pre);
+}
+
+Var DecoderLM::run_blocks(const ModelInput& input, size_t first, Var h) const {
   const Tensor* pad = pad_or_null(input.tgt_pad);
-  Var h = hooked("embed", embed_at(input.tgt_in, positions_for(input.tgt_in, input.tgt_pad, input.tgt_pos)));
-  for (auto& block : blocks_) h = block->forward(h, pad);  // (B, T, d)
+  for (size_t i = first; i < blocks_.size(); ++i) h = blocks_[i]->forward(h, pad);  // (B, T, d)
   if (ln_f_) h = ln_f_->forward(h);
   return hooked("logits", head_logits(hooked("ln_final", std::move(h))));  // (B, T, V)
 }

@@ -15,6 +15,8 @@ class DecoderLM : public SequenceModel {
   // Reads tgt_in (B, T) and tgt_pad -> next-token logits (B, T, V). Decodes
   // (greedy, generate) by continuing each [bos] src [sep], KV-cached.
   Var forward(const ModelInput& input) override;
+  Var forward_from(const ModelInput& input, const std::string& stack, int64_t block, const Var& resid_pre,
+                   const Var& memory = Var()) override;
 
  protected:
   // [bos] src [sep] of each source (layout bare: src, which must not be
@@ -23,6 +25,9 @@ class DecoderLM : public SequenceModel {
   DecoderStack decoder_stack() const override { return {&blocks_, ln_f_.get()}; }
 
  private:
+  // Blocks first.. on h (B, T, d), the final norm and the head: logits (B, T, V).
+  Var run_blocks(const ModelInput& input, size_t first, Var h) const;
+
   std::vector<std::shared_ptr<DecoderBlock>> blocks_;
   std::shared_ptr<LayerNorm> ln_f_;  // pre-LN only
 };

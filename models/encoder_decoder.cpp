@@ -32,9 +32,12 @@ EncoderDecoder::EncoderDecoder(const TransformerConfig& config, uint64_t seed) :
 
 Var EncoderDecoder::encode(const IntTensor& src, const Tensor& src_pad, const IntTensor& src_pos) {
   check_sequence(src, src_pad, "encoder input src");
+  return encode_from(0, hooked("encoder.embed", embed_at(src, positions_for(src, src_pad, src_pos))), src_pad);
+}
+
+Var EncoderDecoder::encode_from(size_t first, Var h, const Tensor& src_pad) const {
   const Tensor* pad = pad_or_null(src_pad);
-  Var h = hooked("encoder.embed", embed_at(src, positions_for(src, src_pad, src_pos)));  // (B, T_src, d)
-  for (auto& block : encoder_blocks_) h = block->forward(h, pad);
+  for (size_t i = first; i < encoder_blocks_.size(); ++i) h = encoder_blocks_[i]->forward(h, pad);  // (B, T_src, d)
   return hooked("encoder.ln_final", encoder_ln_f_ ? encoder_ln_f_->forward(h) : h);
 }
 
@@ -44,10 +47,15 @@ Var EncoderDecoder::decode(const IntTensor& tgt_in, const Tensor& tgt_pad, const
   if (memory.dim() != 3 || memory.size(0) != tgt_in.shape[0])
     throw ShapeError("EncoderDecoder: memory " + memory.value().shape_str() + " does not fit tgt_in " +
                      shape_str(tgt_in.shape) + " (batch sizes differ)");
+  Var h = hooked("decoder.embed", embed_at(tgt_in, positions_for(tgt_in, tgt_pad, tgt_pos)));  // (B, T_tgt, d)
+  return decode_from(0, std::move(h), tgt_pad, memory, src_pad);
+}
+
+Var EncoderDecoder::decode_from(size_t first, Var h, const Tensor& tgt_pad, const Var& memory,
+                                const Tensor& src_pad) const {
   const Tensor* self_pad = pad_or_null(tgt_pad);
   const Tensor* mem_pad = pad_or_null(src_pad);
-  Var h = hooked("decoder.embed", embed_at(tgt_in, positions_for(tgt_in, tgt_pad, tgt_pos)));  // (B, T_tgt, d)
-  for (auto& block : decoder_blocks_) h = block->forward(h, self_pad, memory, mem_pad);
+  for (size_t i = first; i < decoder_blocks_.size(); ++i) h = decoder_blocks_[i]->forward(h, self_pad, memory, mem_pad);
   if (decoder_ln_f_) h = decoder_ln_f_->forward(h);
   return hooked("logits", head_logits(hooked("decoder.ln_final", std::move(h))));  // (B, T_tgt, V)
 }
@@ -55,6 +63,21 @@ Var EncoderDecoder::decode(const IntTensor& tgt_in, const Tensor& tgt_pad, const
 Var EncoderDecoder::forward(const ModelInput& input) {
   Var memory = encode(input.src, input.src_pad, input.src_pos);
   return decode(input.tgt_in, input.tgt_pad, memory, input.src_pad, input.tgt_pos);
+}
+
+Var EncoderDecoder::forward_from(const ModelInput& input, const std::string& stack, int64_t block, const Var& resid_pre,
+                                 const Var& memory) {
+  check_start(stack, block, {"encoder.", "decoder."});
+  if (stack == "encoder.") {
+    check_sequence(input.src, input.src_pad, "encoder input src");
+    return decode(input.tgt_in, input.tgt_pad, encode_from(static_cast<size_t>(block), resid_pre, input.src_pad),
+                  input.src_pad, input.tgt_pos);
+  }
+  check_sequence(input.tgt_in, input.tgt_pad, "decoder input tgt_in");
+  if (memory.dim() != 3 || memory.size(0) != input.tgt_in.shape[0])
+    throw ShapeError("EncoderDecoder: memory " + memory.value().shape_str() + " does not fit tgt_in " +
+                     shape_str(input.tgt_in.shape) + " (batch sizes differ)");
+  return decode_from(static_cast<size_t>(block), resid_pre, input.tgt_pad, memory, input.src_pad);
 }
 
 std::vector<std::vector<int32_t>> EncoderDecoder::decoding_prompts(

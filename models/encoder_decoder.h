@@ -18,6 +18,8 @@ class EncoderDecoder : public SequenceModel {
   // (greedy, generate) from [bos] given each src; cached steps read the
   // memory's cross-attention keys and values computed once.
   Var forward(const ModelInput& input) override;
+  Var forward_from(const ModelInput& input, const std::string& stack, int64_t block, const Var& resid_pre,
+                   const Var& memory = Var()) override;
   // The two halves, for decoding with a fixed memory; the position ids as
   // ModelInput's src_pos / tgt_pos (empty: the default rule).
   Var encode(const IntTensor& src, const Tensor& src_pad, const IntTensor& src_pos = IntTensor());  // (B, T_src, d)
@@ -31,6 +33,11 @@ class EncoderDecoder : public SequenceModel {
   Var decoding_memory(const std::vector<std::vector<int32_t>>& sources, Tensor& src_pad) override;
 
  private:
+  // The stacks from block `first` on, given its input h (B, T, d): the
+  // encoder's output (B, T_src, d); the logits (B, T_tgt, V).
+  Var encode_from(size_t first, Var h, const Tensor& src_pad) const;
+  Var decode_from(size_t first, Var h, const Tensor& tgt_pad, const Var& memory, const Tensor& src_pad) const;
+
   std::vector<std::shared_ptr<EncoderBlock>> encoder_blocks_;
   std::vector<std::shared_ptr<DecoderBlock>> decoder_blocks_;
   std::shared_ptr<LayerNorm> encoder_ln_f_, decoder_ln_f_;  // pre-LN only

@@ -21,9 +21,19 @@ EncoderTagger::EncoderTagger(const TransformerConfig& config, uint64_t seed) : S
 
 Var EncoderTagger::forward(const ModelInput& input) {
   check_sequence(input.src, input.src_pad, "encoder input src");
+  return run_blocks(input, 0, hooked("embed", embed_at(input.src, positions_for(input.src, input.src_pad, input.src_pos))));
+}
+
+Var EncoderTagger::forward_from(const ModelInput& input, const std::string& stack, int64_t block, const Var& resid_pre,
+                       const Var&) {
+  check_start(stack, block, {""});
+  check_sequence(input.src, input.src_pad, "encoder input src");
+  return run_blocks(input, static_cast<size_t>(block), resid_pre);
+}
+
+Var EncoderTagger::run_blocks(const ModelInput& input, size_t first, Var h) const {
   const Tensor* pad = pad_or_null(input.src_pad);
-  Var h = hooked("embed", embed_at(input.src, positions_for(input.src, input.src_pad, input.src_pos)));
-  for (auto& block : blocks_) h = block->forward(h, pad);  // (B, T, d)
+  for (size_t i = first; i < blocks_.size(); ++i) h = blocks_[i]->forward(h, pad);  // (B, T, d)
   if (ln_f_) h = ln_f_->forward(h);
   return hooked("logits", head_logits(hooked("ln_final", std::move(h))));  // (B, T, V)
 }

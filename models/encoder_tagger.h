@@ -14,12 +14,17 @@ class EncoderTagger : public SequenceModel {
 
   // Reads src (B, T) and src_pad -> logits (B, T, V).
   Var forward(const ModelInput& input) override;
+  Var forward_from(const ModelInput& input, const std::string& stack, int64_t block, const Var& resid_pre,
+                   const Var& memory = Var()) override;
   // One argmax token per input position (max_new_tokens is not used).
   using SequenceModel::greedy;
   std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources,
                                            const std::vector<int64_t>& max_new_tokens) override;
 
  private:
+  // Blocks first.. on h (B, T, d), the final norm and the head: logits (B, T, V).
+  Var run_blocks(const ModelInput& input, size_t first, Var h) const;
+
   std::vector<std::shared_ptr<EncoderBlock>> blocks_;
   std::shared_ptr<LayerNorm> ln_f_;  // pre-LN only
 };

@@ -71,6 +71,12 @@ void SequenceModel::check_length(size_t length, const char* what) const {
                      std::to_string(config_.max_len));
 }
 
+void SequenceModel::check_start(const std::string& stack, int64_t block, const std::vector<std::string>& stacks) const {
+  if (std::find(stacks.begin(), stacks.end(), stack) == stacks.end() || block < 0 || block >= config_.n_layers)
+    throw ValueError("forward_from: this model has no block '" + stack + "blocks." + std::to_string(block) +
+                     "' (blocks 0-" + std::to_string(config_.n_layers - 1) + ")");
+}
+
 void SequenceModel::check_sequence(const IntTensor& ids, const Tensor& pad, const char* what) const {
   if (ids.shape.size() != 2 || ids.shape[0] < 1 || ids.shape[1] < 1)
     throw ShapeError(std::string(what) + ": expected token ids of shape (B, T) with B, T >= 1, got " +

@@ -77,6 +77,20 @@ class SequenceModel : public Module {
   // longer than max_len.
   virtual Var forward(const ModelInput& input) = 0;
 
+  // forward(input) from the input of one block on, the blocks before it not
+  // run (ablation reuses them: interventions/ablation.h). resid_pre (B, T, d)
+  // is that block's input as forward(input) computes it (the hook point
+  // <stack>blocks.<block>.resid_pre); the rest of its stack, the stack's
+  // final norm and the head run as forward runs them (after a seq2seq
+  // encoder stack: the whole decoder), so the logits are forward(input)'s
+  // bitwise. stack: "" (encoder, decoder), "encoder." or "decoder."
+  // (seq2seq), whose blocks read `memory` (B, T_src, d), the encoder's
+  // output (encoder.ln_final), in place of encoding input.src. The hook
+  // points before the block are not passed. ValueError for a block the model
+  // does not have.
+  virtual Var forward_from(const ModelInput& input, const std::string& stack, int64_t block, const Var& resid_pre,
+                           const Var& memory = Var()) = 0;
+
   // Greedy decoding in eval mode without recording a graph (the previous
   // train/eval mode is restored). encoder: the argmax at every input position;
   // decoder: continues [bos] src [sep]; seq2seq: decodes from [bos] given src.
@@ -161,6 +175,8 @@ class SequenceModel : public Module {
   // Checks ids (B, T) with 1 <= T <= max_len and pad empty or (B, T).
   void check_sequence(const IntTensor& ids, const Tensor& pad, const char* what) const;
   void check_length(size_t length, const char* what) const;  // length <= max_len
+  // ValueError unless stack is one of `stacks` and 0 <= block < n_layers (forward_from).
+  void check_start(const std::string& stack, int64_t block, const std::vector<std::string>& stacks) const;
   static const Tensor* pad_or_null(const Tensor& pad) { return pad.numel() > 0 ? &pad : nullptr; }
   // What a decoder supplies to generate(). The prompt of each source (checked
   // against max_len): decoder [bos] src [sep] (bare: src), seq2seq [bos].
