@@ -61,10 +61,6 @@ std::vector<std::string> Component::points(const TransformerConfig& c) const {
   return points;
 }
 
-bool operator==(const Component& a, const Component& b) {
-  return a.kind == b.kind && a.stack == b.stack && a.block == b.block && a.attention == b.attention && a.head == b.head;
-}
-
 int64_t heads_per_attention(const TransformerConfig& c) { return c.parameter_free_attention ? 1 : c.n_heads; }
 
 HeadColumns head_columns(const TransformerConfig& c, int64_t head) {

@@ -32,8 +32,6 @@ struct Component {
   std::vector<std::string> points(const TransformerConfig& config) const;
 };
 
-bool operator==(const Component& a, const Component& b);
-
 // A head's columns in its attention's z (B, T, h·d_v): [begin, begin + width).
 // Parameter-free attention has one head as wide as the model.
 struct HeadColumns {
