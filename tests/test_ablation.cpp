@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "framework/error.h"
@@ -142,6 +143,20 @@ TEST_CASE("resample's donors: a seeded cycle among the examples of the same leng
     taken.insert(donors[i]);
   }
   CHECK(taken.size() == donors.size() - 1);  // a cycle per length; the unique one's donor also gives to its own group
+  // The order is Fisher-Yates with Rng(seed), as documented: each takes the next of its lengths
+  // in that order (the last the first), the unique one the next of the whole order.
+  std::vector<size_t> order(donors.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  Rng rng(3);
+  for (size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[static_cast<size_t>(rng.integer(0, static_cast<int64_t>(i)))]);
+  const auto at = static_cast<size_t>(std::find(order.begin(), order.end(), size_t(1)) - order.begin());
+  CHECK(donors[1] == order[(at + 1) % order.size()]);
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (order[k] == 1) continue;
+    size_t next = (k + 1) % order.size();
+    while (order[next] == 1 || !(lengths[order[next]] == lengths[order[k]])) next = (next + 1) % order.size();
+    CHECK(donors[order[k]] == order[next]);
+  }
   CHECK_THROWS_WITH(resample_donors(teacher_forced_set(h.model->config(), false, {h.examples[0]}, 4), 0),
                     "resample-ablation needs at least 2 examples to draw donors from, got 1");
   // Padding and lengths do not break ablation: head 1 still changes nothing, head 0 still matters.
