@@ -114,4 +114,5 @@ TEST_CASE("a teacher-forced set refuses an empty set and a batch size below 1") 
   TransformerConfig c = testing::model_config("encoder", 12, 16, 16, 4, 1, 32);
   CHECK_THROWS_WITH(teacher_forced_set(c, false, {}, 4), "an intervention needs at least one example; the set is empty");
   CHECK_THROWS_WITH(teacher_forced_set(c, false, {{{4}, {4}}}, 0), "batch size must be >= 1, got 0");
+  CHECK(teacher_forced_set(c, false, {{{4}, {4}}, {{5}, {5}}}, 1).batches.size() == 2);  // 1 is a batch size
 }
