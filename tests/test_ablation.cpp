@@ -11,9 +11,12 @@
 
 #include "framework/error.h"
 #include "interventions/ablation.h"
+#include "tests/ablation_logits.h"
 #include "tests/hand_built_model.h"
 
 using namespace attnlab;
+using attnlab::testing::bitwise_equal;
+using attnlab::testing::Logits;
 using attnlab::testing::kHandPositions;
 
 namespace {
@@ -35,20 +38,6 @@ struct HandBuilt {
 // The token position p answers with: the one before it (position 0: itself).
 size_t source_of(int64_t p) { return static_cast<size_t>(std::max<int64_t>(p - 1, 0)); }
 
-// Every pass's logits, by pass (row + 1) and batch.
-struct Logits {
-  std::map<int64_t, std::vector<Tensor>> by_row;
-  AblationLogits sink() {
-    return [this](int64_t row, size_t, const Tensor& t) { by_row[row].push_back(t); };
-  }
-};
-
-bool bitwise_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].shape() != b[i].shape() || !std::equal(a[i].data(), a[i].data() + a[i].numel(), b[i].data())) return false;
-  return true;
-}
 
 }  // namespace
 

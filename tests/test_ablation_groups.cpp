@@ -11,26 +11,15 @@
 #include "framework/random.h"
 #include "interventions/ablation.h"
 #include "tests/fixtures.h"
+#include "tests/ablation_logits.h"
 #include "tests/hand_built_model.h"
 
 using namespace attnlab;
+using attnlab::testing::bitwise_equal;
+using attnlab::testing::Logits;
 
 namespace {
 
-// Every pass's logits, by row (-1: intact), batch after batch.
-struct Logits {
-  std::map<int64_t, std::vector<Tensor>> by_row;
-  AblationLogits sink() {
-    return [this](int64_t row, size_t, const Tensor& t) { by_row[row].push_back(t); };
-  }
-};
-
-bool bitwise_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].shape() != b[i].shape() || !std::equal(a[i].data(), a[i].data() + a[i].numel(), b[i].data())) return false;
-  return true;
-}
 
 double max_abs_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   REQUIRE(a.size() == b.size());
