@@ -78,6 +78,15 @@ double loss_on(const TrainState& state, const std::vector<Example>& examples) {
   return static_cast<double>(cross_entropy(state.model().forward(batch.input), batch.targets, ce).item());
 }
 
+// copy over 2 symbols, length 1: 2 distinct inputs.
+TaskConfig testing_copy_of_two() {
+  TaskConfig c;
+  c.name = "copy";
+  c.vocab = 2;
+  c.min_len = c.max_len = 1;
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("a --train-size set is the stream's first N distinct inputs, none held out, the same for the same seed",
@@ -235,4 +244,15 @@ TEST_CASE("--train-size refusals: a set the task cannot hold, a batch larger tha
                                  "use at most 4 (that: the whole set every step)");
   s.train_size = -1;
   CHECK_THROWS_WITH(finalize(s), "--train-size must be >= 0, got -1");
+}
+
+TEST_CASE("a training set whose distinct inputs are not found within 100 n + 100000 draws is refused", "[train_size]") {
+  const auto task = make_task(testing_copy_of_two());
+  const HeldOut none = make_heldout(*task, 0, 1);
+  TrainStream stream(*task, none, 2);
+  CHECK_THROWS_WITH(draw_distinct(stream, 3, task->name()),
+                    "training set: found only 2 distinct copy inputs of the 3 requested after 100300 draws; ask for fewer");
+  CHECK(stream.drawn() == 100300);
+  CHECK(draw_distinct(stream, 2, task->name()).size() == 2);
+  CHECK_THROWS_WITH(draw_distinct(stream, 0, task->name()), "training set size 0 is invalid; expected >= 1");
 }
