@@ -82,3 +82,19 @@ TEST_CASE("a --train-size run records the size in config.ini, says how it batche
   CHECK(stream.out.find("data:") == std::string::npos);
   CHECK(read_text(dir / "stream/config.ini").find("\ntrain-size = 0\n") != std::string::npos);
 }
+
+#ifdef ATTNLAB_MPIEXEC
+TEST_CASE("full batch under mpirun -np 2 gives the bits of --grad-accum 2 on one process: the set is split, not redrawn",
+          "[cli][train_size][mpi]") {
+  TempDir dir("cli-train-size-mpi");
+  const std::string flags = kTiny + " --train-size 24 --batch-size 24 --steps 8 --quiet";
+  // As root, Open MPI needs both variables; more ranks than cores need --oversubscribe.
+  const auto ranks = attnlab::testing::run_executable(
+      ATTNLAB_MPIEXEC, "--oversubscribe -np 2 " + std::string(ATTNLAB_EXE) + " train" + flags + " --run " + dir / "np2",
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1");
+  INFO(ranks.out);
+  REQUIRE(ranks.code == 0);
+  REQUIRE(run_attnlab("train" + flags + " --grad-accum 2 --run " + dir / "accum2").code == 0);
+  require_same_run(dir / "np2", dir / "accum2", 8);
+}
+#endif
