@@ -8,7 +8,9 @@
 #include <sstream>
 #include <string>
 
+#include "framework/io/checkpoint.h"
 #include "tests/cli_harness.h"
+#include "training/train_state.h"
 
 namespace fs = std::filesystem;
 using attnlab::testing::require_same_run;
@@ -98,3 +100,38 @@ TEST_CASE("full batch under mpirun -np 2 gives the bits of --grad-accum 2 on one
   require_same_run(dir / "np2", dir / "accum2", 8);
 }
 #endif
+
+TEST_CASE("a run whose checkpoint predates --train-size (its record lacks it) is still evaluated and resumed",
+          "[cli][train_size][resume]") {
+  TempDir dir("cli-train-size-old-run");
+  const std::string run = dir / "old";
+  REQUIRE(run_attnlab("train" + kTiny + " --batch-size 4 --steps 4 --quiet --run " + run).code == 0);
+  // The same settings as the flags, to rebuild the checkpoint with a record written before the option existed.
+  attnlab::TrainSettings s = attnlab::default_settings();
+  s.task.name = "reverse";
+  s.task.vocab = 4;
+  s.task.min_len = s.task.max_len = 4;
+  s.model.d_model = 16;
+  s.model.n_heads = 2;
+  s.model.n_layers = 1;
+  s.model.d_ff = 32;
+  s.heldout = 20;
+  attnlab::finalize(s);
+  attnlab::TrainState state(s);
+  const std::string stem = attnlab::testing::checkpoint_stem(run, 4);
+  attnlab::Metadata meta = attnlab::load_checkpoint(stem, state.model(), &state.optimizer());
+  const std::string line = "train-size = 0\n";
+  std::string& record = meta.at("train_options");
+  REQUIRE(record.find(line) != std::string::npos);
+  record.erase(record.find(line), line.size());
+  attnlab::save_checkpoint(stem, state.model(), &state.optimizer(), meta);
+  const auto eval = run_attnlab("eval --run " + run);
+  INFO(eval.out);
+  CHECK(eval.code == 0);
+  CHECK(run_attnlab("train --quiet --resume " + run + " --steps 6").code == 0);
+  // An option the record has is still checked: the edited config.ini is refused.
+  std::string config = read_text(run + "/config.ini");
+  config.replace(config.find("seed = 0"), 8, "seed = 5");
+  std::ofstream(run + "/config.ini") << config;
+  CHECK(run_attnlab("eval --run " + run).code == 2);
+}
