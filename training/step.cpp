@@ -69,10 +69,10 @@ int64_t thread_slice_count(const TrainState& state, bool probed) {
   return T > 1 && !probed && s.batch_size % parts == 0 ? T : 1;
 }
 
-// The step's batch from the stream, cut into its micro-batches.
+// The step's batch (the stream's or the --train-size set's), cut into its micro-batches.
 MicroBatches micro_batches(TrainState& state, bool probed) {
   const TrainSettings& s = state.settings();
-  const std::vector<Example> examples = state.stream().next_batch(s.batch_size);
+  const std::vector<Example> examples = state.next_batch();
   MicroBatches micro;
   micro.slices = thread_slice_count(state, probed);
   micro.per_process = s.grad_accum * micro.slices;
@@ -200,7 +200,7 @@ void add_micro_stats(const std::vector<double>& all, const MicroBatches& micro, 
   r.tokens = static_cast<int64_t>(trained);
 }
 
-// The step's batch from the stream, cut into micro-batches whose gradients
+// The step's batch (the stream's or the --train-size set's), cut into micro-batches whose gradients
 // are summed into the parameters' and whose figures into r (the batches are
 // freed before the update).
 void micro_batch_gradients(TrainState& state, TrainingProbe* probe, StepResult& r) {
