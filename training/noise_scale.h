@@ -8,7 +8,7 @@
 //   tr(Σ) ≈ (|G_small|² − |G_big|²) / (1/B_small − 1/B_big)
 // with |G_small|² the mean over the step's micro-batches. Both are smoothed by
 // exponential moving averages (not their ratio), as McCandlish et al. do.
-// An example is a sequence (the unit of --batch-size); docs/gradient_flow.md.
+// An example is a sequence (the unit of --batch-size); docs/watching.md.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -124,7 +124,7 @@ std::vector<TrainOption> training_group() {
       {g, "noise-scale", at(&S::noise_scale),
        "record the gradient noise scale B_simple = tr(Sigma)/|G|^2 from the micro-batches' gradients, no extra pass "
        "(metrics.csv's noise_* columns; needs 2 or more micro-batches a step: --grad-accum or mpirun; "
-       "docs/gradient_flow.md)",
+       "docs/watching.md)",
        may_change},
       {g, "tensorboard", at(&S::tensorboard),
        "also write metrics.csv's values (and with --probe-every the instruments) as TensorBoard event files in the run",
