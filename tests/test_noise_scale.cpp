@@ -225,7 +225,7 @@ TEST_CASE("a step records each micro-batch's |g|² of its own mean loss, in micr
   CHECK(std::abs(separate[0] / separate[1] - 1) > 1e-3);
 }
 
-TEST_CASE("--noise-scale changes no bit of a step: its loss, norm and updated parameters are the same on and off, "
+TEST_CASE("recording the noise scale changes no bit of a step: its loss, norm and updated parameters are the same on and off, "
           "and off records nothing",
           "[noise_scale][step]") {
   const int threads = GENERATE(1, 2);

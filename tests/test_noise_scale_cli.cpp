@@ -37,8 +37,8 @@ std::vector<std::string> column(const std::string& run, const std::string& name)
 
 }  // namespace
 
-TEST_CASE("train --noise-scale fills noise_scale = noise_trace / noise_grad_sq every row and changes no bit of the "
-          "run; without it the columns are empty",
+TEST_CASE("train --noise-scale fills noise_scale, noise_trace over noise_grad_sq, in every row and changes no bit of the "
+          "run, and without it the columns are empty",
           "[cli][noise_scale]") {
   TempDir dir("noise-cli");
   const std::string on = dir / "on", off = dir / "off";
