@@ -44,6 +44,7 @@ struct TrainSettings {
   Precision precision = Precision::fp32;  // of the matrix products (framework/ops/gemm.h); the rest is fp32
   OnNan on_nan = OnNan::stop;
   int64_t probe_every = 0;  // gradient-flow and attention instruments every this many steps (and step 1); 0 = off
+  bool noise_scale = false;  // record B_simple from the micro-batches' squared gradient norms (training/noise_scale.h)
   bool tensorboard = false;  // also TensorBoard event files (events.out.tfevents.*) in the run directory
 };
 

@@ -126,6 +126,11 @@ std::vector<TrainOption> training_group() {
       {g, "probe-every", at(&S::probe_every),
        "log gradient-flow and attention instruments (probe_*.csv in the run) at step 1 and every this many steps; 0 = off",
        may_change},
+      {g, "noise-scale", at(&S::noise_scale),
+       "record the gradient noise scale B_simple = tr(Sigma)/|G|^2 from the micro-batches' gradients, no extra pass "
+       "(metrics.csv's noise_* columns; needs 2 or more micro-batches a step: --grad-accum or mpirun; "
+       "docs/watching.md)",
+       may_change},
       {g, "tensorboard", at(&S::tensorboard),
        "also write metrics.csv's values (and with --probe-every the instruments) as TensorBoard event files in the run",
        may_change},

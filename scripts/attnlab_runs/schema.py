@@ -19,7 +19,8 @@ SUMMARY_KEYS_LANGUAGE_MODEL = ["heldout_loss", "heldout_bits_per_char", "heldout
 
 # metrics.csv's columns, in order.
 METRICS_COLUMNS = ["step", "loss", "lr", "grad_norm", "train_token_acc", "train_exact", "heldout_token_acc",
-                   "heldout_exact", "tokens_per_s", "elapsed_s", "heldout_loss"]
+                   "heldout_exact", "tokens_per_s", "elapsed_s", "heldout_loss",
+                   "noise_scale", "noise_trace", "noise_grad_sq"]  # noise_*: train --noise-scale only
 
 # The outcome columns of scripts/tools/sweep.py's summary.csv, after "run" and the grid's settings.
 SWEEP_OUTCOMES = ["heldout_exact", "heldout_token_acc", "solved_at_step", "steps", "seconds", "cpu_seconds", "exit"]
