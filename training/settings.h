@@ -43,6 +43,11 @@ struct TrainSettings {
   Precision precision = Precision::fp32;  // of the matrix products (framework/ops/gemm.h); the rest is fp32
   OnNan on_nan = OnNan::stop;
   int64_t probe_every = 0;  // gradient-flow and attention instruments every this many steps (and step 1); 0 = off
+  // λ_max of the training loss's Hessian every this many steps (and step 1); 0 = off
+  // (training/sharpness_probe.h): Lanczos to this relative tolerance, at most this many products
+  int64_t probe_sharpness = 0;
+  double sharpness_tol = 1e-3;
+  int64_t sharpness_iters = 20;
   bool tensorboard = false;  // also TensorBoard event files (events.out.tfevents.*) in the run directory
 };
 

@@ -12,12 +12,18 @@ TrainState::TrainState(const TrainSettings& s, std::unique_ptr<Task> task)
   const bool own = task_->own_heldout() != nullptr;
   drawn_heldout_ = make_heldout(*task_, own ? 0 : s.heldout, derive_seed(s.seed, kHeldoutStream));
   batch_format_ = attnlab::batch_format(s.model, task_->language_model());
-  stream_ = std::make_unique<TrainStream>(*task_, drawn_heldout_, derive_seed(s.seed, kTrainStream));
+  stream_ = new_stream();
   model_ = make_model(s.model, derive_seed(s.seed, kInitStream));
   optimizer_ = make_optimizer(s.optim, model_->named_parameters());
   parameters_ = model_->parameters();
   set_communicator(single_process());
 }
+
+std::unique_ptr<TrainStream> TrainState::new_stream() const {
+  return std::make_unique<TrainStream>(*task_, drawn_heldout_, derive_seed(settings_.seed, kTrainStream));
+}
+
+std::vector<Example> TrainState::first_batch() const { return new_stream()->next_batch(settings_.batch_size); }
 
 void TrainState::set_communicator(const Communicator& c) {
   communicator_ = &c;
