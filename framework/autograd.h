@@ -29,7 +29,14 @@
 namespace attnlab {
 
 struct Node;
+class Var;
 using BackwardFn = std::function<void(Node& self)>;
+// Second order: an op's backward written in differentiable ops, so that the
+// gradient is itself a graph (grad_graph below). Given the op's inputs, its
+// output and dL/d(output), it returns dL/d(input) for each input (undefined
+// for one that needs no gradient).
+using GraphBackwardFn =
+    std::function<std::vector<Var>(const std::vector<Var>& inputs, const Var& output, const Var& grad)>;
 
 // An input's gradient buffer, and whether its first writer must overwrite it.
 struct GradTarget {
@@ -57,6 +64,7 @@ struct Node {
   const char* op = "leaf";
   std::vector<std::shared_ptr<Node>> inputs;
   BackwardFn backward;
+  GraphBackwardFn graph_backward;  // recorded only under a SecondOrderGuard
   int graph_uses = 0;              // recorded nodes whose inputs hold this one
   bool value_read_later = false;   // some recorded backward reads the value
 
@@ -117,8 +125,36 @@ class Var {
 };
 
 // Backpropagate from a one-element root (seeded with 1, or with `seed`).
-// Leaves and retain_grad nodes keep their gradients; the graph is released.
-void backward(const Var& root, Real seed = 1);
+// Leaves and retain_grad nodes keep their gradients; the graph is released,
+// unless keep_graph is set (then it can be backpropagated again: a Hessian
+// applied to many vectors).
+void backward(const Var& root, Real seed = 1, bool keep_graph = false);
+
+// While one is alive on this thread (and gradients are recorded), every op
+// also records its differentiable backward, and no value of the graph is
+// freed early: what grad_graph needs.
+class SecondOrderGuard {
+ public:
+  SecondOrderGuard();
+  ~SecondOrderGuard();
+  SecondOrderGuard(const SecondOrderGuard&) = delete;
+  SecondOrderGuard& operator=(const SecondOrderGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+bool second_order_enabled();
+// Whether op result r was recorded under a SecondOrderGuard: then the op
+// attaches its graph backward (r.node()->graph_backward = ...).
+bool records_second_order(const Var& r);
+
+// d(sum_k outputs[k] · seeds[k]) / d(wrt[i]) as Vars that are themselves
+// differentiable (PyTorch's autograd.grad with create_graph=True). The graph
+// below the outputs must have been recorded under a SecondOrderGuard; an op
+// recorded without a graph backward throws ValueError naming it. A wrt that
+// the outputs do not depend on gets a constant zero. Nothing is released.
+std::vector<Var> grad_graph(const std::vector<Var>& outputs, const std::vector<Var>& seeds,
+                            const std::vector<Var>& wrt);
 
 // While one is alive on this thread, ops record nothing.
 class NoGradGuard {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "framework/error.h"
+#include "framework/hessian.h"
 #include "framework/ops/elementwise.h"
 #include "framework/ops/reduce.h"
 
@@ -97,6 +98,69 @@ GradcheckResult gradcheck(const GradcheckFn& fn, std::vector<Var> inputs, const 
       }
     }
   }
+  result.ok = result.max_rel_error <= options.rtol;
+  return result;
+}
+
+namespace {
+
+// dL/dx for every input that requires one (zeros where L does not reach it).
+std::vector<Tensor> gradients_at(const GradcheckFn& fn, std::vector<Var>& inputs, const Tensor& projection) {
+  for (Var& v : inputs)
+    if (v.defined()) v.grad() = Tensor();
+  Var loss = sum(mul(fn(inputs), Var(projection)));
+  if (loss.requires_grad()) backward(loss);
+  std::vector<Tensor> grads;
+  for (Var& v : inputs)
+    if (v.defined() && v.requires_grad()) grads.push_back(v.has_grad() ? v.grad() : Tensor(v.shape()));
+  return grads;
+}
+
+// Moves every input that requires a gradient by step·direction.
+void move_inputs(std::vector<Var>& inputs, const std::vector<Tensor>& direction, double step) {
+  size_t k = 0;
+  for (Var& v : inputs)
+    if (v.defined() && v.requires_grad()) v.value().flat() += static_cast<Real>(step) * direction[k++].flat();
+}
+
+}  // namespace
+
+GradcheckResult hvpcheck(const GradcheckFn& fn, std::vector<Var> inputs, const GradcheckOptions& options) {
+  check_options(options);
+  std::vector<Var> params;
+  for (const Var& v : inputs)
+    if (v.defined() && v.requires_grad()) params.push_back(v);
+  if (params.empty()) throw ValueError("hvpcheck: no input requires a gradient, so there is nothing to check");
+  Rng rng(options.seed);
+  const Tensor projection = uniform_tensor(fn(inputs).shape(), rng);
+  std::vector<Tensor> direction;
+  for (const Var& p : params) direction.push_back(uniform_tensor(p.shape(), rng));
+  const std::vector<Tensor> analytic =
+      HessianVectorProduct([&] { return sum(mul(fn(inputs), Var(projection))); }, params).apply(direction);
+
+  // The central difference of the gradient along the direction.
+  std::vector<Tensor> saved;
+  for (const Var& p : params) saved.push_back(p.value());
+  move_inputs(inputs, direction, options.step);
+  const std::vector<Tensor> plus = gradients_at(fn, inputs, projection);
+  move_inputs(inputs, direction, -2 * options.step);
+  const std::vector<Tensor> minus = gradients_at(fn, inputs, projection);
+  for (size_t k = 0; k < params.size(); ++k) params[k].value() = saved[k];
+
+  GradcheckResult result;
+  const double floor = options.atol / options.rtol;
+  for (size_t k = 0; k < params.size(); ++k)
+    for (int64_t i = 0; i < params[k].numel(); ++i) {
+      const double numeric = (static_cast<double>(plus[k][i]) - minus[k][i]) / (2 * options.step);
+      const double a = analytic[k][i];
+      double rel = std::abs(a - numeric) / std::max({std::abs(a), std::abs(numeric), floor});
+      if (std::isnan(rel)) rel = INFINITY;
+      ++result.checked;
+      if (rel > result.max_rel_error) {
+        result.max_rel_error = rel;
+        result.worst = element_text(k, i, a, numeric);
+      }
+    }
   result.ok = result.max_rel_error <= options.rtol;
   return result;
 }

@@ -70,6 +70,13 @@ using GradcheckFn = std::function<Var(const std::vector<Var>&)>;
 // undefined Var, or when options are not positive and finite.
 GradcheckResult gradcheck(const GradcheckFn& fn, std::vector<Var> inputs, const GradcheckOptions& options = {});
 
+// The second derivative, as gradcheck checks the first: the exact
+// Hessian-vector product Hv of L = sum(fn(inputs) * P) (framework/hessian.h)
+// along a random direction v against the central difference of gradients,
+// (∇L(x + h v) − ∇L(x − h v)) / 2h, for every element of every input that
+// requires a gradient. "input k" in the result counts those inputs only.
+GradcheckResult hvpcheck(const GradcheckFn& fn, std::vector<Var> inputs, const GradcheckOptions& options = {});
+
 // A tensor of the given shape, uniform in [lo, hi): inputs for a check.
 Tensor uniform_tensor(Shape shape, Rng& rng, double lo = -1.0, double hi = 1.0);
 

@@ -407,7 +407,7 @@ TEST_CASE("the composed attention core matches the fused op in values and gradie
   Var q1(qv, true), k1(kv, true), v1(vv, true), q2(qv, true), k2(kv, true), v2(vv, true);
   Tensor w1, w2;
   Var fused = attention(q1, k1, v1, 0.7, mask, &w1);
-  Var composed = composed_attention(q2, k2, v2, 0.7, mask, 0, nullptr, false, &w2);
+  Var composed = composed_attention(q2, k2, v2, 0.7, mask, 0, nullptr, false, &w2, nullptr);
   // float32 with different summation orders: agreement to ~1e-6; 1e-5 leaves room.
   for (int64_t i = 0; i < fused.numel(); ++i) REQUIRE(fused.value()[i] == Approx(composed.value()[i]).margin(1e-5));
   for (int64_t i = 0; i < w1.numel(); ++i) REQUIRE(w1[i] == Approx(w2[i]).margin(1e-5));

@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "framework/ops/composed.h"
 #include "framework/ops/dropout.h"
 #include "framework/ops/elementwise.h"
 #include "framework/ops/matmul.h"
@@ -94,20 +95,6 @@ MultiHeadAttentionOptions resolve(MultiHeadAttentionOptions o) {
   return o;
 }
 
-// (B, T, h·w) -> (B, h, T, w)
-Var split_heads(const Var& x, int64_t h, int64_t w) {
-  const int64_t b = x.size(0), t = x.size(1);
-  if (h == 1) return reshape(x, {b, 1, t, w});  // same memory order: no transpose needed
-  return transpose(reshape(x, {b, t, h, w}), 1, 2);
-}
-
-// (B, h, T, w) -> (B, T, h·w)
-Var merge_heads(const Var& x) {
-  const int64_t b = x.size(0), h = x.size(1), t = x.size(2), w = x.size(3);
-  if (h == 1) return reshape(x, {b, t, w});
-  return reshape(transpose(x, 1, 2), {b, t, h * w});
-}
-
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options, Rng& init, Rng& dropout_rng)
@@ -190,8 +177,8 @@ Var MultiHeadAttention::forward(const Var& x, const Var& memory, bool causal, co
   Var ctx;  // (B, T_q, h·d_v)
   if (composed) {
     const int64_t h = opt_.n_heads;
-    ctx = merge_heads(composed_attention(split_heads(q, h, opt_.d_k), split_heads(k, h, opt_.d_k),
-                                         split_heads(v, h, opt_.d_v), scale_, mask, opt_.dropout, dropout_rng_,
+    ctx = merge_heads(composed_attention(split_heads(q, h), split_heads(k, h),
+                                         split_heads(v, h), scale_, mask, opt_.dropout, dropout_rng_,
                                          weight_dropout, nullptr, &hooks_));
   } else {
     ctx = attention_heads(q, k, v, opt_.n_heads, scale_, mask, weights_out);
@@ -215,19 +202,7 @@ void MultiHeadAttention::attach_hooks(HookTable& table, const std::string& prefi
 
 Var composed_attention(const Var& q, const Var& k, const Var& v, Real s, const AttentionMask& mask, Real dropout_p,
                        Rng* dropout_rng, bool training, Tensor* weights_out, const HookSite* hooks) {
-  const int64_t b = q.size(0), t_q = q.size(2), t_k = k.size(2);
-  Var scores = scale(matmul(q, k, false, true), s);  // (B, h, T_q, T_k)
-  if (mask.causal || mask.key_padding) {
-    Tensor m({b, 1, t_q, t_k});  // 1 = masked; broadcasts over heads
-    for (int64_t bi = 0; bi < b; ++bi)
-      for (int64_t i = 0; i < t_q; ++i)
-        for (int64_t j = 0; j < t_k; ++j) {
-          const bool future = mask.causal && j > i + (t_k - t_q);
-          const bool pad = mask.key_padding && (*mask.key_padding)[bi * t_k + j] != 0;
-          m[(bi * t_q + i) * t_k + j] = (future || pad) ? 1 : 0;
-        }
-    scores = masked_fill(scores, m, -std::numeric_limits<Real>::infinity());
-  }
+  Var scores = masked_scores(q, k, s, mask);  // (B, h, T_q, T_k)
   if (hooks) scores = hooks->pass("scores", std::move(scores));
   Var w = softmax(scores);
   if (hooks) w = hooks->pass("pattern", std::move(w));

@@ -146,8 +146,9 @@ class MultiHeadAttention : public Module {
 // op has no dropout); the tests use it as the reference for the fused op.
 // With weights_out, receives the weights (B, h, T_q, T_k) before dropout;
 // with hooks, passes the scores and the pattern through their hook points.
+// (framework/ops/composed.h has the plain one, without dropout or hooks.)
 Var composed_attention(const Var& q, const Var& k, const Var& v, Real scale, const AttentionMask& mask,
-                       Real dropout_p = 0, Rng* dropout_rng = nullptr, bool training = false,
-                       Tensor* weights_out = nullptr, const HookSite* hooks = nullptr);
+                       Real dropout_p, Rng* dropout_rng, bool training, Tensor* weights_out,
+                       const HookSite* hooks);
 
 }  // namespace attnlab

@@ -4,6 +4,8 @@
 //   dQ = dS K · scale,  dK = dSᵀ Q · scale.
 #include "framework/ops/attention.h"
 
+#include "framework/ops/composed.h"
+
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -196,12 +198,28 @@ Var attention_core(const std::vector<Var>& inputs, const Dims n, const Layouts& 
   }, reads);
 }
 
+// Second order: the kernel's composed form (framework/ops/composed.h), with
+// its own copy of the mask. composed(inputs, mask) rebuilds the output.
+template <class Composed>
+Var with_second_order(Var r, const AttentionMask& mask, Composed composed) {
+  if (!records_second_order(r)) return r;
+  auto padding = std::make_shared<Tensor>(mask.key_padding ? *mask.key_padding : Tensor());
+  const bool causal = mask.causal;
+  r.node()->graph_backward = composed_graph_backward([padding, causal, composed](const std::vector<Var>& in) {
+    return composed(in, AttentionMask{causal, padding->empty() ? nullptr : padding.get()});
+  });
+  return r;
+}
+
 }  // namespace
 
 Var attention(const Var& q, const Var& k, const Var& v, Real scale, const AttentionMask& mask,
               Tensor* weights_out) {
   const Dims n = check_shapes(q, k, v, mask);
-  return attention_core({q, k, v}, n, unpacked(n, false), scale, mask, weights_out);
+  return with_second_order(attention_core({q, k, v}, n, unpacked(n, false), scale, mask, weights_out), mask,
+                           [scale](const std::vector<Var>& in, const AttentionMask& m) {
+                             return composed_attention(in[0], in[1], in[2], scale, m);
+                           });
 }
 
 Var attention_heads(const Var& q, const Var& k, const Var& v, int64_t n_heads, Real scale, const AttentionMask& mask,
@@ -221,7 +239,10 @@ Var attention_heads(const Var& q, const Var& k, const Var& v, int64_t n_heads, R
     throw ShapeError("attention_heads: key_padding must have shape " + shape_str({qs[0], ks[1]}) +
                      " (B, T_k), got " + mask.key_padding->shape_str());
   const Dims n{qs[0], n_heads, qs[1], ks[1], qs[2] / n_heads, vs[2] / n_heads};
-  return attention_core({q, k, v}, n, unpacked(n, true), scale, mask, weights_out);
+  return with_second_order(attention_core({q, k, v}, n, unpacked(n, true), scale, mask, weights_out), mask,
+                           [n_heads, scale](const std::vector<Var>& in, const AttentionMask& m) {
+                             return composed_attention_heads(in[0], in[1], in[2], n_heads, scale, m);
+                           });
 }
 
 Var attention_packed(const Var& qkv, int64_t n_heads, int64_t d_k, int64_t d_v, Real scale, const AttentionMask& mask,
@@ -244,7 +265,10 @@ Var attention_packed(const Var& qkv, int64_t n_heads, int64_t d_k, int64_t d_v, 
   l.v.base = 2 * n_heads * d_k;
   l.packed = true;
   l.op = "attention_packed";
-  return attention_core({qkv}, n, l, scale, mask, weights_out);
+  return with_second_order(attention_core({qkv}, n, l, scale, mask, weights_out), mask,
+                           [n_heads, d_k, d_v, scale](const std::vector<Var>& in, const AttentionMask& m) {
+                             return composed_attention_packed(in[0], n_heads, d_k, d_v, scale, m);
+                           });
 }
 
 }  // namespace attnlab

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "framework/ops/broadcast.h"
+#include "framework/ops/elementwise.h"
 
 namespace attnlab {
 
@@ -28,13 +29,21 @@ Var dropout(const Var& a, Real p, Rng& rng, bool training) {
   detail::parallel_chunks(x.numel(), [&](int64_t lo, int64_t hi) {
     out.flat().segment(lo, hi - lo) = x.flat().segment(lo, hi - lo).cwiseProduct(keep.flat().segment(lo, hi - lo));
   });
-  return make_result(std::move(out), {a}, "dropout", [keep = std::move(keep)](Node& self) {
+  // Second order: the backward g·keep, with keep a constant (copied only then).
+  Tensor keep_for_graph = second_order_enabled() ? keep : Tensor();
+  Var r = make_result(std::move(out), {a}, "dropout", [keep = std::move(keep)](Node& self) {
     if (!self.input_needs_grad(0)) return;
     Tensor& gx = self.input_grad(0);
     detail::parallel_chunks(gx.numel(), [&](int64_t lo, int64_t hi) {
       gx.flat().segment(lo, hi - lo) += self.grad.flat().segment(lo, hi - lo).cwiseProduct(keep.flat().segment(lo, hi - lo));
     });
   });
+  if (records_second_order(r))
+    r.node()->graph_backward = [keep = Var(std::move(keep_for_graph))](const std::vector<Var>&, const Var&,
+                                                                      const Var& g) {
+      return std::vector<Var>{mul(g, keep)};
+    };
+  return r;
 }
 
 }  // namespace attnlab

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "framework/ops/broadcast.h"
+#include "framework/ops/reduce.h"
 
 namespace attnlab {
 namespace detail {
@@ -147,29 +148,52 @@ void binary_backward(Node& self, const BroadcastPlan& p, int which, G gfn) {
   binary_accumulate<reads_values>(p, which, self.grad, a, b, self.input_grad(static_cast<size_t>(which)), gfn);
 }
 
-// A broadcasting binary op: forward f(x, y); dL/da = ga(g, x, y), dL/db = gb(g, x, y).
-// Without reads_values, ga and gb ignore x and y, and the inputs' values may
-// be freed before backward (ValueReads).
+// A binary op's backward in differentiable ops: dL/d(input `which`) at the
+// output's shape, from a, b, the output and g (summed back to the input's
+// shape by the caller).
+using BinaryGraphGrad = Var (*)(int which, const Var& a, const Var& b, const Var& out, const Var& g);
+
+// A broadcasting binary op: forward f(x, y); dL/da = ga(g, x, y), dL/db = gb(g, x, y);
+// `graph` the same in Vars (second order). Without reads_values, ga and gb
+// ignore x and y, and the inputs' values may be freed before backward (ValueReads).
 template <bool reads_values, class F, class GA, class GB>
-Var binary_op(const Var& a, const Var& b, const char* name, F f, GA ga, GB gb) {
+Var binary_op(const Var& a, const Var& b, const char* name, F f, GA ga, GB gb, BinaryGraphGrad graph) {
   BroadcastPlan plan = make_broadcast_plan(a.shape(), b.shape(), name);
   Tensor out = binary_forward(plan, a.value(), b.value(), f);
-  return make_result(std::move(out), {a, b}, name, [plan = std::move(plan), ga, gb](Node& self) {
+  Var r = make_result(std::move(out), {a, b}, name, [plan = std::move(plan), ga, gb](Node& self) {
     if (self.input_needs_grad(0)) binary_backward<reads_values>(self, plan, 0, ga);
     if (self.input_needs_grad(1)) binary_backward<reads_values>(self, plan, 1, gb);
   }, ValueReads{false, reads_values ? ~0u : 0u});
+  if (records_second_order(r))
+    r.node()->graph_backward = [graph](const std::vector<Var>& in, const Var& y, const Var& g) {
+      std::vector<Var> grads(2);
+      for (int k = 0; k < 2; ++k)
+        if (in[static_cast<size_t>(k)].requires_grad())
+          grads[static_cast<size_t>(k)] = sum_to(graph(k, in[0], in[1], y, g), in[static_cast<size_t>(k)].shape());
+      return grads;
+    };
+  return r;
+}
+
+// The second-order form of a unary op: dx from x, the output y and g.
+template <class G>
+void attach_unary_graph(Var& r, G graph) {
+  if (records_second_order(r))
+    r.node()->graph_backward = [graph](const std::vector<Var>& in, const Var& y, const Var& g) {
+      return std::vector<Var>{graph(in[0], y, g)};
+    };
 }
 
 // A unary op written with Eigen array expressions, chunked across threads:
 // forward y = f(x); backward dx += d(g, x, y) (all three are array segments).
-template <class F, class D>
-Var unary_op(const Var& a, const char* name, F f, D d) {
+template <class F, class D, class G>
+Var unary_op(const Var& a, const char* name, F f, D d, G graph) {
   const Tensor& x = a.value();
   Tensor out = Tensor::uninitialized(x.shape());
   parallel_chunks(x.numel(), [&](int64_t lo, int64_t hi) {
     out.flat().segment(lo, hi - lo).array() = f(x.flat().segment(lo, hi - lo).array());
   });
-  return make_result(std::move(out), {a}, name, [d](Node& self) {
+  Var r = make_result(std::move(out), {a}, name, [d](Node& self) {
     if (!self.input_needs_grad(0)) return;
     Tensor& gx = self.input_grad(0);
     const Tensor& xv = self.input_value(0);
@@ -180,6 +204,15 @@ Var unary_op(const Var& a, const char* name, F f, D d) {
             self.value.flat().segment(lo, n).array());
     });
   });
+  attach_unary_graph(r, graph);
+  return r;
+}
+
+// 1 where x > 0, else 0: ReLU's slope, a constant of the graph.
+Var positive_step(const Var& x) {
+  Tensor step = Tensor::uninitialized(x.shape());
+  step.flat().array() = (x.value().flat().array() > Real(0)).template cast<Real>();
+  return Var(std::move(step));
 }
 
 }  // namespace
@@ -187,98 +220,134 @@ Var unary_op(const Var& a, const char* name, F f, D d) {
 Var add(const Var& a, const Var& b) {
   return binary_op<false>(
       a, b, "add", [](Real x, Real y) { return x + y; }, [](Real g, Real, Real) { return g; },
-      [](Real g, Real, Real) { return g; });
+      [](Real g, Real, Real) { return g; },
+      [](int, const Var&, const Var&, const Var&, const Var& g) { return g; });
 }
 
 Var sub(const Var& a, const Var& b) {
   return binary_op<false>(
       a, b, "sub", [](Real x, Real y) { return x - y; }, [](Real g, Real, Real) { return g; },
-      [](Real g, Real, Real) { return -g; });
+      [](Real g, Real, Real) { return -g; },
+      [](int which, const Var&, const Var&, const Var&, const Var& g) { return which == 0 ? g : neg(g); });
 }
 
 Var mul(const Var& a, const Var& b) {
   return binary_op<true>(
       a, b, "mul", [](Real x, Real y) { return x * y; }, [](Real g, Real, Real y) { return g * y; },
-      [](Real g, Real x, Real) { return g * x; });
+      [](Real g, Real x, Real) { return g * x; },
+      [](int which, const Var& a, const Var& b, const Var&, const Var& g) { return mul(g, which == 0 ? b : a); });
 }
 
 Var div(const Var& a, const Var& b) {
   return binary_op<true>(
       a, b, "div", [](Real x, Real y) { return x / y; }, [](Real g, Real, Real y) { return g / y; },
-      [](Real g, Real x, Real y) { return -g * x / (y * y); });
+      [](Real g, Real x, Real y) { return -g * x / (y * y); },
+      [](int which, const Var&, const Var& b, const Var& y, const Var& g) {
+        return which == 0 ? div(g, b) : neg(div(mul(g, y), b));  // -g·a/b² = -g·y/b
+      });
 }
 
 Var neg(const Var& a) {
   return unary_op(
-      a, "neg", [](const auto& x) { return -x; }, [](const auto& g, const auto&, const auto&) { return -g; });
+      a, "neg", [](const auto& x) { return -x; }, [](const auto& g, const auto&, const auto&) { return -g; },
+      [](const Var&, const Var&, const Var& g) { return neg(g); });
 }
 
 Var scale(const Var& a, Real s) {
   return unary_op(
       a, "scale", [s](const auto& x) { return x * s; },
-      [s](const auto& g, const auto&, const auto&) { return g * s; });
+      [s](const auto& g, const auto&, const auto&) { return g * s; },
+      [s](const Var&, const Var&, const Var& g) { return scale(g, s); });
 }
 
 Var add_scalar(const Var& a, Real s) {
   return unary_op(
       a, "add_scalar", [s](const auto& x) { return x + s; },
-      [](const auto& g, const auto&, const auto&) { return g; });
+      [](const auto& g, const auto&, const auto&) { return g; },
+      [](const Var&, const Var&, const Var& g) { return g; });
 }
 
 Var exp(const Var& a) {
   return unary_op(
       a, "exp", [](const auto& x) { return x.exp(); },
-      [](const auto& g, const auto&, const auto& y) { return g * y; });
+      [](const auto& g, const auto&, const auto& y) { return g * y; },
+      [](const Var&, const Var& y, const Var& g) { return mul(g, y); });
 }
 
 Var log(const Var& a) {
   return unary_op(
       a, "log", [](const auto& x) { return x.log(); },
-      [](const auto& g, const auto& x, const auto&) { return g / x; });
+      [](const auto& g, const auto& x, const auto&) { return g / x; },
+      [](const Var& x, const Var&, const Var& g) { return div(g, x); });
 }
 
 Var sqrt(const Var& a) {
   return unary_op(
       a, "sqrt", [](const auto& x) { return x.sqrt(); },
-      [](const auto& g, const auto&, const auto& y) { return g * Real(0.5) / y; });
+      [](const auto& g, const auto&, const auto& y) { return g * Real(0.5) / y; },
+      [](const Var&, const Var& y, const Var& g) { return scale(div(g, y), Real(0.5)); });
 }
 
 Var tanh(const Var& a) {
   return unary_op(
       a, "tanh", [](const auto& x) { return x.tanh(); },
-      [](const auto& g, const auto&, const auto& y) { return g * (Real(1) - y.square()); });
+      [](const auto& g, const auto&, const auto& y) { return g * (Real(1) - y.square()); },
+      [](const Var&, const Var& y, const Var& g) { return sub(g, mul(g, mul(y, y))); });
 }
 
 Var relu(const Var& a) {
   // The derivative at exactly 0 is taken as 0, as torch does.
   return unary_op(
       a, "relu", [](const auto& x) { return x.max(Real(0)); },
-      [](const auto& g, const auto& x, const auto&) { return g * (x > Real(0)).template cast<Real>(); });
+      [](const auto& g, const auto& x, const auto&) { return g * (x > Real(0)).template cast<Real>(); },
+      [](const Var& x, const Var&, const Var& g) { return mul(g, positive_step(x)); });
 }
 
-Var gelu(const Var& a) {
-  // y = x Phi(x) with Phi(x) = (1 + erf(x / sqrt 2)) / 2; dy/dx = Phi(x) + x phi(x).
-  // erf has no Eigen array form in Eigen/Core, hence scalar loops.
-  const Real inv_sqrt2 = Real(0.70710678118654752440);
-  const Real inv_sqrt_2pi = Real(0.39894228040143267794);
+namespace {
+
+constexpr Real kInvSqrt2 = Real(0.70710678118654752440);
+constexpr Real kInvSqrt2Pi = Real(0.39894228040143267794);
+Real normal_cdf(Real v) { return Real(0.5) * (Real(1) + std::erf(v * kInvSqrt2)); }
+Real normal_pdf(Real v) { return kInvSqrt2Pi * std::exp(Real(-0.5) * v * v); }
+
+// GELU's slope Phi(x) + x phi(x) as an op (its second order); its own slope is
+// phi(x) (2 - x²). It has no graph backward (no third derivatives).
+// erf has no Eigen array form in Eigen/Core, hence scalar loops.
+Var gelu_slope(const Var& a) {
   const Tensor& x = a.value();
   Tensor out = Tensor::uninitialized(x.shape());
   parallel_chunks(x.numel(), [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) out[i] = x[i] * Real(0.5) * (Real(1) + std::erf(x[i] * inv_sqrt2));
+    for (int64_t i = lo; i < hi; ++i) out[i] = normal_cdf(x[i]) + x[i] * normal_pdf(x[i]);
   });
-  return make_result(std::move(out), {a}, "gelu", [inv_sqrt2, inv_sqrt_2pi](Node& self) {
+  return make_result(std::move(out), {a}, "gelu_slope", [](Node& self) {
     if (!self.input_needs_grad(0)) return;
     Tensor& gx = self.input_grad(0);
     const Tensor& xv = self.input_value(0);
     parallel_chunks(gx.numel(), [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        const Real v = xv[i];
-        const Real cdf = Real(0.5) * (Real(1) + std::erf(v * inv_sqrt2));
-        const Real pdf = inv_sqrt_2pi * std::exp(Real(-0.5) * v * v);
-        gx[i] += self.grad[i] * (cdf + v * pdf);
-      }
+      for (int64_t i = lo; i < hi; ++i) gx[i] += self.grad[i] * normal_pdf(xv[i]) * (Real(2) - xv[i] * xv[i]);
     });
   });
+}
+
+}  // namespace
+
+Var gelu(const Var& a) {
+  // y = x Phi(x) with Phi(x) = (1 + erf(x / sqrt 2)) / 2; dy/dx = Phi(x) + x phi(x).
+  const Tensor& x = a.value();
+  Tensor out = Tensor::uninitialized(x.shape());
+  parallel_chunks(x.numel(), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) out[i] = x[i] * normal_cdf(x[i]);
+  });
+  Var r = make_result(std::move(out), {a}, "gelu", [](Node& self) {
+    if (!self.input_needs_grad(0)) return;
+    Tensor& gx = self.input_grad(0);
+    const Tensor& xv = self.input_value(0);
+    parallel_chunks(gx.numel(), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) gx[i] += self.grad[i] * (normal_cdf(xv[i]) + xv[i] * normal_pdf(xv[i]));
+    });
+  });
+  attach_unary_graph(r, [](const Var& x, const Var&, const Var& g) { return mul(g, gelu_slope(x)); });
+  return r;
 }
 
 Var masked_fill(const Var& a, const Tensor& mask, Real value) {
@@ -289,7 +358,7 @@ Var masked_fill(const Var& a, const Tensor& mask, Real value) {
   const Tensor& x = a.value();
   Tensor out = binary_forward(plan, x, mask, [value](Real v, Real m) { return m != 0 ? value : v; });
   // The mask is copied into the closure: the caller's may not outlive the graph.
-  return make_result(std::move(out), {a}, "masked_fill", [plan = std::move(plan), mask](Node& self) {
+  Var r = make_result(std::move(out), {a}, "masked_fill", [plan = std::move(plan), mask](Node& self) {
     if (!self.input_needs_grad(0)) return;
     Tensor& gx = self.input_grad(0);
     const Real* pg = self.grad.data();
@@ -302,6 +371,8 @@ Var masked_fill(const Var& a, const Tensor& mask, Real value) {
       run_loop(g, pm + im, n, 1, sm, [&](int64_t k, Real gk, Real m) { t[k] += m != 0 ? Real(0) : gk; });
     });
   });
+  attach_unary_graph(r, [mask](const Var&, const Var&, const Var& g) { return masked_fill(g, mask, 0); });
+  return r;
 }
 
 Tensor causal_mask(int64_t t_q, int64_t t_k) {

@@ -6,6 +6,19 @@
 #include "framework/ops/broadcast.h"
 
 namespace attnlab {
+namespace {
+
+// rows[ids[i]] += g[i] for every i (each row d wide); serial over ids so that
+// repeated ids accumulate in a fixed order.
+void scatter_add_rows(const Real* g, const std::vector<int32_t>& ids, int64_t d, Real* rows) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Real* row = rows + static_cast<int64_t>(ids[i]) * d;
+    const Real* gi = g + static_cast<int64_t>(i) * d;
+    for (int64_t j = 0; j < d; ++j) row[j] += gi[j];
+  }
+}
+
+}  // namespace
 
 Var embedding(const Var& weight, const IntTensor& ids) {
   if (weight.dim() != 2) throw ShapeError("embedding: weight must be (V, d), got " + weight.value().shape_str());
@@ -30,16 +43,26 @@ Var embedding(const Var& weight, const IntTensor& ids) {
                 static_cast<size_t>(d) * sizeof(Real));
 
   // The ids are copied into the closure: the caller's may not outlive the graph.
-  return make_result(std::move(out), {weight}, "embedding", [id_list = ids.data, d](Node& self) {
+  Var r = make_result(std::move(out), {weight}, "embedding", [id_list = ids.data, d](Node& self) {
+    if (self.input_needs_grad(0)) scatter_add_rows(self.grad.data(), id_list, d, self.input_grad(0).data());
+  }, ValueReads::none());
+  if (records_second_order(r))
+    r.node()->graph_backward = [ids](const std::vector<Var>& in, const Var&, const Var& g) {
+      return std::vector<Var>{embedding_scatter(g, ids, in[0].size(0))};
+    };
+  return r;
+}
+
+Var embedding_scatter(const Var& grad, const IntTensor& ids, int64_t V) {
+  const int64_t d = grad.size(-1);
+  Tensor out({V, d});
+  scatter_add_rows(grad.value().data(), ids.data, d, out.data());
+  // Its own backward gathers: d(sum over rows)/d(grad row i) = the gradient's row ids[i].
+  return make_result(std::move(out), {grad}, "embedding_scatter", [id_list = ids.data, d](Node& self) {
     if (!self.input_needs_grad(0)) return;
-    // Serial over ids so that repeated ids accumulate in a fixed order.
-    Real* gw = self.input_grad(0).data();
-    const Real* g = self.grad.data();
-    for (size_t i = 0; i < id_list.size(); ++i) {
-      Real* row = gw + static_cast<int64_t>(id_list[i]) * d;
-      const Real* gi = g + static_cast<int64_t>(i) * d;
-      for (int64_t j = 0; j < d; ++j) row[j] += gi[j];
-    }
+    Real* gx = self.input_grad(0).data();
+    for (size_t i = 0; i < id_list.size(); ++i)
+      for (int64_t j = 0; j < d; ++j) gx[static_cast<int64_t>(i) * d + j] += self.grad[static_cast<int64_t>(id_list[i]) * d + j];
   }, ValueReads::none());
 }
 

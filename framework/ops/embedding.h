@@ -9,4 +9,8 @@ namespace attnlab {
 // range throws ValueError naming the id and V.
 Var embedding(const Var& weight, const IntTensor& ids);
 
+// embedding's backward as an op (its second order): grad (..., d) scattered
+// into a (V, d) table of zeros, rows[ids[i]] += grad[i].
+Var embedding_scatter(const Var& grad, const IntTensor& ids, int64_t V);
+
 }  // namespace attnlab

@@ -4,6 +4,9 @@
 // writing and re-reading a probability tensor.
 #include "framework/ops/loss.h"
 
+#include "framework/ops/elementwise.h"
+#include "framework/ops/softmax.h"
+
 #include <string>
 #include <vector>
 
@@ -34,6 +37,34 @@ void check_inputs(const Var& logits, const IntTensor& targets, const CrossEntrop
                        " is outside [0, V) for V = " + std::to_string(V) + " (ignore_index " +
                        std::to_string(options.ignore_index) + ")");
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The loss's backward in differentiable ops (second order): g / count times
+// (softmax(logits) - the smoothed one-hot) on the rows not ignored, 0 on the others.
+Var cross_entropy_graph_grad(const Var& logits, const IntTensor& targets, int32_t ignore, Real eps, int64_t count,
+                             const Var& g) {
+  const int64_t V = logits.size(-1), rows = targets.numel();
+  Tensor smoothed(logits.shape()), kept(logits.shape());  // (..., V)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t t = targets.data[static_cast<size_t>(r)];
+    if (t == ignore) continue;
+    for (int64_t j = 0; j < V; ++j) {
+      smoothed[r * V + j] = eps / static_cast<Real>(V) + (j == t ? 1 - eps : Real(0));
+      kept[r * V + j] = 1;
+    }
+  }
+  const Real per_row = count ? Real(1) / static_cast<Real>(count) : Real(0);
+  return mul(scale(g, per_row), mul(sub(softmax(logits), Var(std::move(smoothed))), Var(std::move(kept))));
+}
+
+void attach_graph_grad(Var& r, const IntTensor& targets, int32_t ignore, Real eps, int64_t count) {
+  r.node()->graph_backward = [targets, ignore, eps, count](const std::vector<Var>& in, const Var&, const Var& g) {
+    return std::vector<Var>{cross_entropy_graph_grad(in[0], targets, ignore, eps, count, g)};
+  };
 }
 
 }  // namespace
@@ -71,7 +102,7 @@ Var cross_entropy(const Var& logits, const IntTensor& targets, const CrossEntrop
   // All positions ignored: a defined loss of 0 with zero gradient (see loss.h).
   const Real value = count ? static_cast<Real>(total / static_cast<double>(count)) : Real(0);
 
-  return make_result(
+  Var r = make_result(
       Tensor::from({}, {value}), {logits}, "cross_entropy",
       [V, rows, count, ignore, eps, targets = targets.data](Node& self) {
         if (!self.input_needs_grad(0)) return;
@@ -95,6 +126,8 @@ Var cross_entropy(const Var& logits, const IntTensor& targets, const CrossEntrop
           }
         }
       });
+  if (records_second_order(r)) attach_graph_grad(r, targets, ignore, eps, count);
+  return r;
 }
 
 }  // namespace attnlab

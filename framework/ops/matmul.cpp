@@ -9,6 +9,9 @@
 #include <memory>
 
 #include "framework/ops/broadcast.h"
+#include "framework/ops/elementwise.h"
+#include "framework/ops/reduce.h"
+#include "framework/ops/shape.h"
 #include "framework/ops/gemm.h"
 
 #if defined(__AVX512F__) && !defined(ATTNLAB_DOUBLE)
@@ -114,6 +117,17 @@ void matmul_backward(Node& self, const MatmulPlan& p, bool ta, bool tb) {
   }
 }
 
+// matmul_backward's formulas in differentiable ops (second order); a shared
+// 2-d operand sums the batches' parts (sum_to).
+std::vector<Var> matmul_graph_grads(const Var& a, const Var& b, bool ta, bool tb, const Var& g) {
+  std::vector<Var> grads(2);
+  if (a.requires_grad())
+    grads[0] = sum_to(ta ? matmul(b, g, tb, true) : matmul(g, b, false, !tb), a.shape());
+  if (b.requires_grad())
+    grads[1] = sum_to(tb ? matmul(g, a, true, ta) : matmul(a, g, !ta, false), b.shape());
+  return grads;
+}
+
 }  // namespace
 
 Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
@@ -125,8 +139,13 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
   Tensor out = Tensor::uninitialized(out_shape);
   matmul_batches(out, p.m, p.n, p.so(), operand(a.value(), p.ar, p.ac, trans_a), p.sa(),
                  operand(b.value(), p.br, p.bc, trans_b), p.sb(), p.batches, false);
-  return make_result(std::move(out), {a, b}, "matmul",
-                     [p, trans_a, trans_b](Node& self) { matmul_backward(self, p, trans_a, trans_b); });
+  Var r = make_result(std::move(out), {a, b}, "matmul",
+                      [p, trans_a, trans_b](Node& self) { matmul_backward(self, p, trans_a, trans_b); });
+  if (records_second_order(r))
+    r.node()->graph_backward = [trans_a, trans_b](const std::vector<Var>& in, const Var&, const Var& g) {
+      return matmul_graph_grads(in[0], in[1], trans_a, trans_b, g);
+    };
+  return r;
 }
 
 namespace {
@@ -323,12 +342,39 @@ Var linear_op(const char* op, const Var& x, const Var& weight, const Var& bias, 
 
 }  // namespace
 
+namespace {
+
+// linear's backward in differentiable ops (second order), g the gradient
+// after the ReLU's mask: dx = g W, dW = gᵀ x over all rows, db = g's column sums.
+std::vector<Var> linear_graph_grads(const std::vector<Var>& in, const Var& g) {
+  const Var &x = in[0], &w = in[1];
+  std::vector<Var> grads(in.size());
+  if (x.requires_grad()) grads[0] = reshape(matmul(reshape(g, {-1, w.size(0)}), w), x.shape());
+  if (w.requires_grad())
+    grads[1] = matmul(reshape(g, {-1, w.size(0)}), reshape(x, {-1, w.size(1)}), /*trans_a=*/true, false);
+  if (in.size() > 2 && in[2].requires_grad()) grads[2] = sum_to(g, in[2].shape());
+  return grads;
+}
+
+Var with_second_order(Var r, bool relu) {
+  if (records_second_order(r))
+    r.node()->graph_backward = [relu](const std::vector<Var>& in, const Var& y, const Var& g) {
+      if (!relu) return linear_graph_grads(in, g);
+      Tensor positive = Tensor::uninitialized(y.shape());  // the ReLU's slope, a constant
+      positive.flat().array() = (y.value().flat().array() > Real(0)).template cast<Real>();
+      return linear_graph_grads(in, mul(g, Var(std::move(positive))));
+    };
+  return r;
+}
+
+}  // namespace
+
 Var linear(const Var& x, const Var& weight, const Var& bias) {
-  return linear_op("linear", x, weight, bias, /*relu=*/false);
+  return with_second_order(linear_op("linear", x, weight, bias, /*relu=*/false), false);
 }
 
 Var linear_relu(const Var& x, const Var& weight, const Var& bias) {
-  return linear_op("linear_relu", x, weight, bias, /*relu=*/true);
+  return with_second_order(linear_op("linear_relu", x, weight, bias, /*relu=*/true), true);
 }
 
 }  // namespace attnlab

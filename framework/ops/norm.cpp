@@ -2,6 +2,8 @@
 // mean and 1/std, backward recomputes x_hat from them (llm.c's layernorm).
 #include "framework/ops/norm.h"
 
+#include "framework/ops/composed.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -124,11 +126,17 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, Real eps) {
   if (weight.defined()) inputs.push_back(weight);
   const int b_index = bias.defined() ? static_cast<int>(inputs.size()) : -1;
   if (bias.defined()) inputs.push_back(bias);
-  return make_result(std::move(out), std::move(inputs), "layer_norm",
-                     [d, rows, w_index, b_index, mean = std::move(mean), rstd = std::move(rstd)](Node& self) {
-                       layer_norm_backward(self, d, rows, w_index, b_index, mean, rstd);
-                     },
-                     ValueReads{false, ~0u});  // x and weight, not the output
+  Var r = make_result(std::move(out), std::move(inputs), "layer_norm",
+                      [d, rows, w_index, b_index, mean = std::move(mean), rstd = std::move(rstd)](Node& self) {
+                        layer_norm_backward(self, d, rows, w_index, b_index, mean, rstd);
+                      },
+                      ValueReads{false, ~0u});  // x and weight, not the output
+  if (records_second_order(r))
+    r.node()->graph_backward = composed_graph_backward([w_index, b_index, eps](const std::vector<Var>& in) {
+      return composed_layer_norm(in[0], w_index < 0 ? Var() : in[static_cast<size_t>(w_index)],
+                                 b_index < 0 ? Var() : in[static_cast<size_t>(b_index)], eps);
+    });
+  return r;
 }
 
 }  // namespace attnlab

@@ -5,6 +5,8 @@
 #include "framework/ops/reduce.h"
 
 #include "framework/ops/broadcast.h"
+#include "framework/ops/elementwise.h"
+#include "framework/ops/shape.h"
 
 namespace attnlab {
 namespace {
@@ -29,9 +31,14 @@ double ordered_sum(const Real* x, int64_t n) {
 Var reduce_all(const Var& a, Real factor, const char* name) {
   const double total = ordered_sum(a.value().data(), a.numel());
   Tensor out = Tensor::from({}, {static_cast<Real>(total * static_cast<double>(factor))});
-  return make_result(std::move(out), {a}, name, [factor](Node& self) {
+  Var r = make_result(std::move(out), {a}, name, [factor](Node& self) {
     if (self.input_needs_grad(0)) self.input_grad(0).flat().array() += self.grad[0] * factor;
   });
+  if (records_second_order(r))
+    r.node()->graph_backward = [factor](const std::vector<Var>& in, const Var&, const Var& g) {
+      return std::vector<Var>{broadcast_to(scale(g, factor), in[0].shape())};
+    };
+  return r;
 }
 
 // Sum along one axis times factor. a is viewed as (outer, n, inner) and the
@@ -64,7 +71,7 @@ Var reduce_axis(const Var& a, int axis, bool keepdim, Real factor, const char* n
     }
     for (int64_t i = 0; i < inner; ++i) yo[i] *= factor;
   }
-  return make_result(std::move(out), {a}, name, [outer, n, inner, factor, par](Node& self) {
+  Var r = make_result(std::move(out), {a}, name, [outer, n, inner, factor, par](Node& self) {
     if (!self.input_needs_grad(0)) return;
     Real* gx = self.input_grad(0).data();
     const Real* g = self.grad.data();
@@ -75,6 +82,14 @@ Var reduce_axis(const Var& a, int axis, bool keepdim, Real factor, const char* n
         for (int64_t i = 0; i < inner; ++i) gk[i] += g[o * inner + i] * factor;
       }
   });
+  if (records_second_order(r)) {
+    Shape kept = s;  // the output's shape with the axis kept (size 1)
+    kept[static_cast<size_t>(ax)] = 1;
+    r.node()->graph_backward = [kept, factor](const std::vector<Var>& in, const Var&, const Var& g) {
+      return std::vector<Var>{broadcast_to(scale(reshape(g, kept), factor), in[0].shape())};
+    };
+  }
+  return r;
 }
 
 Real inverse_count(int64_t n) { return n > 0 ? Real(1) / static_cast<Real>(n) : Real(0); }
@@ -96,6 +111,22 @@ Var mean(const Var& a, int axis, bool keepdim) {
   const int64_t n = ax >= 0 && ax < rank ? a.shape()[static_cast<size_t>(ax)] : 1;  // bad axes throw below
   if (n == 0) throw ShapeError("mean: axis " + std::to_string(axis) + " of " + a.value().shape_str() + " is empty");
   return reduce_axis(a, axis, keepdim, inverse_count(n), "mean");
+}
+
+Var sum_to(const Var& a, const Shape& shape) {
+  if (a.shape() == shape) return a;
+  if (broadcast_shape(a.shape(), shape, "sum_to") != a.shape())
+    throw ShapeError("sum_to: " + shape_str(shape) + " does not broadcast to " + a.value().shape_str());
+  Var r = a;
+  while (r.dim() > static_cast<int>(shape.size())) r = sum(r, 0);  // leading dims the shape lacks
+  for (int k = 0; k < r.dim(); ++k)
+    if (shape[static_cast<size_t>(k)] == 1 && r.size(k) != 1) r = sum(r, k, /*keepdim=*/true);
+  return r;
+}
+
+Var broadcast_to(const Var& a, const Shape& shape) {
+  if (a.shape() == shape) return a;
+  return add(Var(Tensor(shape)), a);  // its gradient is sum_to, by add's backward
 }
 
 }  // namespace attnlab

@@ -71,18 +71,25 @@ void check_rotary(int64_t d_k, Real base) {
     throw ValueError("rotary: base must be a positive finite number, got " + std::to_string(base));
 }
 
-Var rotate(const Var& x, const RowGeometry& g, int64_t offset, Real base) {
+// Rotates by direction·θ (direction 1: the op; -1: its backward, as an op for
+// second order).
+Var rotate(const Var& x, const RowGeometry& g, int64_t offset, Real base, Real direction = 1) {
   check_rotary(g.d_k, base);
   Tensor out = Tensor::uninitialized(x.shape());
   if (out.numel() == 0) return make_result(std::move(out), {x}, "rotary", [](Node&) {});
   RotaryTable table = make_table(g.t_len, g.d_k, offset, static_cast<double>(base));
-  rotate_rows<false>(x.value().data(), out.data(), g, table, Real(1));
+  rotate_rows<false>(x.value().data(), out.data(), g, table, direction);
 
-  return make_result(std::move(out), {x}, "rotary", [table = std::move(table), g](Node& self) {
+  Var r = make_result(std::move(out), {x}, "rotary", [table = std::move(table), g, direction](Node& self) {
     if (!self.input_needs_grad(0)) return;
     // dL/dx = Rᵀ dL/dy = R(−θ) dL/dy.
-    rotate_rows<true>(self.grad.data(), self.input_grad(0).data(), g, table, Real(-1));
+    rotate_rows<true>(self.grad.data(), self.input_grad(0).data(), g, table, -direction);
   });
+  if (records_second_order(r))
+    r.node()->graph_backward = [g, offset, base, direction](const std::vector<Var>&, const Var&, const Var& grad) {
+      return std::vector<Var>{rotate(grad, g, offset, base, -direction)};
+    };
+  return r;
 }
 
 }  // namespace

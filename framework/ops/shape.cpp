@@ -86,9 +86,14 @@ Var reshape(const Var& a, Shape shape) {
     throw ShapeError("reshape: cannot reshape " + a.value().shape_str() + " (" + std::to_string(a.numel()) +
                      " elements) to " + shape_str(shape));
   // Tensors own their storage, so the result is a copy with the new shape.
-  return make_result(a.value().reshaped(std::move(shape)), {a}, "reshape", [](Node& self) {
+  Var r = make_result(a.value().reshaped(std::move(shape)), {a}, "reshape", [](Node& self) {
     if (self.input_needs_grad(0)) self.input_grad(0).flat() += self.grad.flat();
   });
+  if (records_second_order(r))
+    r.node()->graph_backward = [](const std::vector<Var>& in, const Var&, const Var& g) {
+      return std::vector<Var>{reshape(g, in[0].shape())};
+    };
+  return r;
 }
 
 Var transpose(const Var& a, int axis0, int axis1) {
@@ -100,11 +105,16 @@ Var transpose(const Var& a, int axis0, int axis1) {
   std::swap(out_shape[static_cast<size_t>(a0)], out_shape[static_cast<size_t>(a1)]);
   Tensor out = Tensor::uninitialized(out_shape);
   swap_axes(swap_geometry(a.shape(), a0, a1), a.value().data(), out.data(), false);
-  return make_result(std::move(out), {a}, "transpose", [a0, a1](Node& self) {
+  Var r = make_result(std::move(out), {a}, "transpose", [a0, a1](Node& self) {
     if (!self.input_needs_grad(0)) return;
     // The gradient swaps back: the same two axes of the output's shape.
     swap_axes(swap_geometry(self.value.shape(), a0, a1), self.grad.data(), self.input_grad(0).data(), true);
   });
+  if (records_second_order(r))
+    r.node()->graph_backward = [a0, a1](const std::vector<Var>&, const Var&, const Var& g) {
+      return std::vector<Var>{transpose(g, a0, a1)};
+    };
+  return r;
 }
 
 std::vector<Var> split(const Var& a, int axis, const std::vector<int64_t>& sizes) {
@@ -137,6 +147,14 @@ std::vector<Var> split(const Var& a, int axis, const std::vector<int64_t>& sizes
       self.input_grad(0).matrix(outer, n * inner).middleCols(offset * inner, s * inner) +=
           self.grad.matrix(outer, s * inner);
     }));
+    if (records_second_order(parts.back()))
+      parts.back().node()->graph_backward = [ax, n, s, offset](const std::vector<Var>& in, const Var&, const Var& g) {
+        // g in place, zeros around it along the axis.
+        Shape before = in[0].shape(), after = in[0].shape();
+        before[static_cast<size_t>(ax)] = offset;
+        after[static_cast<size_t>(ax)] = n - offset - s;
+        return std::vector<Var>{concat({Var(Tensor(before)), g, Var(Tensor(after))}, ax)};
+      };
     offset += s;
   }
   return parts;
@@ -168,7 +186,7 @@ Var concat(const std::vector<Var>& parts, int axis) {
         parts[k].value().matrix(outer, widths[k] * inner);
     offset += widths[k];
   }
-  return make_result(std::move(out), parts, "concat", [widths, outer, inner, n](Node& self) {
+  Var r = make_result(std::move(out), parts, "concat", [widths, outer, inner, n](Node& self) {
     int64_t offset = 0;
     for (size_t k = 0; k < widths.size(); ++k) {
       if (self.input_needs_grad(k))
@@ -177,6 +195,11 @@ Var concat(const std::vector<Var>& parts, int axis) {
       offset += widths[k];
     }
   }, ValueReads::none());
+  if (records_second_order(r))
+    r.node()->graph_backward = [widths, ax](const std::vector<Var>&, const Var&, const Var& g) {
+      return split(g, ax, widths);
+    };
+  return r;
 }
 
 }  // namespace attnlab

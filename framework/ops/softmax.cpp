@@ -5,6 +5,9 @@
 #include <cmath>
 #include <limits>
 
+#include "framework/ops/elementwise.h"
+#include "framework/ops/reduce.h"
+
 namespace attnlab {
 namespace {
 
@@ -37,8 +40,10 @@ void for_each_row(int64_t rows, int64_t n, const RowFn& body) {
 // (n values along the last axis) of x to y, and `backward_row(y, dy, dx, n)`
 // accumulates one row's input gradient from the cached output. Both are
 // inlined into the loops (templates), so this costs no call or pass per row.
+// `graph` is the backward in differentiable ops (second order).
 template <class ForwardRow, class BackwardRow>
-Var rowwise_op(const Var& a, const char* name, ForwardRow forward_row, BackwardRow backward_row) {
+Var rowwise_op(const Var& a, const char* name, ForwardRow forward_row, BackwardRow backward_row,
+               Var (*graph)(const Var& x, const Var& y, const Var& g)) {
   Tensor out = Tensor::uninitialized(a.shape());
   const int64_t n = a.dim() ? a.size(-1) : 1;
   const int64_t rows = n ? a.numel() / n : 0;
@@ -46,13 +51,18 @@ Var rowwise_op(const Var& a, const char* name, ForwardRow forward_row, BackwardR
   Real* y = out.data();
   for_each_row(rows, n, [&](int64_t r) { forward_row(x + r * n, y + r * n, n); });
 
-  return make_result(std::move(out), {a}, name, [n, rows, backward_row](Node& self) {
+  Var r = make_result(std::move(out), {a}, name, [n, rows, backward_row](Node& self) {
     if (!self.input_needs_grad(0)) return;
     const Real* y = self.value.data();
     const Real* dy = self.grad.data();
     Real* dx = self.input_grad(0).data();
     for_each_row(rows, n, [&](int64_t r) { backward_row(y + r * n, dy + r * n, dx + r * n, n); });
   });
+  if (records_second_order(r))
+    r.node()->graph_backward = [graph](const std::vector<Var>& in, const Var& y, const Var& g) {
+      return std::vector<Var>{graph(in[0], y, g)};
+    };
+  return r;
 }
 
 // softmax_row for a row of exactly N values (the attention rows of S, M and L:
@@ -142,7 +152,8 @@ Var softmax(const Var& a) {
         ConstArrayMap yr(y, n), dyr(dy, n);
         const Real dot = (yr * dyr).sum();
         ArrayMap(dx, n) += yr * (dyr - dot);
-      });
+      },
+      [](const Var&, const Var& y, const Var& g) { return mul(y, sub(g, sum(mul(g, y), -1, true))); });
 }
 
 Var log_softmax(const Var& a) {
@@ -160,7 +171,8 @@ Var log_softmax(const Var& a) {
           p = ConstArrayMap(y + start, len).exp();
           ArrayMap(dx + start, len) += ConstArrayMap(dy + start, len) - p * total;
         }
-      });
+      },
+      [](const Var& x, const Var&, const Var& g) { return sub(g, mul(softmax(x), sum(g, -1, true))); });
 }
 
 }  // namespace attnlab

@@ -47,12 +47,15 @@ PRODUCTION = ["framework", "models", "datasets", "training", "interventions", "c
 # - Issue 45 (ablation, activation patching, the logit lens: a library part, a command, a report
 #   view, a PyTorch reference and its parity test each) brought C++ to 18,261 code lines, the
 #   report to 1,647 and Python to about 10,100 with its study driver; each budget leaves ~9%.
+# - Issue 46 (second derivatives in the engine, the sharpness probe and its solver, the gradient
+#   noise scale, full-batch training, three study drivers): C++ 23,000, report 2,000, Python
+#   12,500, raised before the work from the parts' estimates; to be trimmed to ~9% headroom after.
 # Each density ceiling sits 8% over that day's figure: joining one line in ten to its
 # neighbour raises a language's density by about 11%.
 LANGUAGES = {
-    "C++": {"folders": PRODUCTION, "ends": (".cpp", ".h"), "budget": 20000, "density": 42.4},
-    "report JS/CSS": {"folders": ["cli/report"], "ends": (".js", ".css"), "budget": 1800, "density": 57.7},
-    "Python": {"folders": ["scripts", "tests"], "ends": (".py",), "budget": 11000, "density": 48.7},
+    "C++": {"folders": PRODUCTION, "ends": (".cpp", ".h"), "budget": 23000, "density": 42.4},
+    "report JS/CSS": {"folders": ["cli/report"], "ends": (".js", ".css"), "budget": 2000, "density": 57.7},
+    "Python": {"folders": ["scripts", "tests"], "ends": (".py",), "budget": 12500, "density": 48.7},
 }
 FILE_LIMIT = 400
 FUNCTION_LIMIT = 60

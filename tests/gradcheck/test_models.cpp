@@ -1,7 +1,8 @@
 // Gradient checks of the whole models (float64 engine): the loss
 // cross_entropy(model(batch), targets) against every parameter, by central
 // differences (tests/gradcheck/gradcheck.h states the tolerance: 1e-6
-// relative with a 1e-8 absolute floor, h = 1e-6). The sizes are tiny
+// relative with a 1e-8 absolute floor, h = 1e-6), and their Hessian-vector
+// products against differences of gradients (hvpcheck). The sizes are tiny
 // (V 7, d 8, h 2, L 2, d_ff 16, T <= 5) so each check takes a fraction of a second.
 #include "tests/gradcheck/gradcheck.h"
 
@@ -34,6 +35,8 @@ void check_model(const TransformerConfig& config, Real label_smoothing = 0) {
   auto fn = [&](const std::vector<Var>&) { return cross_entropy(model->forward(batch.input), batch.targets, ce); };
   INFO("config " << config.to_json().dump());
   ATTNLAB_REQUIRE_GRADCHECK(gradcheck(fn, model->parameters()));
+  // And the second derivative: Hv along a random direction of all parameters.
+  ATTNLAB_REQUIRE_GRADCHECK(hvpcheck(fn, model->parameters()));
 }
 
 }  // namespace
