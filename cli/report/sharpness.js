@@ -2,7 +2,7 @@
 // eigenvalue over the probed steps, a chart per operator (H; with Adam/AdamW also P⁻¹H), each
 // beside the threshold above which its optimizer's step diverges on a quadratic, at each
 // step's learning rate (2/η for gradient descent, 38/η for Adam's P⁻¹H at β₁ = 0.9:
-// docs/watching.md).
+// docs/curvature.md).
 
 const SHARPNESS_TITLES = { hessian: "sharpness \u03bb_max(H)",
                            preconditioned: "preconditioned sharpness \u03bb_max(P\u207b\u00b9H)" };
