@@ -107,13 +107,14 @@ nlohmann::json select_columns(const nlohmann::json& table, const std::vector<std
   return {{"columns", keep}, {"rows", std::move(rows)}};
 }
 
-// The probe CSVs, when the run recorded them (train --probe-every N): the
+// The probe CSVs, when the run recorded them (train --probe-every N, --probe-sharpness N): the
 // columns the page draws, which keeps a long probed run's page small.
 nlohmann::json probes_data(const RunDir& run) {
   const std::map<std::string, std::vector<std::string>> files = {
       {"params", {"step", "param", "grad_norm", "update_ratio"}},
       {"stream", {"step", "index", "point", "act_rms", "grad_rms"}},
-      {"heads", {"step", "layer", "head", "entropy"}}};
+      {"heads", {"step", "layer", "head", "entropy"}},
+      {"sharpness", {"step", "operator", "lambda_max", "iterations", "converged", "threshold"}}};
   nlohmann::json out = nlohmann::json::object();
   std::error_code ec;
   for (const auto& [name, columns] : files) {

@@ -440,6 +440,9 @@ TEST_CASE("under mpirun a refusal that only rank 0 meets ends every rank with ex
     check_refused_once(mpirun_refused("train" + kFlags + " --steps 10 --probe-every 5 --run " + (dir / "probe")),
                        "--probe-every records one process's micro-batch: not with several processes");
   CHECK_FALSE(fs::exists(dir / "probe"));
+  check_refused_once(mpirun_refused("train" + kFlags + " --steps 10 --probe-sharpness 5 --run " + (dir / "sharp")),
+                     "--probe-sharpness probes one process's model: not with several processes");
+  CHECK_FALSE(fs::exists(dir / "sharp"));
 }
 
 TEST_CASE("mpirun -np 2 attnlab eval, predict and report refuse once instead of printing twice: one line, exit 2, "

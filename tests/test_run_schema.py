@@ -50,6 +50,10 @@ def source():
     columns = re.findall(r'"(\w+)"', function_body("const std::vector<std::string>& MetricsLog::columns()"))
     check(columns == schema.METRICS_COLUMNS, "the C++ that writes metrics.csv writes the schema's columns, in order",
           f"C++: {columns}\nschema: {schema.METRICS_COLUMNS}")
+    columns = re.findall(r'"(\w+)"', function_body("const std::vector<std::string>& SharpnessProbe::columns()"))
+    check(columns == schema.PROBE_SHARPNESS_COLUMNS,
+          "the C++ that writes probe_sharpness.csv writes the schema's columns, in order",
+          f"C++: {columns}\nschema: {schema.PROBE_SHARPNESS_COLUMNS}")
 
 
 def train(exe, work, name, flags):
@@ -67,10 +71,14 @@ def train(exe, work, name, flags):
 def runs(exe):
     with tempfile.TemporaryDirectory() as work:
         summary, header = train(exe, work, "tagger", ["--task", "copy", "--vocab", "4", "--min-len", "2",
-                                                      "--max-len", "3", "--model", "encoder", "--heldout", "4"])
+                                                      "--max-len", "3", "--model", "encoder", "--heldout", "4",
+                                                      "--probe-sharpness", "1"])
         check(sorted(summary) == sorted(schema.SUMMARY_KEYS), "a tagger's summary.json has the schema's keys",
               f"run: {sorted(summary)}\nschema: {sorted(schema.SUMMARY_KEYS)}")
         check(header == schema.METRICS_COLUMNS, "its metrics.csv has the schema's columns", f"run: {header}")
+        with open(os.path.join(work, "tagger", schema.PROBE_SHARPNESS), newline="") as f:
+            header = next(csv.reader(f))
+        check(header == schema.PROBE_SHARPNESS_COLUMNS, "its probe_sharpness.csv has the schema's columns", f"run: {header}")
         text = os.path.join(ROOT, "data", "text", "logbook.txt")
         summary, header = train(exe, work, "lm", ["--task", "text", "--file", text, "--seq-len", "8", "--model", "decoder"])
         want = schema.SUMMARY_KEYS + schema.SUMMARY_KEYS_LANGUAGE_MODEL
@@ -86,6 +94,10 @@ def report():
     names = re.findall(r'"(\w+)"', outcomes.group(1)) if outcomes else []
     check(names == schema.OUTCOME_COLUMNS, "sweep.js's OUTCOMES are the schema's outcome columns",
           f"sweep.js: {names}\nschema: {schema.OUTCOME_COLUMNS}")
+    sharpness = open(os.path.join(folder, "sharpness.js"), encoding="utf-8").read()
+    read = set(re.findall(r'column\(table, "(\w+)"\)', sharpness) + re.findall(r'(?:points|at)\("(\w+)"\)', sharpness))
+    check(read and read <= set(schema.PROBE_SHARPNESS_COLUMNS), "the columns sharpness.js reads are probe_sharpness.csv's",
+          f"sharpness.js: {sorted(read)}")
     curves = re.search(r"const CURVES = \[(.*?)\];", js, re.S)
     cols = re.findall(r'"(\w+)"', re.sub(r'title: "[^"]*"', "", curves.group(1))) if curves else []
     check(cols and set(cols) <= set(schema.METRICS_COLUMNS), "the curves curves.js draws are metrics.csv columns",

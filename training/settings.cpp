@@ -192,6 +192,12 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   require(std::isfinite(s.target) && s.target >= 0 && s.target <= 1, "--target must be in [0, 1], got " + str(s.target));
   require_fraction("--label-smoothing", s.label_smoothing);
   require(s.probe_every >= 0, "--probe-every must be >= 0 (0 = off), got " + str(s.probe_every));
+  require(std::isfinite(s.sharpness_tol) && s.sharpness_tol > 0 && s.sharpness_tol < 1,
+          "--sharpness-tol must be in (0, 1), got " + str(s.sharpness_tol));
+  const TrainSettings defaults = default_settings();
+  require(s.probe_sharpness > 0 || (s.sharpness_tol == defaults.sharpness_tol &&
+                                    s.sharpness_iters == defaults.sharpness_iters),
+          "--sharpness-tol and --sharpness-iters apply to --probe-sharpness N, which is 0 (off)");
   check_optimization_flags(s);
   validate(s.optim);
   if (s.schedule.total_steps <= 0) s.schedule.total_steps = s.steps;

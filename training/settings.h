@@ -45,6 +45,11 @@ struct TrainSettings {
   OnNan on_nan = OnNan::stop;
   int64_t probe_every = 0;  // gradient-flow and attention instruments every this many steps (and step 1); 0 = off
   bool noise_scale = false;  // record B_simple from the micro-batches' squared gradient norms (training/noise_scale.h)
+  // λ_max of the training loss's Hessian every this many steps (and step 1); 0 = off
+  // (training/sharpness_probe.h): Lanczos to this relative tolerance, at most this many products
+  int64_t probe_sharpness = 0;
+  double sharpness_tol = 1e-3;
+  int64_t sharpness_iters = 20;
   bool tensorboard = false;  // also TensorBoard event files (events.out.tfevents.*) in the run directory
 };
 

@@ -131,6 +131,15 @@ std::vector<TrainOption> training_group() {
        "(metrics.csv's noise_* columns; needs 2 or more micro-batches a step: --grad-accum or mpirun; "
        "docs/watching.md)",
        may_change},
+      {g, "probe-sharpness", at(&S::probe_sharpness),
+       "log the largest Hessian eigenvalue of the training loss (with adam/adamw also of the preconditioned "
+       "Hessian) on step 1's batch to probe_sharpness.csv at step 1 and every this many steps; 0 = off",
+       may_change, 0},
+      {g, "sharpness-tol", at(&S::sharpness_tol),
+       "--probe-sharpness: relative tolerance of the eigenvalue (Lanczos residual / eigenvalue)", may_change},
+      {g, "sharpness-iters", at(&S::sharpness_iters),
+       "--probe-sharpness: Hessian-vector products per eigenvalue at most (each about 2 backward passes)",
+       may_change, 1},
       {g, "tensorboard", at(&S::tensorboard),
        "also write metrics.csv's values (and with --probe-every the instruments) as TensorBoard event files in the run",
        may_change},

@@ -12,7 +12,7 @@ TrainState::TrainState(const TrainSettings& s, std::unique_ptr<Task> task)
   const bool own = task_->own_heldout() != nullptr;
   drawn_heldout_ = make_heldout(*task_, own ? 0 : s.heldout, derive_seed(s.seed, kHeldoutStream));
   batch_format_ = attnlab::batch_format(s.model, task_->language_model());
-  stream_ = std::make_unique<TrainStream>(*task_, drawn_heldout_, derive_seed(s.seed, kTrainStream));
+  stream_ = new_stream();
   if (s.train_size > 0) {
     check_train_size(s, *task_);
     train_set_ = std::make_unique<TrainSet>(draw_distinct(*stream_, s.train_size, task_->name()),
@@ -22,6 +22,16 @@ TrainState::TrainState(const TrainSettings& s, std::unique_ptr<Task> task)
   optimizer_ = make_optimizer(s.optim, model_->named_parameters());
   parameters_ = model_->parameters();
   set_communicator(single_process());
+}
+
+std::unique_ptr<TrainStream> TrainState::new_stream() const {
+  return std::make_unique<TrainStream>(*task_, drawn_heldout_, derive_seed(settings_.seed, kTrainStream));
+}
+
+std::vector<Example> TrainState::first_batch() const {
+  if (!train_set_) return new_stream()->next_batch(settings_.batch_size);
+  TrainSet fresh(train_set_->examples(), derive_seed(settings_.seed, kTrainOrderStream), train_set_->shuffled());
+  return fresh.next_batch(settings_.batch_size);  // with full batch: the whole set, in its order
 }
 
 void TrainState::set_communicator(const Communicator& c) {

@@ -53,6 +53,11 @@ class TrainState {
   void set_data_state(const std::string& s);  // ValueError on a malformed state
   // The examples evaluation scores: the task's own held-out set, or the one drawn.
   const std::vector<Example>& heldout() const;
+  // The examples of step 1's batch, drawn again from a new stream like the
+  // run's own, or with --train-size from the set in its first epoch's order
+  // (the whole set under full batch): the sharpness probe's fixed batch; the
+  // run's stream and set are not touched.
+  std::vector<Example> first_batch() const;
   // How batches are laid out for the model: "lm" for a language model, else the architecture.
   BatchFormat batch_format() const { return batch_format_; }
   // The processes this run is spread over (default: this one alone). Must outlive the state.
@@ -87,6 +92,7 @@ class TrainState {
   HeldOut drawn_heldout_;
   std::unique_ptr<TrainStream> stream_;
   std::unique_ptr<TrainSet> train_set_;
+  std::unique_ptr<TrainStream> new_stream() const;  // the training stream as at step 0
   std::unique_ptr<SequenceModel> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<Var> parameters_;

@@ -71,8 +71,8 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
                      "or more, not 1");
   if (s_.noise_scale) noise_.emplace();
   const std::string& dir = options_.run_dir;
-  if (dir.empty() && (options_.resume || s_.probe_every > 0 || s_.tensorboard))
-    throw ValueError("resuming, --probe-every and --tensorboard need a run directory");
+  if (dir.empty() && (options_.resume || s_.probe_every > 0 || s_.probe_sharpness > 0 || s_.tensorboard))
+    throw ValueError("resuming, --probe-every, --probe-sharpness and --tensorboard need a run directory");
   if (dir.empty()) {
     metrics_.emplace("", -1);
     return;
@@ -81,6 +81,8 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
   const bool root = state_.communicator().is_root();
   if (s_.probe_every > 0 && state_.communicator().size() > 1)
     throw ValueError("--probe-every records one process's micro-batch: not with several processes");
+  if (s_.probe_sharpness > 0 && state_.communicator().size() > 1)
+    throw ValueError("--probe-sharpness probes one process's model: not with several processes");
   checkpoints_.emplace(dir + "/checkpoints");
   if (root) std::filesystem::create_directories(checkpoints_->dir());
   int64_t resumed = -1;
@@ -99,6 +101,7 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
   if (s_.probe_every > 0)
     probe_ = std::make_unique<TrainingProbe>(state_.model(), state_.model().hooks(), dir,
                                              labelled_stream_points(state_.model().residual_stream_points()), resumed);
+  if (s_.probe_sharpness > 0) sharpness_ = std::make_unique<TrainingSharpness>(state_, dir, resumed);
   // A resumed run starts a new event file (TensorBoard reads every file of
   // the directory) that begins with a session start after the checkpoint:
   // TensorBoard then drops what a killed run logged past it, as metrics.csv does.
@@ -144,6 +147,7 @@ TrainOutcome Trainer::run() {
       } catch (const IoError& e) {
         throw write_failure(e.what());
       }
+    if (r.finite && sharpness_ && sharpness_->due(step)) probe_sharpness(r);
     if (auto end = r.finite ? after_update(r) : after_nonfinite(r)) return *end;
   }
   if (!held_valid_) {  // the last step was skipped (--on-nan skip): its checkpoint owes this evaluation
@@ -152,6 +156,15 @@ TrainOutcome Trainer::run() {
     save_evaluated();
   }
   return finished();
+}
+
+// The sharpness probe's rows of this step, before its checkpoint; its time is not training's.
+void Trainer::probe_sharpness(const StepResult& r) {
+  try {
+    excluded([&] { sharpness_->record(r.step, r.lr); });
+  } catch (const IoError& e) {
+    throw write_failure(e.what());
+  }
 }
 
 TrainOutcome Trainer::finished() const {

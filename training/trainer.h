@@ -3,7 +3,7 @@
 // composes the pieces of a run — evaluation (training/evaluate.h),
 // checkpoints and their retention (training/checkpoints.h), the NaN/Inf
 // policy, interrupts, metrics (training/metrics_log.h) and the instruments
-// (framework/probe/training_probe.h). It prints nothing: the caller shows
+// (framework/probe/training_probe.h, training/sharpness_probe.h). It prints nothing: the caller shows
 // progress and reports the outcome (cli/train.cpp does both for `attnlab train`).
 //
 //   attnlab::TrainSettings s = attnlab::default_settings();
@@ -26,6 +26,7 @@
 
 #include "training/checkpoints.h"
 #include "training/metrics_log.h"
+#include "training/sharpness_probe.h"
 #include "training/step.h"
 
 namespace attnlab {
@@ -90,6 +91,7 @@ class Trainer {
   TrainOutcome run();
 
  private:
+  void probe_sharpness(const StepResult& r);
   std::optional<TrainOutcome> after_update(const StepResult& r);
   std::optional<TrainOutcome> after_nonfinite(const StepResult& r);
   std::optional<TrainOutcome> check_weights(int64_t step) const;
@@ -115,6 +117,7 @@ class Trainer {
   std::unique_ptr<TfEventsWriter> events_;  // --tensorboard; metrics_ and probe_ write to it
   std::unique_ptr<TrainingProbe> probe_;
   std::optional<NoiseScaleEma> noise_;  // --noise-scale
+  std::unique_ptr<TrainingSharpness> sharpness_;  // --probe-sharpness
   double elapsed_before_ = 0;
   std::chrono::steady_clock::time_point clock_start_;
   HeldoutScore held_;

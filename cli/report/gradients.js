@@ -151,7 +151,11 @@ function entropyCharts(table) {
 function gradientSection(run, ri) {
   const sec = el("section", { id: "gradients-" + ri }, el("h2", {}, "Gradient flow: " + run.name));
   const p = run.probes;
-  if (!p.params) { sec.append(el("p", { class: "note" }, "No probes recorded: train with --probe-every N to see gradient flow.")); return sec; }
+  const sharpness = p.sharpness && p.sharpness.rows.length ? [sharpnessCharts(p.sharpness, ri)] : [];
+  if (!p.params) {
+    sec.append(el("p", { class: "note" }, "No gradient-flow probes recorded: train with --probe-every N to see them."), ...sharpness);
+    return sec;
+  }
   const flags = gradientFlags(p.params), flagged = Object.keys(flags);
   CHECK.runs[ri] = Object.assign(CHECK.runs[ri] || {}, { flagged: flags });
   sec.append(largestGradient(p.params, ri));
@@ -164,5 +168,6 @@ function gradientSection(run, ri) {
   sec.append(maps);
   if (p.stream && p.stream.rows.length) sec.append(streamChart(p.stream));
   if (p.heads && p.heads.rows.length) sec.append(entropyCharts(p.heads));
+  sec.append(...sharpness);
   return sec;
 }

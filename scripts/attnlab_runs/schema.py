@@ -22,6 +22,12 @@ METRICS_COLUMNS = ["step", "loss", "lr", "grad_norm", "train_token_acc", "train_
                    "heldout_exact", "tokens_per_s", "elapsed_s", "heldout_loss",
                    "noise_scale", "noise_trace", "noise_grad_sq"]  # noise_*: train --noise-scale only
 
+# probe_sharpness.csv (train --probe-sharpness N, framework/probe/sharpness.h): a row per probed step and operator
+# ("hessian"; with adam/adamw also "preconditioned"), threshold empty where none applies.
+PROBE_SHARPNESS = "probe_sharpness.csv"
+PROBE_SHARPNESS_COLUMNS = ["step", "operator", "lambda_max", "ritz_min", "residual", "iterations", "converged", "loss",
+                           "lr", "threshold"]
+
 # The outcome columns of scripts/tools/sweep.py's summary.csv, after "run" and the grid's settings.
 SWEEP_OUTCOMES = ["heldout_exact", "heldout_token_acc", "solved_at_step", "steps", "seconds", "cpu_seconds", "exit"]
 

@@ -25,7 +25,8 @@ const char* const kAttentionMarkerText = "attnlab attention output, format 1\n";
 // Files attnlab writes at the top of a run directory (the probe logs: framework/probe).
 const std::set<std::string> kOwnFiles = {".attnlab-run", ".lock", "config.ini", "given_options.ini",
                                          "metrics.csv", "summary.json", "vocab.txt", "probe_params.csv",
-                                         "probe_stream.csv", "probe_heads.csv", "report.html"};
+                                         "probe_stream.csv", "probe_heads.csv", "probe_sharpness.csv",
+                                         "report.html"};
 const std::set<std::string> kOwnDirs = {"checkpoints", "attention"};
 
 // NAME for ".NAME.tmp.XXXXXX", the temporary of write_file_atomic; otherwise `name` itself.
