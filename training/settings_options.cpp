@@ -123,6 +123,13 @@ std::vector<TrainOption> training_group() {
        may_change},
       {g, "precision", at(&S::precision),
        "of the matrix products: {}"},
+  };
+}
+
+// The training group's instruments: what a run records beside training.
+std::vector<TrainOption> instrument_options() {
+  const OptionGroup g = OptionGroup::training;
+  return {
       {g, "probe-every", at(&S::probe_every),
        "log gradient-flow and attention instruments (probe_*.csv in the run) at step 1 and every this many steps; 0 = off",
        may_change},
@@ -138,7 +145,7 @@ std::vector<TrainOption> training_group() {
       {g, "sharpness-tol", at(&S::sharpness_tol),
        "--probe-sharpness: relative tolerance of the eigenvalue (Lanczos residual / eigenvalue)", may_change},
       {g, "sharpness-iters", at(&S::sharpness_iters),
-       "--probe-sharpness: Hessian-vector products per eigenvalue at most (each about 2 backward passes)",
+       "--probe-sharpness: Hessian-vector products per eigenvalue at most (docs/curvature.md gives their cost)",
        may_change, 1},
       {g, "tensorboard", at(&S::tensorboard),
        "also write metrics.csv's values (and with --probe-every the instruments) as TensorBoard event files in the run",
@@ -163,7 +170,7 @@ const ChoiceNames<OptionGroup>& choice_names(OptionGroup) {
 const std::vector<TrainOption>& train_options() {
   static const std::vector<TrainOption> options = [] {
     std::vector<TrainOption> all;
-    for (auto group : {task_group(), model_group(), optimization_group(), training_group()})
+    for (auto group : {task_group(), model_group(), optimization_group(), training_group(), instrument_options()})
       all.insert(all.end(), group.begin(), group.end());
     return all;
   }();
