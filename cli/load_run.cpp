@@ -93,9 +93,15 @@ void check_checkpoint_options(const RunDir& run, const std::string& options, int
   const auto recorded = meta.find(kCheckpointOptionsKey);
   if (recorded == meta.end()) return;  // written before checkpoints recorded their options
   const auto trained = ini_values(recorded->second), now = ini_values(options);
-  auto value = [](const std::map<std::string, std::string>& settings, const std::string& name) {
+  // An option the record lacks was added after it was written (--train-size):
+  // that run trained with its default, which is what runs did before it existed.
+  TrainSettings default_values = default_settings();
+  const auto defaults = ini_values(all_train_options(default_values).to_ini());
+  auto value = [&defaults](const std::map<std::string, std::string>& settings, const std::string& name) {
     const auto it = settings.find(name);
-    return it == settings.end() ? std::string("nothing") : name + " = " + it->second;
+    if (it != settings.end()) return name + " = " + it->second;
+    const auto d = defaults.find(name);
+    return d == defaults.end() ? std::string("nothing") : name + " = " + d->second;
   };
   std::set<std::string> names;
   for (const auto* settings : {&trained, &now})

@@ -35,7 +35,8 @@ inline constexpr const char* kCheckpointOptionsKey = "train_options";
 // `step` of `run` recorded it (kCheckpointOptionsKey), naming the option and
 // both values: an edited task, length, seed or held-out size would otherwise
 // be trained on (resume) or evaluated on another held-out set (eval, predict,
-// attention, report). A checkpoint without the record is not checked.
+// attention, report). A checkpoint without the record is not checked; an
+// option missing from the record counts as its default (it was added since).
 void check_checkpoint_options(const RunDir& run, const std::string& options, int64_t step);
 
 // IoError unless `config` (the model config.ini describes) is the one the

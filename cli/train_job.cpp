@@ -234,6 +234,12 @@ int TrainSession::run() {
     progress_->message("model: " + name_of(s.model.arch) + ", " + std::to_string(state.model().parameter_count()) +
                        " parameters; run: " + job.run.path() +
                        (job.resume() ? " (resuming at step " + std::to_string(state.step + 1) + ")" : ""));
+    if (const TrainSet* set = state.train_set()) {
+      const std::string n = std::to_string(set->size());
+      progress_->message("data: a fixed set of " + n + " training examples, " +
+                         (set->shuffled() ? "in batches of " + std::to_string(s.batch_size) + ", reshuffled every epoch"
+                                          : "the whole set in one order every step (full batch)"));
+    }
   }
   TrainOutcome out;
   try {

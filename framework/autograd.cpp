@@ -109,9 +109,10 @@ Var make_result(Tensor value, std::vector<Var> inputs, const char* op, BackwardF
 
 namespace {
 
-// The recorded nodes below `roots` (through inputs that need a gradient), in
-// decreasing id: each node before its inputs. Iterative, as graphs can be deep.
-std::vector<std::shared_ptr<Node>> nodes_below(const std::vector<Var>& roots) {
+// The recorded nodes below `roots` (through inputs that need a gradient) whose
+// id is at least min_id, in decreasing id: each node before its inputs.
+// Iterative, as graphs can be deep.
+std::vector<std::shared_ptr<Node>> nodes_below(const std::vector<Var>& roots, uint64_t min_id = 0) {
   std::vector<std::shared_ptr<Node>> order;
   std::unordered_set<Node*> seen;
   std::vector<std::shared_ptr<Node>> stack;
@@ -121,7 +122,7 @@ std::vector<std::shared_ptr<Node>> nodes_below(const std::vector<Var>& roots) {
     std::shared_ptr<Node> n = std::move(stack.back());
     stack.pop_back();
     for (auto& in : n->inputs)
-      if (in->requires_grad && seen.insert(in.get()).second) stack.push_back(in);
+      if (in->requires_grad && in->id >= min_id && seen.insert(in.get()).second) stack.push_back(in);
     order.push_back(std::move(n));
   }
   // Inputs are always created before the ops that use them.
@@ -171,7 +172,12 @@ std::vector<Var> grad_graph(const std::vector<Var>& outputs, const std::vector<V
                        outputs[k].value().shape_str());
     if (outputs[k].requires_grad()) accumulate(outputs[k].node(), seeds[k]);
   }
-  for (const std::shared_ptr<Node>& n : nodes_below(outputs)) {
+  // Nothing created before the earliest wrt can depend on one: the walk stops
+  // there (a fused op's composed backward asks for its inputs' copies only,
+  // and must not differentiate the whole graph below them).
+  uint64_t min_id = UINT64_MAX;
+  for (const Var& w : wrt) min_id = std::min(min_id, w.node()->id);
+  for (const std::shared_ptr<Node>& n : nodes_below(outputs, min_id)) {
     auto it = grads.find(n.get());
     if (!n->backward || it == grads.end()) continue;
     if (!n->graph_backward)

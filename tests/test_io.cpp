@@ -292,6 +292,23 @@ TEST_CASE("CsvWriter::append continues a run's log only under the same header", 
   REQUIRE(read_file(path) == "step,loss\n1,0.5\n2,0.25\n");
 }
 
+TEST_CASE("CsvWriter::append widens an earlier attnlab's log to the columns added since", "[io][csv]") {
+  TempDir dir;
+  const std::string path = dir.file("metrics.csv");
+  write_file_atomic(path, "step,loss,note\n1,0.5,\"a,b\"\n2,0.25,x\n3,0.1");  // the last row cut mid-write
+  {
+    CsvWriter csv = CsvWriter::append(path, {"step", "noise", "loss", "note", "more"});
+    csv.row(std::vector<std::string>{"3", "7", "0.125", "y", "z"});
+  }
+  REQUIRE(read_file(path) == "step,noise,loss,note,more\n1,,0.5,\"a,b\",\n2,,0.25,x,\n3,7,0.125,y,z\n");
+  // Columns in another order, or one that went away, are not an earlier attnlab's file: refused, untouched.
+  write_file_atomic(path, "loss,step\n0.5,1\n");
+  REQUIRE_THROWS_WITH(CsvWriter::append(path, {"step", "loss"}), Contains("'loss,step'"));
+  write_file_atomic(path, "step,gone\n1,2\n");
+  REQUIRE_THROWS_WITH(CsvWriter::append(path, {"step", "loss", "more"}), Contains("'step,gone'"));
+  REQUIRE(read_file(path) == "step,gone\n1,2\n");
+}
+
 TEST_CASE("read_csv reads back what CsvWriter writes: commas, quotes, line breaks and CR LF in fields", "[io][csv]") {
   TempDir dir;
   const std::string path = dir.file("quoted.csv");

@@ -46,7 +46,7 @@ TEST_CASE("a train option's field is the one its table entry names", "[options]"
 
 TEST_CASE("a resume may change how long a run goes and how it reports, nothing of the experiment", "[options]") {
   const std::set<std::string> may_change = {"steps",  "threads",  "grad-accum",  "reduction",  "shard-optimizer",  "eval-every",  "log-every",  "keep",
-                                            "target", "target-patience", "on-nan", "probe-every", "tensorboard", "report",
+                                            "target", "target-patience", "on-nan", "probe-every", "noise-scale", "tensorboard", "report",
                                             "probe-sharpness", "sharpness-tol", "sharpness-iters"};
   for (const TrainOption& o : train_options()) {
     INFO(o.flag);

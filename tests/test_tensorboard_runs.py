@@ -96,6 +96,11 @@ def main():
         train(attnlab, "--task", "reverse", *TINY, "--steps", "20", "--log-every", "5", "--eval-every", "10",
               "--tensorboard", "--run", encoder)
         ct.check_run(encoder, event_class)
+        noisy = os.path.join(work, "noisy")
+        train(attnlab, "--task", "reverse", *TINY, "--steps", "10", "--log-every", "5", "--eval-every", "10",
+              "--grad-accum", "2", "--noise-scale", "--tensorboard", "--run", noisy)
+        ct.check_run(noisy, event_class)  # the noise_* columns' scalars too
+        ct.require(rows(os.path.join(noisy, "metrics.csv"))[0]["noise_scale"] != "", f"{noisy}: no noise_scale")
         decoder = os.path.join(work, "decoder")
         train(attnlab, "--task", "copy", "--model", "decoder", *TINY, "--steps", "12", "--log-every", "3",
               "--eval-every", "6", "--probe-every", "5", "--tensorboard", "--run", decoder)

@@ -117,7 +117,7 @@ void CheckpointStore::save(const TrainState& state, double elapsed_s, int64_t ke
   meta.insert(extra.begin(), extra.end());
   meta["model_config"] = state.settings().model.to_json().dump();
   meta["step"] = std::to_string(step);
-  meta["data_stream"] = state.stream().state();
+  meta["data_stream"] = state.data_state();  // the stream's, or the --train-size set's
   meta["dropout_rng"] = state.model().dropout_rng().state();
   meta["elapsed_s"] = std::to_string(elapsed_s);
   meta["solved_at"] = std::to_string(state.solved_at);
@@ -158,7 +158,7 @@ double CheckpointStore::restore(TrainState& state, int64_t step) const {
   check_checkpoint_step(read_checkpoint_metadata(stem(step)), step, model_path(stem(step)));
   Metadata meta = load_checkpoint(stem(step), state.model(), &state.optimizer());
   try {
-    state.stream().set_state(meta.at("data_stream"));
+    state.set_data_state(meta.at("data_stream"));
     state.model().dropout_rng().set_state(meta.at("dropout_rng"));
     const double elapsed_s = std::stod(meta.at("elapsed_s"));
     state.solved_at = std::stoll(meta.at("solved_at"));

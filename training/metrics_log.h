@@ -11,6 +11,7 @@
 #include "framework/io/csv.h"
 #include "framework/io/tfevents.h"
 #include "training/evaluate.h"
+#include "training/noise_scale.h"
 #include "training/step.h"
 
 namespace attnlab {
@@ -25,7 +26,8 @@ struct ProgressStats {
 
 class MetricsLog {
  public:
-  static const std::vector<std::string>& columns();  // heldout_loss: language models (text) only
+  // heldout_loss: language models (text) only; noise_*: --noise-scale only
+  static const std::vector<std::string>& columns();
 
   // Writes to `path` (nothing when empty): a new file, or with resume_step >= 0
   // the existing one cut back to the rows up to resume_step (a resumed run
@@ -49,9 +51,11 @@ class MetricsLog {
   void set_interval_state(const std::string& text, const std::string& source);
 
   // The row of `step` (held-out columns from `heldout`, when it was
-  // evaluated), averaged over the interval, which then starts again.
+  // evaluated; the noise_* columns from `noise`, --noise-scale's averages at
+  // this step), averaged over the interval, which then starts again.
   // Returns the averages for display.
-  ProgressStats write_row(int64_t step, double lr, const HeldoutScore* heldout, double elapsed_s);
+  ProgressStats write_row(int64_t step, double lr, const HeldoutScore* heldout, double elapsed_s,
+                          const NoiseScaleEma* noise = nullptr);
 
  private:
   void write_events(int64_t step, const std::vector<std::string>& row);

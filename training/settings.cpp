@@ -180,6 +180,9 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   check_model_rules(s.model, Naming::flag);
   s.model.init = resolved_init(s.model);  // config.ini and the checkpoints name the scheme, not "auto"
   s.model.validate();
+  require(s.train_size == 0 || s.batch_size <= s.train_size,
+          "--batch-size " + str(s.batch_size) + " is larger than --train-size " + str(s.train_size) +
+              ": a batch would hold an example twice; use at most " + str(s.train_size) + " (that: the whole set every step)");
   require(s.batch_size % s.grad_accum == 0, "--batch-size " + str(s.batch_size) + " is not divisible by --grad-accum " +
                                                 str(s.grad_accum) + " (micro-batches of equal size)");
   require(s.grad_accum == 1 || s.probe_every == 0,
@@ -203,6 +206,20 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   s.task.seed = s.seed;
 }
 
+void check_train_size(const TrainSettings& s, const Task& task) {
+  const int64_t n = s.train_size;
+  if (n == 0) return;
+  if (task.own_heldout())
+    throw ValueError("--train-size " + str(n) + " applies to generated tasks: task '" + s.task.name +
+                     "' trains on the fixed set its --file holds (less the held-out part)");
+  const int64_t inputs = task.input_space_size(), left = inputs - s.heldout;
+  if (n > left)
+    throw ValueError("--train-size " + str(n) + " is more than the " + str(left) + " distinct inputs of task '" +
+                     s.task.name + "' left after the " + str(s.heldout) + " held out (of " + str(inputs) +
+                     "); lower --train-size to at most " + str(left) + " or widen the task");
+}
+
+
 void check_heldout(const TrainSettings& s) { check_heldout(s, *make_task(s.task)); }
 
 void check_heldout(const TrainSettings& s, const Task& task_ref) {
@@ -218,6 +235,7 @@ void check_heldout(const TrainSettings& s, const Task& task_ref) {
                      " distinct inputs of task '" + s.task.name + "', leaving " + str(inputs - s.heldout) +
                      " to train on; lower --heldout to at most " + str(inputs / 2) + " or widen the task");
   check_pairs_heldout(s, *task);
+  check_train_size(s, *task);
 }
 
 }  // namespace attnlab

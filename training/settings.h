@@ -26,6 +26,7 @@ struct TrainSettings {
   int64_t positions = 0;    // positional table size; 0 = automatic
   int64_t steps = 2000;
   int64_t batch_size = 64;
+  int64_t train_size = 0;  // a fixed training set of this many examples (datasets/train_set.h); 0 = the endless stream
   int64_t grad_accum = 1;  // micro-batches per step and process, their gradients summed in a fixed order
   bool report = false;  // write RUN/report.html when the run ends (the CLI's; the loop ignores it)
   Reduction reduction = Reduction::automatic;  // how processes sum them (the same bits either way)
@@ -43,6 +44,7 @@ struct TrainSettings {
   Precision precision = Precision::fp32;  // of the matrix products (framework/ops/gemm.h); the rest is fp32
   OnNan on_nan = OnNan::stop;
   int64_t probe_every = 0;  // gradient-flow and attention instruments every this many steps (and step 1); 0 = off
+  bool noise_scale = false;  // record B_simple from the micro-batches' squared gradient norms (training/noise_scale.h)
   // λ_max of the training loss's Hessian every this many steps (and step 1); 0 = off
   // (training/sharpness_probe.h): Lanczos to this relative tolerance, at most this many products
   int64_t probe_sharpness = 0;
@@ -66,8 +68,12 @@ void finalize(TrainSettings& s, const Task& task);
 // than half of a generated task's distinct inputs, or --heldout-fraction of a
 // pairs file is 0 or more than half of its inputs, saying how many inputs
 // there are and how many would be left to train on.
+// With --train-size, also check_train_size.
 void check_heldout(const TrainSettings& s);
 void check_heldout(const TrainSettings& s, const Task& task);
+// --train-size N (N > 0): ValueError for a task read from a file (it has its
+// fixed set), or N above the distinct inputs the held-out set leaves.
+void check_train_size(const TrainSettings& s, const Task& task);
 
 // The longest sequence the model sees for this task and architecture.
 int64_t needed_positions(const Task& task, const TransformerConfig& model);

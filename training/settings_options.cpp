@@ -87,6 +87,11 @@ std::vector<TrainOption> training_group() {
   return {
       {g, "steps", at(&S::steps), "optimizer steps (the last step when resuming)", may_change, 1},
       {g, "batch-size", at(&S::batch_size), "sequences per step", fixed, 1},
+      {g, "train-size", at(&S::train_size),
+       "generated tasks: train on a fixed set of this many distinct examples (none held out), in batches of "
+       "--batch-size reshuffled every epoch; --batch-size equal to it: the whole set in one order every step "
+       "(full-batch gradient descent); 0 = a fresh stream of examples (docs/data.md)",
+       fixed, 0},
       {g, "grad-accum", at(&S::grad_accum),
        "micro-batches per step (and process): --batch-size is split into this many, their gradients summed", may_change,
        1},
@@ -120,6 +125,11 @@ std::vector<TrainOption> training_group() {
        "of the matrix products: {}"},
       {g, "probe-every", at(&S::probe_every),
        "log gradient-flow and attention instruments (probe_*.csv in the run) at step 1 and every this many steps; 0 = off",
+       may_change},
+      {g, "noise-scale", at(&S::noise_scale),
+       "record the gradient noise scale B_simple = tr(Sigma)/|G|^2 from the micro-batches' gradients, no extra pass "
+       "(metrics.csv's noise_* columns; needs 2 or more micro-batches a step: --grad-accum or mpirun; "
+       "docs/watching.md)",
        may_change},
       {g, "probe-sharpness", at(&S::probe_sharpness),
        "log the largest Hessian eigenvalue of the training loss (with adam/adamw also of the preconditioned "

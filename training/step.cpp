@@ -12,6 +12,7 @@
 #include "models/batch.h"
 #include "training/distributed/ordered_sum.h"
 #include "training/distributed/shards.h"
+#include "training/noise_scale.h"
 #include "training/thread_slices.h"
 
 namespace attnlab {
@@ -29,11 +30,13 @@ struct MicroBatches {
   int64_t slices = 1;                   // run at once, one per thread (1: on the model, every op threaded)
   int64_t first = 0;                    // this process's first: rank x K
   int64_t targets = 0;                  // the batch's counted targets
+  int64_t stride = 0;                   // figures per micro-batch: kMicroStats, + kGradSquared with --noise-scale
   int64_t size() const { return static_cast<int64_t>(batches.size()); }
 };
 
 // What each micro-batch reports beside its gradient, gathered from every process.
 enum MicroStat { kLossPart, kTokenAccuracy, kTargets, kExactAccuracy, kTrainedTokens, kMicroStats };
+constexpr int64_t kGradSquared = kMicroStats;  // with --noise-scale: the squared norm of its weighed gradient
 
 struct Forward {
   Var logits;  // (B, T, V)
@@ -69,14 +72,15 @@ int64_t thread_slice_count(const TrainState& state, bool probed) {
   return T > 1 && !probed && s.batch_size % parts == 0 ? T : 1;
 }
 
-// The step's batch from the stream, cut into its micro-batches.
+// The step's batch (the stream's or the --train-size set's), cut into its micro-batches.
 MicroBatches micro_batches(TrainState& state, bool probed) {
   const TrainSettings& s = state.settings();
-  const std::vector<Example> examples = state.stream().next_batch(s.batch_size);
+  const std::vector<Example> examples = state.next_batch();
   MicroBatches micro;
   micro.slices = thread_slice_count(state, probed);
   micro.per_process = s.grad_accum * micro.slices;
   micro.first = state.communicator().rank() * micro.per_process;
+  micro.stride = kMicroStats + s.noise_scale;
   const int64_t M = micro.per_process * state.communicator().size(), B = s.batch_size / M;
   if (M > 1 && probed) throw ValueError("the probes record one micro-batch per step: not with --grad-accum > 1 or several processes");
   for (int64_t k = 0; k < M; ++k) {
@@ -164,11 +168,13 @@ void sum_copied_leaves(TrainState& state, const MicroBatches& micro, ThreadSlice
 // through copies, across the processes.
 std::vector<double> summed_gradients(TrainState& state, const MicroBatches& micro, TrainingProbe* probe) {
   const int64_t K = micro.per_process;
-  std::vector<double> figures(static_cast<size_t>(K * kMicroStats));
+  std::vector<double> figures(static_cast<size_t>(K * micro.stride));
   const DropoutStreams dropout(state.model(), micro.size());
   const MicroRun run = [&](SequenceModel& on, int64_t k) {
     dropout.start(on, k);
-    run_micro_batch(state, micro, on, k, probe, figures.data() + (k - micro.first) * kMicroStats);
+    double* mine = figures.data() + (k - micro.first) * micro.stride;
+    run_micro_batch(state, micro, on, k, probe, mine);
+    if (micro.stride > kMicroStats) mine[kGradSquared] = squared_gradient_norm(on.parameters());
   };
   ThreadSlices serial(state.model(), 1);
   ThreadSlices& workers = micro.slices > 1 ? state.thread_slices() : serial;
@@ -186,7 +192,7 @@ void add_micro_stats(const std::vector<double>& all, const MicroBatches& micro, 
   const double B = static_cast<double>(batch_size / M);
   double loss = 0, right = 0, exact = 0, trained = 0;
   for (int64_t k = 0; k < M; ++k) {
-    const double* m = all.data() + k * kMicroStats;
+    const double* m = all.data() + k * micro.stride;
     loss += m[kLossPart];
     right += m[kTokenAccuracy] * m[kTargets];
     exact += m[kExactAccuracy] * B;
@@ -200,13 +206,26 @@ void add_micro_stats(const std::vector<double>& all, const MicroBatches& micro, 
   r.tokens = static_cast<int64_t>(trained);
 }
 
-// The step's batch from the stream, cut into micro-batches whose gradients
+// With --noise-scale, each micro-batch's |g_k|² in the normalisation of its
+// own mean loss: its weighed gradient's squared norm over its weight squared
+// (a micro-batch without counted targets has no mean loss: left out).
+void add_micro_squared_norms(const std::vector<double>& all, const MicroBatches& micro, StepResult& r) {
+  for (int64_t k = 0; k < micro.size(); ++k) {
+    const double* m = all.data() + k * micro.stride;
+    const double weight = m[kTargets] / static_cast<double>(micro.targets);
+    if (m[kTargets] > 0) r.micro_grad_sq.push_back(m[kGradSquared] / (weight * weight));
+  }
+}
+
+// The step's batch (the stream's or the --train-size set's), cut into micro-batches whose gradients
 // are summed into the parameters' and whose figures into r (the batches are
 // freed before the update).
 void micro_batch_gradients(TrainState& state, TrainingProbe* probe, StepResult& r) {
   const MicroBatches micro = micro_batches(state, probe != nullptr);
   ++state.steps_run;
-  add_micro_stats(summed_gradients(state, micro, probe), micro, state.settings().batch_size, r);
+  const std::vector<double> all = summed_gradients(state, micro, probe);
+  add_micro_stats(all, micro, state.settings().batch_size, r);
+  if (micro.stride > kMicroStats) add_micro_squared_norms(all, micro, r);
 }
 
 // The global gradient norm; sharded, each process's gradients hold the sum in its own slice only.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "framework/probe/training_probe.h"
 #include "training/evaluate.h"
@@ -23,6 +24,9 @@ struct StepResult {
   int64_t tokens = 0;      // tokens trained on: targets, and a seq2seq model's source tokens
   bool finite = true;      // false: the loss or a gradient was NaN or Inf and no update was made
   std::string nonfinite_param;  // then: the first parameter with a non-finite gradient, or "(none: the loss itself)"
+  // --noise-scale: each micro-batch's |g_k|², g_k the gradient of its own mean
+  // loss, in micro-batch order over every process (training/noise_scale.h); empty: off
+  std::vector<double> micro_grad_sq;
 };
 
 // Where a caller steps into a step: tests inject faults in both. The

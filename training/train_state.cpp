@@ -13,6 +13,11 @@ TrainState::TrainState(const TrainSettings& s, std::unique_ptr<Task> task)
   drawn_heldout_ = make_heldout(*task_, own ? 0 : s.heldout, derive_seed(s.seed, kHeldoutStream));
   batch_format_ = attnlab::batch_format(s.model, task_->language_model());
   stream_ = new_stream();
+  if (s.train_size > 0) {
+    check_train_size(s, *task_);
+    train_set_ = std::make_unique<TrainSet>(draw_distinct(*stream_, s.train_size, task_->name()),
+                                            derive_seed(s.seed, kTrainOrderStream), s.batch_size < s.train_size);
+  }
   model_ = make_model(s.model, derive_seed(s.seed, kInitStream));
   optimizer_ = make_optimizer(s.optim, model_->named_parameters());
   parameters_ = model_->parameters();
@@ -23,7 +28,11 @@ std::unique_ptr<TrainStream> TrainState::new_stream() const {
   return std::make_unique<TrainStream>(*task_, drawn_heldout_, derive_seed(settings_.seed, kTrainStream));
 }
 
-std::vector<Example> TrainState::first_batch() const { return new_stream()->next_batch(settings_.batch_size); }
+std::vector<Example> TrainState::first_batch() const {
+  if (!train_set_) return new_stream()->next_batch(settings_.batch_size);
+  TrainSet fresh(train_set_->examples(), derive_seed(settings_.seed, kTrainOrderStream), train_set_->shuffled());
+  return fresh.next_batch(settings_.batch_size);  // with full batch: the whole set, in its order
+}
 
 void TrainState::set_communicator(const Communicator& c) {
   communicator_ = &c;
@@ -36,6 +45,17 @@ void TrainState::set_communicator(const Communicator& c) {
 ThreadSlices& TrainState::thread_slices() {
   if (!thread_slices_) thread_slices_ = std::make_unique<ThreadSlices>(*model_, settings_.threads);
   return *thread_slices_;
+}
+
+std::vector<Example> TrainState::next_batch() {
+  return train_set_ ? train_set_->next_batch(settings_.batch_size) : stream_->next_batch(settings_.batch_size);
+}
+
+std::string TrainState::data_state() const { return train_set_ ? train_set_->state() : stream_->state(); }
+
+void TrainState::set_data_state(const std::string& s) {
+  if (train_set_) train_set_->set_state(s);
+  else stream_->set_state(s);
 }
 
 const std::vector<Example>& TrainState::heldout() const {

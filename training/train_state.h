@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "datasets/splits.h"
+#include "datasets/train_set.h"
 #include "framework/optim/optimizer.h"
 #include "models/batch.h"
 #include "models/sequence_model.h"
@@ -19,13 +20,18 @@ namespace attnlab {
 // The seed stream of the initial weights, beside datasets/splits.h's
 // kHeldoutStream (1) and kTrainStream (2): derive_seed(s.seed, kInitStream).
 constexpr uint64_t kInitStream = 3;
+// The seed of a --train-size set's epoch orders (datasets/train_set.h): derive_seed(s.seed, kTrainOrderStream).
+constexpr uint64_t kTrainOrderStream = 4;
 
 class TrainState {
  public:
   // The task s.task names, or one of the caller's own; `s` finalized for it.
   // The held-out set comes from derive_seed(s.seed, kHeldoutStream) unless
   // the task brings its own, the training stream from kTrainStream, the
-  // initial weights from kInitStream.
+  // initial weights from kInitStream. With settings().train_size N > 0, the
+  // training set is the stream's first N distinct inputs (check_train_size
+  // refuses an N it cannot hold), shuffled per epoch from kTrainOrderStream
+  // when --batch-size is smaller than N.
   explicit TrainState(const TrainSettings& s);
   TrainState(const TrainSettings& s, std::unique_ptr<Task> task);
   TrainState(const TrainState&) = delete;  // the stream refers to the task
@@ -38,10 +44,19 @@ class TrainState {
   TrainStream& stream() { return *stream_; }
   const TrainStream& stream() const { return *stream_; }
   const std::vector<Var>& parameters() const { return parameters_; }
+  // The step's batch (settings().batch_size examples): from the fixed training set, or else the stream.
+  std::vector<Example> next_batch();
+  // The --train-size set; null without one.
+  const TrainSet* train_set() const { return train_set_.get(); }
+  // Where the data stands, for checkpoints: the set's state, or else the stream's.
+  std::string data_state() const;
+  void set_data_state(const std::string& s);  // ValueError on a malformed state
   // The examples evaluation scores: the task's own held-out set, or the one drawn.
   const std::vector<Example>& heldout() const;
   // The examples of step 1's batch, drawn again from a new stream like the
-  // run's own (the sharpness probe's fixed batch; the run's stream is not touched).
+  // run's own, or with --train-size from the set in its first epoch's order
+  // (the whole set under full batch): the sharpness probe's fixed batch; the
+  // run's stream and set are not touched.
   std::vector<Example> first_batch() const;
   // How batches are laid out for the model: "lm" for a language model, else the architecture.
   BatchFormat batch_format() const { return batch_format_; }
@@ -76,6 +91,7 @@ class TrainState {
   std::unique_ptr<Task> task_;
   HeldOut drawn_heldout_;
   std::unique_ptr<TrainStream> stream_;
+  std::unique_ptr<TrainSet> train_set_;
   std::unique_ptr<TrainStream> new_stream() const;  // the training stream as at step 0
   std::unique_ptr<SequenceModel> model_;
   std::unique_ptr<Optimizer> optimizer_;

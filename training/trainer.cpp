@@ -47,6 +47,8 @@ const char* const kOwedWithRow = "with_row";
 const char* const kOwedFinal = "final";
 // The training figures summed since the last metrics row (MetricsLog::interval_state).
 const char* const kIntervalKey = "metrics_interval";
+// --noise-scale's moving averages (NoiseScaleEma::state).
+const char* const kNoiseKey = "noise_scale_ema";
 
 std::string metadata_value(const Metadata& meta, const char* key) {
   const auto it = meta.find(key);
@@ -64,6 +66,10 @@ TrainOutcome ended(TrainEnd end, int64_t step) {
 
 Trainer::Trainer(TrainState& state, TrainerOptions options)
     : state_(state), s_(state.settings()), options_(std::move(options)) {
+  if (s_.noise_scale && s_.grad_accum * state_.communicator().size() < 2)
+    throw ValueError("--noise-scale needs at least 2 micro-batches a step: --grad-accum 2 or more, or mpirun -np 2 "
+                     "or more, not 1");
+  if (s_.noise_scale) noise_.emplace();
   const std::string& dir = options_.run_dir;
   if (dir.empty() && (options_.resume || s_.probe_every > 0 || s_.probe_sharpness > 0 || s_.tensorboard))
     throw ValueError("resuming, --probe-every, --probe-sharpness and --tensorboard need a run directory");
@@ -122,6 +128,8 @@ void Trainer::restore(int64_t step) {
   metrics_.emplace(root ? options_.run_dir + "/metrics.csv" : "", step);
   const std::string interval = metadata_value(meta, kIntervalKey);
   if (!interval.empty()) metrics_->set_interval_state(interval, model_path(stem));
+  const std::string noise = metadata_value(meta, kNoiseKey);
+  if (noise_ && !noise.empty()) noise_->set_state(noise, model_path(stem));
 }
 
 TrainOutcome Trainer::run() {
@@ -177,6 +185,7 @@ void Trainer::save_evaluated() {
 std::optional<TrainOutcome> Trainer::after_update(const StepResult& r) {
   const int64_t step = r.step;
   metrics_->add(r);
+  if (noise_) noise_->add(r.micro_grad_sq, r.grad_norm, s_.batch_size);
   const bool eval_now = step % s_.eval_every == 0 || step == s_.steps;
   const bool log_now = step % s_.log_every == 0 || eval_now;
   if (log_now)
@@ -271,7 +280,8 @@ void Trainer::report(const StepResult& r, bool log_now, bool evaluated) {
   if (log_now) {
     std::optional<std::string> failed;
     try {
-      stats_ = metrics_->write_row(r.step, state_.optimizer().lr(), evaluated ? &held_ : nullptr, elapsed());
+      stats_ = metrics_->write_row(r.step, state_.optimizer().lr(), evaluated ? &held_ : nullptr, elapsed(),
+                                   noise_ ? &*noise_ : nullptr);
     } catch (const IoError& e) {
       failed = e.what();
     }
@@ -310,6 +320,7 @@ void Trainer::save() {
   Metadata extra = options_.checkpoint_metadata;
   extra[kOwedKey] = owed_;
   extra[kIntervalKey] = metrics_->interval_state();
+  if (noise_) extra[kNoiseKey] = noise_->state();
   if (comm.is_root()) try {
       checkpoints_->save(state_, elapsed(), s_.keep, extra, sharded ? &gathered : nullptr);
     } catch (const CheckpointFailure& e) {

@@ -116,6 +116,7 @@ class Trainer {
   std::optional<MetricsLog> metrics_;
   std::unique_ptr<TfEventsWriter> events_;  // --tensorboard; metrics_ and probe_ write to it
   std::unique_ptr<TrainingProbe> probe_;
+  std::optional<NoiseScaleEma> noise_;  // --noise-scale
   std::unique_ptr<TrainingSharpness> sharpness_;  // --probe-sharpness
   double elapsed_before_ = 0;
   std::chrono::steady_clock::time_point clock_start_;

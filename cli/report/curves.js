@@ -11,6 +11,7 @@ const CURVES = [
   { title: "held-out loss", cols: ["heldout_loss"], log: true },
   { title: "learning rate", cols: ["lr"] },
   { title: "gradient norm", cols: ["grad_norm"], log: true },
+  { title: "gradient noise scale B_simple (sequences)", cols: ["noise_scale"], log: true },
 ];
 
 // Settings that do not make two runs different experiments: the seed and where files are.

@@ -34,6 +34,31 @@ std::FILE* open_or_throw(const std::string& path, const char* mode) {
   return f;
 }
 
+// The file's text with its header widened to `columns`, when its own columns
+// are `columns` less some (an earlier attnlab's file: later ones only add
+// columns), each row's values under their columns and the added ones empty;
+// empty when it is not such a file.
+std::string widened(const std::string& content, const std::vector<std::string>& columns) {
+  const std::vector<CsvRecord> records = csv_records(content);
+  if (records.empty()) return "";
+  std::vector<size_t> at;  // where each old column goes
+  size_t next = 0;
+  for (const std::string& name : records[0].fields) {
+    while (next < columns.size() && columns[next] != name) ++next;
+    if (next == columns.size()) return "";
+    at.push_back(next++);
+  }
+  std::string text = header_line(columns);
+  for (size_t r = 1; r < records.size(); ++r) {
+    if (records[r].fields.size() != at.size()) return "";
+    std::vector<std::string> row(columns.size());
+    for (size_t k = 0; k < at.size(); ++k) row[at[k]] = CsvWriter::escape(records[r].fields[k]);
+    for (size_t k = 0; k < row.size(); ++k) text += (k ? "," : "") + row[k];
+    text += "\n";
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string CsvWriter::escape(const std::string& field) {
@@ -72,6 +97,11 @@ CsvWriter CsvWriter::append(const std::string& path, const std::vector<std::stri
   const size_t first_newline = content.find('\n');
   const std::string found = content.substr(0, first_newline == std::string::npos ? content.size() : first_newline + 1);
   if (found != header) {
+    std::string wider = widened(content, columns);
+    if (!wider.empty()) {  // an earlier attnlab's file: rewritten with the columns added since
+      write_file_atomic(path, wider);
+      return CsvWriter(path, columns, open_or_throw(path, "ab"));
+    }
     auto show = [](std::string s) {
       while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
       return "'" + s + "'";

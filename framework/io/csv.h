@@ -15,9 +15,12 @@ class CsvWriter {
   // path and the reason if it cannot. ValueError for no columns or a repeated column.
   CsvWriter(const std::string& path, const std::vector<std::string>& columns);
   // For resumed runs: appends to an existing file after checking that its
-  // header is exactly `columns` (IoError naming both headers otherwise). An
-  // incomplete last line (no newline: a crash mid-write) is cut off. A
-  // missing or empty file is created with the header.
+  // header is exactly `columns` (IoError naming both headers otherwise). A
+  // file whose columns are `columns` less some (one an earlier attnlab wrote,
+  // before columns were added) is first rewritten, atomically, with the full
+  // header and the added columns empty. An incomplete last line (no newline:
+  // a crash mid-write) is cut off. A missing or empty file is created with
+  // the header.
   static CsvWriter append(const std::string& path, const std::vector<std::string>& columns);
 
   CsvWriter(CsvWriter&& other) noexcept;

@@ -19,7 +19,8 @@ SUMMARY_KEYS_LANGUAGE_MODEL = ["heldout_loss", "heldout_bits_per_char", "heldout
 
 # metrics.csv's columns, in order.
 METRICS_COLUMNS = ["step", "loss", "lr", "grad_norm", "train_token_acc", "train_exact", "heldout_token_acc",
-                   "heldout_exact", "tokens_per_s", "elapsed_s", "heldout_loss"]
+                   "heldout_exact", "tokens_per_s", "elapsed_s", "heldout_loss",
+                   "noise_scale", "noise_trace", "noise_grad_sq"]  # noise_*: train --noise-scale only
 
 # probe_sharpness.csv (train --probe-sharpness N, framework/probe/sharpness.h): a row per probed step and operator
 # ("hessian"; with adam/adamw also "preconditioned"), threshold empty where none applies.
