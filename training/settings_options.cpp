@@ -82,9 +82,12 @@ std::vector<TrainOption> optimization_group() {
   };
 }
 
+// The training group's last options: what a run records beside metrics.csv.
+std::vector<TrainOption> recording_options();
+
 std::vector<TrainOption> training_group() {
   const OptionGroup g = OptionGroup::training;
-  return {
+  std::vector<TrainOption> out = {
       {g, "steps", at(&S::steps), "optimizer steps (the last step when resuming)", may_change, 1},
       {g, "batch-size", at(&S::batch_size), "sequences per step", fixed, 1},
       {g, "train-size", at(&S::train_size),
@@ -123,6 +126,14 @@ std::vector<TrainOption> training_group() {
        may_change},
       {g, "precision", at(&S::precision),
        "of the matrix products: {}"},
+  };
+  for (TrainOption& o : recording_options()) out.push_back(std::move(o));
+  return out;
+}
+
+std::vector<TrainOption> recording_options() {
+  const OptionGroup g = OptionGroup::training;
+  return {
       {g, "probe-every", at(&S::probe_every),
        "log gradient-flow and attention instruments (probe_*.csv in the run) at step 1 and every this many steps; 0 = off",
        may_change},
@@ -138,7 +149,7 @@ std::vector<TrainOption> training_group() {
       {g, "sharpness-tol", at(&S::sharpness_tol),
        "--probe-sharpness: relative tolerance of the eigenvalue (Lanczos residual / eigenvalue)", may_change},
       {g, "sharpness-iters", at(&S::sharpness_iters),
-       "--probe-sharpness: Hessian-vector products per eigenvalue at most (each about 2 backward passes)",
+       "--probe-sharpness: Hessian-vector products per eigenvalue at most (each about 5 backward passes)",
        may_change, 1},
       {g, "tensorboard", at(&S::tensorboard),
        "also write metrics.csv's values (and with --probe-every the instruments) as TensorBoard event files in the run",
