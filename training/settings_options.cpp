@@ -82,9 +82,12 @@ std::vector<TrainOption> optimization_group() {
   };
 }
 
+// The training group's last options: what a run records beside metrics.csv.
+std::vector<TrainOption> recording_options();
+
 std::vector<TrainOption> training_group() {
   const OptionGroup g = OptionGroup::training;
-  return {
+  std::vector<TrainOption> out = {
       {g, "steps", at(&S::steps), "optimizer steps (the last step when resuming)", may_change, 1},
       {g, "batch-size", at(&S::batch_size), "sequences per step", fixed, 1},
       {g, "train-size", at(&S::train_size),
@@ -124,10 +127,11 @@ std::vector<TrainOption> training_group() {
       {g, "precision", at(&S::precision),
        "of the matrix products: {}"},
   };
+  for (TrainOption& o : recording_options()) out.push_back(std::move(o));
+  return out;
 }
 
-// The training group's instruments: what a run records beside training.
-std::vector<TrainOption> instrument_options() {
+std::vector<TrainOption> recording_options() {
   const OptionGroup g = OptionGroup::training;
   return {
       {g, "probe-every", at(&S::probe_every),
@@ -170,7 +174,7 @@ const ChoiceNames<OptionGroup>& choice_names(OptionGroup) {
 const std::vector<TrainOption>& train_options() {
   static const std::vector<TrainOption> options = [] {
     std::vector<TrainOption> all;
-    for (auto group : {task_group(), model_group(), optimization_group(), training_group(), instrument_options()})
+    for (auto group : {task_group(), model_group(), optimization_group(), training_group()})
       all.insert(all.end(), group.begin(), group.end());
     return all;
   }();

@@ -6,10 +6,6 @@ namespace attnlab {
 
 namespace {
 
-// The start vectors' generator: derive_seed(seed, kSharpnessStream), beside
-// training/train_state.h's streams (1 held-out, 2 training, 3 initial weights).
-constexpr uint64_t kSharpnessStream = 4;
-
 // While alive: the model in eval mode (no dropout, evaluation's positions)
 // and fp32 products; both restored after.
 class ProbeMode {

@@ -22,6 +22,8 @@ namespace attnlab {
 constexpr uint64_t kInitStream = 3;
 // The seed of a --train-size set's epoch orders (datasets/train_set.h): derive_seed(s.seed, kTrainOrderStream).
 constexpr uint64_t kTrainOrderStream = 4;
+// The seed of the sharpness probe's first start vectors (training/sharpness_probe.h).
+constexpr uint64_t kSharpnessStream = 5;
 
 class TrainState {
  public:
