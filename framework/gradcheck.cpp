@@ -57,6 +57,18 @@ std::string element_text(size_t k, int64_t i, double analytic, double numeric) {
   return s.str();
 }
 
+// One element's relative error into the result: counted, and kept as the
+// worst when it is (a NaN on either side is the worst error there is).
+void compare(GradcheckResult& result, size_t k, int64_t i, double analytic, double numeric, double floor) {
+  double rel = std::abs(analytic - numeric) / std::max({std::abs(analytic), std::abs(numeric), floor});
+  if (std::isnan(rel)) rel = INFINITY;
+  ++result.checked;
+  if (rel > result.max_rel_error) {
+    result.max_rel_error = rel;
+    result.worst = element_text(k, i, analytic, numeric);
+  }
+}
+
 }  // namespace
 
 Tensor uniform_tensor(Shape shape, Rng& rng, double lo, double hi) {
@@ -88,14 +100,7 @@ GradcheckResult gradcheck(const GradcheckFn& fn, std::vector<Var> inputs, const 
     const Tensor analytic = x.has_grad() ? x.grad() : Tensor(x.shape());  // never reached: zero
     for (int64_t i = 0; i < x.numel(); ++i) {
       const double numeric = numeric_derivative(fn, inputs, x, i, projection, options.step);
-      const double a = analytic[i];
-      double rel = std::abs(a - numeric) / std::max({std::abs(a), std::abs(numeric), floor});
-      if (std::isnan(rel)) rel = INFINITY;  // a NaN on either side is the worst error there is
-      ++result.checked;
-      if (rel > result.max_rel_error) {
-        result.max_rel_error = rel;
-        result.worst = element_text(k, i, a, numeric);
-      }
+      compare(result, k, i, analytic[i], numeric, floor);
     }
   }
   result.ok = result.max_rel_error <= options.rtol;
@@ -152,14 +157,7 @@ GradcheckResult hvpcheck(const GradcheckFn& fn, std::vector<Var> inputs, const G
   for (size_t k = 0; k < params.size(); ++k)
     for (int64_t i = 0; i < params[k].numel(); ++i) {
       const double numeric = (static_cast<double>(plus[k][i]) - minus[k][i]) / (2 * options.step);
-      const double a = analytic[k][i];
-      double rel = std::abs(a - numeric) / std::max({std::abs(a), std::abs(numeric), floor});
-      if (std::isnan(rel)) rel = INFINITY;
-      ++result.checked;
-      if (rel > result.max_rel_error) {
-        result.max_rel_error = rel;
-        result.worst = element_text(k, i, a, numeric);
-      }
+      compare(result, k, i, analytic[k][i], numeric, floor);
     }
   result.ok = result.max_rel_error <= options.rtol;
   return result;

@@ -5,7 +5,8 @@ catch_discover_tests writes one add_test per name that `--list-test-names-only`
 prints; a name with an unbalanced '[' or ']' (or a ';' or '"') ends that script
 early, and every test after it silently leaves the suite while ctest still
 reports 100%. This compares the two lists for each Catch2 binary and names what
-is missing.
+is missing. A name that begins with '-' is registered but cannot run (the
+binary takes it for an option): named too.
 
 usage: check_test_registration.py BUILD_DIR PREFIX=EXECUTABLE...
 """
@@ -32,7 +33,10 @@ def main():
         print(f"{exe}: {len(names)} test cases, {len(names) - len(missing)} registered with ctest")
         for name in missing:
             print(f"  not registered: {name!r}")
-        failed |= bool(missing) or not names
+        options = sorted(n for n in names if n.startswith("-"))
+        for name in options:
+            print(f"  begins with '-', which the binary reads as an option: {name!r}")
+        failed |= bool(missing) or bool(options) or not names
     sys.exit(1 if failed else 0)
 
 

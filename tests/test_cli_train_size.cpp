@@ -10,6 +10,7 @@
 
 #include "framework/io/checkpoint.h"
 #include "tests/cli_harness.h"
+#include "tests/tiny_training.h"
 #include "training/train_state.h"
 
 namespace fs = std::filesystem;
@@ -107,15 +108,7 @@ TEST_CASE("a run whose checkpoint predates --train-size (its record lacks it) is
   const std::string run = dir / "old";
   REQUIRE(run_attnlab("train" + kTiny + " --batch-size 4 --steps 4 --quiet --run " + run).code == 0);
   // The same settings as the flags, to rebuild the checkpoint with a record written before the option existed.
-  attnlab::TrainSettings s = attnlab::default_settings();
-  s.task.name = "reverse";
-  s.task.vocab = 4;
-  s.task.min_len = s.task.max_len = 4;
-  s.model.d_model = 16;
-  s.model.n_heads = 2;
-  s.model.n_layers = 1;
-  s.model.d_ff = 32;
-  s.heldout = 20;
+  attnlab::TrainSettings s = attnlab::testing::tiny_reverse_settings();
   attnlab::finalize(s);
   attnlab::TrainState state(s);
   const std::string stem = attnlab::testing::checkpoint_stem(run, 4);

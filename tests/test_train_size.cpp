@@ -11,6 +11,7 @@
 #include "framework/error.h"
 #include "framework/ops/loss.h"
 #include "tests/cli_harness.h"
+#include "tests/tiny_training.h"
 #include "training/trainer.h"
 
 using namespace attnlab;
@@ -20,19 +21,11 @@ using attnlab::testing::TempDir;
 
 namespace {
 
-// reverse over 4 symbols, length 4 (256 distinct inputs), width 16.
+// tests/tiny_training.h's setting (256 distinct inputs), seed 7.
 TrainSettings tiny(int64_t train_size, int64_t batch_size) {
-  TrainSettings s = default_settings();
-  s.task.name = "reverse";
-  s.task.vocab = 4;
-  s.task.min_len = s.task.max_len = 4;
-  s.model.d_model = 16;
-  s.model.n_heads = 2;
-  s.model.n_layers = 1;
-  s.model.d_ff = 32;
+  TrainSettings s = attnlab::testing::tiny_reverse_settings();
   s.train_size = train_size;
   s.batch_size = batch_size;
-  s.heldout = 20;
   s.seed = 7;
   s.steps = 8;
   s.eval_every = 4;
@@ -229,7 +222,7 @@ TEST_CASE("without --train-size the batches are the stream's, bit for bit, and t
   }
 }
 
-TEST_CASE("--train-size refusals: a set the task cannot hold, a batch larger than the set", "[train_size]") {
+TEST_CASE("train-size refusals: a set the task cannot hold, a batch larger than the set", "[train_size]") {
   TrainSettings s = tiny(0, 6);
   s.train_size = 237;  // 256 inputs, 20 held out: 236 left
   CHECK_THROWS_WITH(check_heldout(s), "--train-size 237 is more than the 236 distinct inputs of task 'reverse' left "

@@ -16,6 +16,7 @@
 #include "framework/io/safetensors.h"
 #include "framework/optim/schedule.h"
 #include "tests/cli_harness.h"
+#include "tests/tiny_training.h"
 #include "training/trainer.h"
 
 namespace fs = std::filesystem;
@@ -25,18 +26,10 @@ using attnlab::testing::TempDir;
 
 namespace {
 
-// reverse over 4 symbols, length 4, width 16: a step takes about a millisecond.
+// tests/tiny_training.h's setting, batch 6, seed 7.
 TrainSettings tiny(int64_t steps) {
-  TrainSettings s = default_settings();
-  s.task.name = "reverse";
-  s.task.vocab = 4;
-  s.task.min_len = s.task.max_len = 4;
-  s.model.d_model = 16;
-  s.model.n_heads = 2;
-  s.model.n_layers = 1;
-  s.model.d_ff = 32;
+  TrainSettings s = attnlab::testing::tiny_reverse_settings();
   s.batch_size = 6;
-  s.heldout = 20;
   s.seed = 7;
   s.steps = steps;
   s.eval_every = 4;
