@@ -346,10 +346,13 @@ namespace {
 
 // linear's backward in differentiable ops (second order), g the gradient
 // after the ReLU's mask: dx = g W, dW = gᵀ x over all rows, db = g's column sums.
+// matmul stacks the rows of a g of 2 or more dims against the 2-d W in one
+// product: dx needs no reshapes then (a 1-d x is one row).
 std::vector<Var> linear_graph_grads(const std::vector<Var>& in, const Var& g) {
   const Var &x = in[0], &w = in[1];
   std::vector<Var> grads(in.size());
-  if (x.requires_grad()) grads[0] = reshape(matmul(reshape(g, {-1, w.size(0)}), w), x.shape());
+  if (x.requires_grad())
+    grads[0] = x.dim() >= 2 ? matmul(g, w) : reshape(matmul(reshape(g, {1, w.size(0)}), w), x.shape());
   if (w.requires_grad())
     grads[1] = matmul(reshape(g, {-1, w.size(0)}), reshape(x, {-1, w.size(1)}), /*trans_a=*/true, false);
   if (in.size() > 2 && in[2].requires_grad()) grads[2] = sum_to(g, in[2].shape());

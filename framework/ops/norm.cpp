@@ -1,8 +1,11 @@
 // Fused layer normalisation over the last axis: forward caches the per-row
 // mean and 1/std, backward recomputes x_hat from them (llm.c's layernorm).
+// Under a SecondOrderGuard it also records its backward's formulas in
+// differentiable ops (layer_norm_graph_grads).
 #include "framework/ops/norm.h"
 
-#include "framework/ops/composed.h"
+#include "framework/ops/elementwise.h"
+#include "framework/ops/reduce.h"
 
 #include <algorithm>
 #include <cmath>
@@ -106,6 +109,25 @@ void layer_norm_backward(Node& self, int64_t d, int64_t rows, int w_index, int b
   if (need_b) ArrayMap(self.input_grad(b_index).data(), d) += db_part.colwise().sum().transpose();
 }
 
+// layer_norm_backward's formulas in differentiable ops (second order), on the
+// op's own inputs (no composed forward, no nested grad_graph): with
+// σ = sqrt(var + eps), x̂ = (x − mean) / σ and g = dy · w, over the last axis,
+//   dx = (g − mean(g) − x̂ · mean(g · x̂)) / σ   (one fused op, layer_norm_input_grad),
+//   dw = Σ_rows dy · x̂   (x̂ the fused layer_norm without affine terms),  db = Σ_rows dy.
+std::vector<Var> layer_norm_graph_grads(const std::vector<Var>& in, int w_index, int b_index, Real eps,
+                                        const Var& dy) {
+  const Var& x = in[0];
+  std::vector<Var> grads(in.size());
+  if (x.requires_grad())
+    grads[0] = layer_norm_input_grad(x, w_index >= 0 ? mul(dy, in[static_cast<size_t>(w_index)]) : dy, eps);
+  if (w_index >= 0 && in[static_cast<size_t>(w_index)].requires_grad())
+    grads[static_cast<size_t>(w_index)] =
+        sum_to(mul(dy, layer_norm(x, Var(), Var(), eps)), in[static_cast<size_t>(w_index)].shape());
+  if (b_index >= 0 && in[static_cast<size_t>(b_index)].requires_grad())
+    grads[static_cast<size_t>(b_index)] = sum_to(dy, in[static_cast<size_t>(b_index)].shape());
+  return grads;
+}
+
 }  // namespace
 
 Var layer_norm(const Var& x, const Var& weight, const Var& bias, Real eps) {
@@ -132,10 +154,9 @@ Var layer_norm(const Var& x, const Var& weight, const Var& bias, Real eps) {
                       },
                       ValueReads{false, ~0u});  // x and weight, not the output
   if (records_second_order(r))
-    r.node()->graph_backward = composed_graph_backward([w_index, b_index, eps](const std::vector<Var>& in) {
-      return composed_layer_norm(in[0], w_index < 0 ? Var() : in[static_cast<size_t>(w_index)],
-                                 b_index < 0 ? Var() : in[static_cast<size_t>(b_index)], eps);
-    });
+    r.node()->graph_backward = [w_index, b_index, eps](const std::vector<Var>& in, const Var&, const Var& dy) {
+      return layer_norm_graph_grads(in, w_index, b_index, eps, dy);
+    };
   return r;
 }
 
