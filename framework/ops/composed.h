@@ -1,9 +1,10 @@
 #pragma once
 // The fused kernels' math written in primitive ops. The tests hold each fused
-// kernel to its composed form (values and gradients), and a fused kernel
-// recorded for second order (SecondOrderGuard) takes its differentiable
-// backward from it: the composed forward rebuilt from the op's inputs and
-// differentiated by grad_graph.
+// kernel to its composed form (values and gradients), and the attention
+// kernels recorded for second order (SecondOrderGuard) take their
+// differentiable backward from it: the composed forward rebuilt from the op's
+// inputs and differentiated by grad_graph. (Layer norm has its own:
+// framework/ops/norm.cpp, layer_norm_graph_grads.)
 #include <functional>
 #include <vector>
 
