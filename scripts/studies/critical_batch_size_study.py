@@ -151,12 +151,12 @@ def per_batch(rows, target):
 
 def fit(points):
     """(S_min, B_crit, rms of log10 S residuals) of S = S_min (1 + B_crit / B) to [(B, S)], least squares in
-    log S over a log grid of B_crit (S_min then in closed form); None with fewer than 3 points."""
+    log S over a grid of B_crit 0.5% apart (S_min then in closed form); None with fewer than 3 points."""
     if len(points) < 3:
         return None
     best = None
-    for i in range(-300, 701):
-        bc = 10 ** (i / 100)
+    for i in range(-1500, 3501):
+        bc = 10 ** (i / 500)
         res = [math.log10(s) - math.log10(1 + bc / b) for b, s in points]
         c = sum(res) / len(res)
         rms = math.sqrt(sum((r - c) ** 2 for r in res) / len(res))
