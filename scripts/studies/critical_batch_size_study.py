@@ -25,6 +25,7 @@ import datetime
 import math
 import os
 import sys
+import threading
 
 from attnlab_runs.files import read_csv, write_table
 from attnlab_runs.launch import ROOT, run_child, run_pool
@@ -110,11 +111,14 @@ def measure(args):
     jobs = [(b, lr, s) for s in args.seeds for b in args.batches for lr in args.lrs
             if (str(b), f"{lr:g}", str(s)) not in done]
 
+    lock = threading.Lock()  # --jobs N: one writer of the CSV at a time
+
     def job(j):
         row = one_run(args, *j)
-        rows.append(row)  # written after every run: an interrupted study keeps what it ran
-        rows.sort(key=lambda r: (int(r["seed"]), int(r["batch"]), float(r["lr"])))
-        write_table(path, fields(args.targets), rows)
+        with lock:  # written after every run: an interrupted study keeps what it ran
+            rows.append(row)
+            rows.sort(key=lambda r: (int(r["seed"]), int(r["batch"]), float(r["lr"])))
+            write_table(path, fields(args.targets), rows)
         print(f"B {j[0]:5} lr {j[1]:<7g} seed {j[2]}: steps to {args.targets[1]:g}: "
               f"{row[f'steps_to_{args.targets[1]:g}'] or '-'} ({row['cpu_seconds']} CPU-s)", flush=True)
         return row
