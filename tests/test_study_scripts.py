@@ -227,6 +227,50 @@ def test_interventions(exe, work):
     expect(all(os.path.exists(p) for p in figures) and not os.path.exists(runs), "--figures-only redraws, runs nothing")
 
 
+def steps_to(losses, batch, target):
+    """The study's rule, written again: the first step where the mean of the last ceil(256/B) losses <= target."""
+    w = -(-256 // batch)
+    return next((i + 1 for i in range(w - 1, len(losses)) if sum(losses[i - w + 1:i + 1]) / w <= target), None)
+
+
+def test_critical_batch_size(exe, work):
+    """The critical-batch-size study on tiny runs: a row per run whose steps to each target and B_simple there are
+    those of the run's own metrics.csv, the fit tables between their markers, the figure; --figures-only redraws."""
+    docs, runs = os.path.join(work, "cbs-docs"), os.path.join(work, "cbs-runs")
+    script = os.path.join(ROOT, "scripts", "studies", "critical_batch_size_study.py")
+    printed = run([script, "--tiny", "--attnlab", exe, "--docs", docs, "--runs", runs])
+    with open(os.path.join(docs, "critical_batch_size.csv")) as f:
+        rows = list(csv.DictReader(f))
+    expect(sorted((r["batch"], r["lr"]) for r in rows) == [(b, lr) for b in ("16", "32", "8") for lr in ("0.01", "0.03")],
+           f"one row per batch (8, 16, 32) and learning rate (got {[(r['batch'], r['lr']) for r in rows]})")
+    targets = [c[len("steps_to_"):] for c in rows[0] if c.startswith("steps_to_")] if rows else []
+    expect(targets == ["2.2", "2", "1.8"], f"a steps_to column per tiny target (got {targets})")
+    reached = 0
+    for r in rows:
+        with open(os.path.join(runs, f"B{r['batch']}-lr{r['lr']}-s0", "metrics.csv")) as f:
+            metrics = list(csv.DictReader(f))
+        expect(len(metrics) == int(r["steps_run"]) == 40 and float(r["cpu_seconds"]) > 0 and r["date"] and r["cpu"],
+               f"B {r['batch']} lr {r['lr']}: 40 steps logged, CPU-seconds, date and cpu")
+        for t in targets:
+            s = steps_to([float(m["loss"]) for m in metrics], int(r["batch"]), float(t))
+            expect(r[f"steps_to_{t}"] == (str(s) if s else ""), f"B {r['batch']} lr {r['lr']}: steps to {t} = {s}")
+            if s:
+                reached += 1
+                expect(abs(float(r[f"bsimple_at_{t}"]) / float(metrics[s - 1]["noise_scale"]) - 1) < 1e-3,
+                       f"B {r['batch']} lr {r['lr']}: B_simple at {t} is the run's noise_scale at step {s}")
+    expect(reached >= 6, f"the tiny runs reach their targets (got {reached} of {len(rows) * 3})")
+    expect("B_crit" in printed, "the fit is printed")
+    with open(os.path.join(docs, "studies", "critical_batch_size.md")) as f:
+        page = f.read()
+    expect(all(f"<!-- BEGIN {n} -->" in page for n in ("runs", "fit", "cost")), "the three blocks written")
+    figure = os.path.join(docs, "figures", "critical_batch_size.png")
+    expect(os.path.getsize(figure) > 1000, "the figure drawn")
+    os.remove(figure)
+    shutil.rmtree(runs)
+    run([script, "--figures-only", "--docs", docs, "--runs", runs])
+    expect(os.path.exists(figure) and not os.path.exists(runs), "--figures-only redraws, runs nothing")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--attnlab", required=True)
@@ -243,6 +287,7 @@ def main():
         test_learning_speed_summary(work)
         test_experiments_tables(work)
         test_interventions(args.attnlab, work)
+        test_critical_batch_size(args.attnlab, work)
     print(f"{len(FAILURES)} failure(s)" if FAILURES else "all passed")
     return 1 if FAILURES else 0
 
