@@ -11,7 +11,14 @@
     (adder-mingpt: the same held-out file);
   - scripts/studies/experiments.py --tables-only on hand-made rows: median (range) and the runs' date and CPU;
   - scripts/studies/interventions_study.py --tiny: its three CSVs against attnlab ablate's and patch's own
-    figures, its tables and figures; --figures-only redraws them from the CSVs alone.
+    figures, its tables and figures; --figures-only redraws them from the CSVs alone;
+  - scripts/studies/critical_batch_size_study.py --tiny: a row per (batch, lr) run whose steps to each target
+    and B_simple there are recounted from the run's own metrics.csv, the fit's tables, the figure;
+    --figures-only redraws them from the CSV alone;
+  - scripts/studies/edge_of_stability_study.py --tiny: one full-batch run per optimizer; its probe rows are
+    the runs' probe_sharpness.csv, its loss rows their metrics.csv, each run's rises after the sharpness
+    first reached 90% of the threshold recounted from them; the table lands between its markers, and
+    --figures-only redraws the figure from the CSVs alone.
 
     test_study_scripts.py --attnlab BUILD/attnlab
 Exit 0: passed; 1: failed; 77: matplotlib cannot be imported (ctest: skipped).
@@ -271,6 +278,53 @@ def test_critical_batch_size(exe, work):
     expect(os.path.exists(figure) and not os.path.exists(runs), "--figures-only redraws, runs nothing")
 
 
+def read_rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_edge_of_stability(exe, work):
+    """The edge-of-stability study end to end on tiny runs: what it wrote against the runs' own files."""
+    docs, runs = os.path.join(work, "eos-docs"), os.path.join(work, "eos-runs")
+    os.makedirs(os.path.join(docs, "studies"))
+    page = os.path.join(docs, "studies", "edge_of_stability.md")
+    with open(page, "w") as f:
+        f.write("# page\n<!-- BEGIN edge-of-stability -->\nold\n<!-- END edge-of-stability -->\ntail\n")
+    script = os.path.join(ROOT, "scripts", "studies", "edge_of_stability_study.py")
+    run([script, "--tiny", "--attnlab", exe, "--docs", docs, "--runs", runs])
+    probes = read_rows(os.path.join(docs, "edge_of_stability.csv"))
+    losses = read_rows(os.path.join(docs, "edge_of_stability_loss.csv"))
+    summaries = read_rows(os.path.join(docs, "edge_of_stability_runs.csv"))
+    expect([(r["optimizer"], r["steps"]) for r in summaries] == [("gd", "12"), ("adam", "12")], "one 12-step run per optimizer")
+    for opt, operator, name in (("gd", "hessian", "gd-lr0.5-s0"), ("adam", "preconditioned", "adam-lr0.003-s0")):
+        own = read_rows(os.path.join(runs, name, "probe_sharpness.csv"))
+        mine = [r for r in probes if r["optimizer"] == opt]
+        expect([(r["step"], r["operator"]) for r in mine] == [(r["step"], r["operator"]) for r in own]
+               and all(abs(float(a["lambda_max"]) / float(b["lambda_max"]) - 1) < 1e-5 for a, b in zip(mine, own)),
+               f"{opt}: the probe rows are the run's probe_sharpness.csv")
+        metrics = read_rows(os.path.join(runs, name, "metrics.csv"))
+        curve = [float(r["loss"]) for r in losses if r["optimizer"] == opt]
+        expect(len(curve) == 12 and all(abs(a / float(b["loss"]) - 1) < 1e-5 for a, b in zip(curve, metrics)),
+               f"{opt}: the loss rows are the run's metrics.csv")
+        mine = [r for r in own if r["operator"] == operator]
+        high = [float(r["lambda_max"]) >= 0.9 * float(r["threshold"]) for r in mine]
+        at = [int(r["step"]) for k, r in enumerate(mine) if k and high[k] and not high[k - 1]]  # rose to 90% from below
+        tail = [float(r["loss"]) for r in metrics if at and int(r["step"]) > at[0]]
+        rises = str(sum(b > a for a, b in zip(tail, tail[1:]))) if at else ""
+        summary = next(r for r in summaries if r["optimizer"] == opt)
+        expect(summary["rises"] == rises and summary["cpu"] and summary["date"], f"{opt}: rises {rises} (got {summary['rises']})")
+        expect(opt != "gd" or int(rises) > 0, "the tiny gradient-descent run reaches 90% of 2/eta and its loss rises after")
+    with open(page) as f:
+        text = f.read()
+    expect("\nold\n" not in text and "| gd | 0.5 | 4 |" in text and text.endswith("tail\n"), "the table between its markers")
+    figure = os.path.join(docs, "figures", "edge_of_stability.png")
+    expect(os.path.getsize(figure) > 1000, "the figure drawn")
+    os.remove(figure)
+    shutil.rmtree(runs)
+    run([script, "--figures-only", "--docs", docs, "--runs", runs])
+    expect(os.path.exists(figure) and not os.path.exists(runs), "--figures-only redraws, runs nothing")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--attnlab", required=True)
@@ -288,6 +342,7 @@ def main():
         test_experiments_tables(work)
         test_interventions(args.attnlab, work)
         test_critical_batch_size(args.attnlab, work)
+        test_edge_of_stability(args.attnlab, work)
     print(f"{len(FAILURES)} failure(s)" if FAILURES else "all passed")
     return 1 if FAILURES else 0
 
