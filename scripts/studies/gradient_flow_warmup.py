@@ -169,24 +169,34 @@ def warm_table(rows):
     return "\n".join(lines)
 
 
+def spread(values, fmt):
+    """'v' for one value (or equal values), 'lo–hi' over several seeds."""
+    lo, hi = fmt.format(min(values)), fmt.format(max(values))
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
 def sharp_table(rows):
-    """The page's table of the sharpness rows: lambda_max at the first and last probe, the largest
-    lambda_max * lr over the probes against its limit, per setting and operator (seeds pooled)."""
-    lines = ["| blocks | lr | warm-up | norm | operator | λ_max at step 1 | λ_max at the last probe | "
-             "largest λ_max·η (step) | limit | first step past it | CPU-s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    """The page's table of the sharpness rows, a line per setting (a range where several seeds were probed):
+    lambda_max(H) at the first and last probe, the largest lambda_max(H) * lr (against 2), lambda_max(P^-1 H) * lr
+    at the first and last probe and the probes where it passed 38."""
+    lines = ["| blocks | lr | warm-up | norm | seeds | λ_max(H), step 1 → last probe | largest λ_max(H)·η (limit 2) | "
+             "λ_max(P⁻¹H)·η, step 1 → last probe | probes past 38 | CPU-s |", "|---|---|---|---|---|---|---|---|---|---|"]
     for key in setting_keys(rows):
-        for op in ("hessian", "preconditioned"):
-            rs = sorted((r for r in of(rows, key) if r["operator"] == op), key=lambda r: int(r["step"]))
-            if not rs:
-                continue
-            top = max(rs, key=lambda r: float(r["lambda_eta"]))
-            limit = LIMITS[op]
-            past = next((r["step"] for r in rs if float(r["lambda_eta"]) > limit), "never")
-            cpu = sum(float(c) for _, c in {(r["seed"], r["run_cpu_seconds"]) for r in rs})
-            lines.append(f"| {key[0]} | {key[2]} | {key[3]} | {key[1]} | {op} | {float(rs[0]['lambda_max']):.3g} | "
-                         f"{float(rs[-1]['lambda_max']):.3g} (step {rs[-1]['step']}) | "
-                         f"{float(top['lambda_eta']):.3g} ({top['step']}) | {limit:g} | {past} | "
-                         f"{f'{cpu:.0f}' if op == 'hessian' else '(same runs)'} |")
+        rs = of(rows, key)
+        seeds = sorted({r["seed"] for r in rs})
+        runs = [sorted((r for r in rs if r["seed"] == s), key=lambda r: int(r["step"])) for s in seeds]
+        h = [[r for r in run if r["operator"] == "hessian"] for run in runs]
+        p = [[r for r in run if r["operator"] == "preconditioned"] for run in runs]
+        past = [sum(float(r["lambda_eta"]) > LIMITS["preconditioned"] for r in run) for run in p]
+        cpu = sum(float(run[0]["run_cpu_seconds"]) for run in runs)
+        lines.append(
+            f"| {key[0]} | {key[2]} | {key[3]} | {key[1]} | {' '.join(seeds)} | "
+            f"{spread([float(r[0]['lambda_max']) for r in h], '{:.3g}')} → "
+            f"{spread([float(r[-1]['lambda_max']) for r in h], '{:.3g}')} (step {h[0][-1]['step']}) | "
+            f"{spread([max(float(x['lambda_eta']) for x in r) for r in h], '{:.2g}')} | "
+            f"{spread([float(r[0]['lambda_eta']) for r in p], '{:.2g}')} → "
+            f"{spread([float(r[-1]['lambda_eta']) for r in p], '{:.2g}')} | "
+            f"{spread(past, '{}')} of {len(p[0])} | {cpu:.0f} |")
     return "\n".join(lines)
 
 
