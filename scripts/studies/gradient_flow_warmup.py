@@ -246,26 +246,27 @@ def plot_warmup(plt, rows, figs):
 
 
 def plot_sharpness(plt, rows, figs):
-    """lambda_max * lr over the first steps, a row of panels per depth: H against 2, P^-1 H against 38."""
+    """lambda_max * lr over the first steps (each setting's first seed), a row of panels per depth: H against 2
+    and P^-1 H against 38, without warm-up and with it."""
     depths = sorted({int(r["layers"]) for r in rows})
-    fig, axes = plt.subplots(len(depths), 2, figsize=(10, 3.4 * len(depths)), squeeze=False)
+    panels = [(op, warm) for warm in (False, True) for op in ("hessian", "preconditioned")]
+    fig, axes = plt.subplots(len(depths), 4, figsize=(16, 3.4 * len(depths)), squeeze=False)
     lrs = sorted({r["lr"] for r in rows}, key=float)
-    styles = ["-", "--", ":", "-."]
     for row_axes, L in zip(axes, depths):
-        for ax, op in zip(row_axes, ("hessian", "preconditioned")):
-            for key in setting_keys([r for r in rows if int(r["layers"]) == L]):
-                rs = sorted((r for r in of(rows, key) if r["operator"] == op and r["seed"] == min(
-                    x["seed"] for x in of(rows, key))), key=lambda r: int(r["step"]))
-                if rs:
-                    ax.plot([int(r["step"]) for r in rs], [max(float(r["lambda_eta"]), 1e-6) for r in rs],
-                            styles[lrs.index(key[2]) % 4], color="tab:red" if key[1] == "post" else "tab:blue",
-                            marker="o" if key[3] == "0" else "^", ms=3, alpha=1 if key[3] == "0" else 0.5,
-                            label=f"{key[1]}-LN lr {key[2]} warm-up {key[3]}")
+        for ax, (op, warm) in zip(row_axes, panels):
+            for key in setting_keys([r for r in rows if int(r["layers"]) == L and (r["warmup"] != "0") == warm]):
+                first = min(r["seed"] for r in of(rows, key))
+                rs = sorted((r for r in of(rows, key) if r["operator"] == op and r["seed"] == first),
+                            key=lambda r: int(r["step"]))
+                ax.plot([int(r["step"]) for r in rs], [float(r["lambda_eta"]) for r in rs],
+                        ["-", "--", ":", "-."][lrs.index(key[2]) % 4], marker="o", ms=3,
+                        color="tab:red" if key[1] == "post" else "tab:blue", label=f"{key[1]}-LN lr {key[2]}")
             ax.axhline(LIMITS[op], color="k", lw=0.8, ls="--")
             ax.set_yscale("log")
-            ax.set_title(f"{L} blocks: λ_max({'H' if op == 'hessian' else 'P⁻¹H'})·η (dashed: {LIMITS[op]:g})")
+            ax.set_title(f"{L} blocks, {'warm-up' if warm else 'no warm-up'}: "
+                         f"λ_max({'H' if op == 'hessian' else 'P⁻¹H'})·η (dashed {LIMITS[op]:g})", fontsize=9)
             ax.set_xlabel("step")
-        row_axes[1].legend(fontsize=6)
+        row_axes[0].legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(os.path.join(figs, "gradient_flow_sharpness.png"), dpi=100)
     plt.close(fig)
