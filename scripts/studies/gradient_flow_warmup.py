@@ -234,8 +234,8 @@ def plot_warmup(plt, rows, figs):
         ax.axhline(cap * 1.08, color="grey", lw=0.5)
         ax.set_xscale("log")
         ax.set_xlabel("lr (AdamW)")
-        ax.set_title(f"decoder, {L} blocks")
-    axes[0][0].set_ylabel(f"steps to 100% held-out (x: not by {cap})")
+        ax.set_title(f"decoder, {L} blocks (cap {max(int(r.get('cap') or 0) for r in rows if int(r['layers']) == L)})")
+    axes[0][0].set_ylabel("steps to 100% held-out (x: not by the cap)")
     for norm, colour in (("pre", "tab:blue"), ("post", "tab:red")):
         axes[0][-1].plot([], [], "o", color=colour, label=f"{norm}-LN, no warm-up")
         axes[0][-1].plot([], [], "o", color=colour, mfc="none", label=f"{norm}-LN, warm-up")
