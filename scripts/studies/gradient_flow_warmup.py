@@ -250,7 +250,7 @@ def plot_sharpness(plt, rows, figs):
     and P^-1 H against 38, without warm-up and with it."""
     depths = sorted({int(r["layers"]) for r in rows})
     panels = [(op, warm) for warm in (False, True) for op in ("hessian", "preconditioned")]
-    fig, axes = plt.subplots(len(depths), 4, figsize=(16, 3.4 * len(depths)), squeeze=False)
+    fig, axes = plt.subplots(len(depths), 4, figsize=(15, 3.1 * len(depths)), squeeze=False)
     lrs = sorted({r["lr"] for r in rows}, key=float)
     for row_axes, L in zip(axes, depths):
         for ax, (op, warm) in zip(row_axes, panels):
@@ -268,7 +268,7 @@ def plot_sharpness(plt, rows, figs):
             ax.set_xlabel("step")
         row_axes[0].legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(os.path.join(figs, "gradient_flow_sharpness.png"), dpi=100)
+    fig.savefig(os.path.join(figs, "gradient_flow_sharpness.png"), dpi=80)
     plt.close(fig)
 
 
