@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The study scripts run end to end on a tiny configuration (a ctest test).
 
-  - scripts/studies/gradient_flow_study.py --tiny: every run of both parts, its two CSVs (one row per
-    (arch, norm, depth, block, parameter) at initialisation, with the head; one per warm-up run)
-    and its three figures; --plots-only redraws them from the CSVs alone;
+  - scripts/studies/gradient_flow_study.py --tiny: every run of its three parts, its three CSVs (one row
+    per (arch, norm, depth, block, parameter) at initialisation, with the head; one per warm-up run, its
+    max grad norm the per-step maximum of the run's metrics.csv; one per sharpness probe and operator,
+    lambda_max * lr as the run's probe_sharpness.csv has it), its four figures and the page's two tables;
+    --figures-only redraws them from the CSVs alone;
   - scripts/studies/learning_speed_study.py --tables-only: the table of docs/learning_speed.csv, with its
     layout column, rebuilt into a copy of experiments.md; on hand-made rows, each median with its seed
     range (steps to 100%, to 99%, first at 50%) and each row's date and CPU, and a row that does not say
@@ -50,6 +52,8 @@ def run(args):
 
 def test_gradient_flow(exe, work):
     out, runs = os.path.join(work, "docs"), os.path.join(work, "runs")
+    os.makedirs(out)
+    shutil.copy(os.path.join(ROOT, "docs", "gradient_flow.md"), out)
     script = os.path.join(ROOT, "scripts", "studies", "gradient_flow_study.py")
     printed = run([script, "--tiny", "--attnlab", exe, "--out", out, "--runs", runs])
     with open(os.path.join(out, "gradient_flow_init.csv")) as f:
@@ -59,20 +63,56 @@ def test_gradient_flow(exe, work):
     expect(all(float(r["grad_norm"]) > 0 for r in init), "every gradient norm at initialisation is positive")
     heads = {(r["arch"], r["norm"], r["layers"]) for r in init if r["param"] == "head.weight"}
     expect(len(heads) == 8, f"a head row per arch, norm and depth (got {sorted(heads)})")
-    with open(os.path.join(out, "gradient_flow_warmup.csv")) as f:
-        warm = list(csv.DictReader(f))
-    expect(len(warm) == 4, f"warm-up rows: 2 norms x with and without warm-up (got {len(warm)})")
-    expect(all(r["diverged"] in ("0", "1") and r["max_grad_norm_first_100"] for r in warm), "warm-up rows filled")
     expect("slope of log |grad| on log L" in printed, "the slopes are printed")
-    figures = ["gradient_flow_layers.png", "gradient_flow_depth.png", "gradient_flow_warmup.png"]
+    check_gradient_flow_training(out, runs)
+    figures = ["gradient_flow_layers.png", "gradient_flow_depth.png", "gradient_flow_warmup.png",
+               "gradient_flow_sharpness.png"]
     for name in figures:
         path = os.path.join(out, "figures", name)
         expect(os.path.exists(path) and os.path.getsize(path) > 1000, f"{name} written")
         os.remove(path)
+    page = os.path.join(out, "gradient_flow.md")
+    with open(page) as f:
+        tables = f.read()
+    with open(page, "w") as f:
+        f.write(tables.replace("| 2 | 0.002 | 0 | pre |", "| stale |"))
     shutil.rmtree(runs)
-    run([script, "--plots-only", "--out", out, "--runs", runs])
-    expect(all(os.path.exists(os.path.join(out, "figures", n)) for n in figures), "--plots-only redraws every figure")
-    expect(not os.path.exists(runs), "--plots-only runs nothing")
+    run([script, "--figures-only", "--out", out, "--runs", runs])
+    expect(all(os.path.exists(os.path.join(out, "figures", n)) for n in figures), "--figures-only redraws every figure")
+    with open(page) as f:
+        expect(f.read() == tables, "--figures-only rewrites the page's tables from the CSVs")
+    expect(not os.path.exists(runs), "--figures-only runs nothing")
+
+
+def check_gradient_flow_training(out, runs):
+    """The tiny warm-up and sharpness rows against the runs' own metrics.csv and probe_sharpness.csv."""
+    with open(os.path.join(out, "gradient_flow_warmup.csv")) as f:
+        warm = list(csv.DictReader(f))
+    expect(len(warm) == 4, f"warm-up rows: 2 norms x with and without warm-up (got {len(warm)})")
+    for r in warm:
+        expect(r["diverged"] in ("0", "1") and r["date"] and r["cpu"] and float(r["cpu_seconds"]) > 0,
+               f"warm-up row filled with its date, CPU and CPU-seconds: {r}")
+        run_dir = os.path.join(runs, f"warm-L{r['layers']}-{r['norm']}-lr{r['lr']}-w{r['warmup']}-s{r['seed']}")
+        with open(os.path.join(run_dir, "metrics.csv")) as f:
+            metrics = [m for m in csv.DictReader(f) if int(m["step"]) <= 100 and m["grad_norm"]]
+        expect(len(metrics) == 100, f"{run_dir}: a metrics row per step (got {len(metrics)})")
+        top = max(float(m["grad_norm"]) for m in metrics)
+        expect(abs(float(r["max_grad_norm_first_100"]) - top) <= 1e-3 * top,
+               f"{run_dir}: the row's max grad norm is the per-step maximum {top}")
+    with open(os.path.join(out, "gradient_flow_sharpness.csv")) as f:
+        sharp = list(csv.DictReader(f))
+    # 2 norms x warm-up 0 and 20, probes at steps 1, 2 and 4, two operators (AdamW) each.
+    expect(len(sharp) == 2 * 2 * 3 * 2, f"sharpness rows: norm, warm-up, step, operator (got {len(sharp)})")
+    for r in sharp:
+        run_dir = os.path.join(runs, f"sharp-L{r['layers']}-{r['norm']}-lr{r['lr']}-w{r['warmup']}-s{r['seed']}")
+        with open(os.path.join(run_dir, "probe_sharpness.csv")) as f:
+            probe = next(p for p in csv.DictReader(f) if (p["step"], p["operator"]) == (r["step"], r["operator"]))
+        want = float(probe["lambda_max"]) * float(probe["lr"])
+        expect(abs(float(r["lambda_eta"]) - want) <= 1e-3 * abs(want), f"{run_dir} step {r['step']}: lambda_max * lr")
+        expect(float(r["limit"]) == (2.0 if r["operator"] == "hessian" else 38.0), f"{run_dir}: the limit")
+    for norm in ("pre", "post"):
+        ramp = [float(r["step_lr"]) for r in sharp if (r["warmup"], r["operator"], r["norm"]) == ("20", "hessian", norm)]
+        expect(sorted(ramp) == ramp and ramp[0] < 0.002 * 0.1, f"the {norm} warm-up run probes a rising lr ({ramp})")
 
 
 def test_learning_speed_tables(work):

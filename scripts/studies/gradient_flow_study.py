@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Gradient flow of Pre-LN and Post-LN transformers against Xiong et al. 2020 (docs/gradient_flow.md).
 
-Two parts, each a set of `attnlab train` runs read back from their own files:
+Three parts, each a set of `attnlab train` runs read back from their own files:
 
   init    the gradients of the first batch at initialisation (--steps 1 --probe-every 1 --clip 0,
           --init torch): per layer, the norm of the feed-forward output weight (ff.fc2.weight, the
@@ -9,20 +9,23 @@ Two parts, each a set of `attnlab train` runs read back from their own files:
           output side as depth grows: the last block's ff.fc2.weight and the head. Encoder and
           decoder, --norm pre and post, depths --depths, seeds --seeds; d 64, 4 heads, d_ff 256, reverse
           of 8 symbols from 10, batch 64. Medians over seeds go to gradient_flow_init.csv.
-  warmup  training: the decoder with --warm-layers blocks on the same task, --norm pre and post, lr --lrs,
-          without warm-up and with --warmup-steps of linear warm-up; steps to 100% held-out exact
-          match (the first evaluation at 100%, every 100 steps, cap --cap), divergence (a non-finite
-          loss ends the run) and the largest gradient norm of the first 100 steps. Rows go to
-          gradient_flow_warmup.csv, replacing the rows of the same depth, norm, lr, warm-up and seed.
+  warmup     training (scripts/studies/gradient_flow_warmup.py): the decoder with each of --warm-layers
+             blocks on the same task, --norm pre and post, lr --lrs, without warm-up and with
+             --warmup-steps of linear warm-up; steps to 100% held-out exact match (every 100 steps, cap
+             --cap), divergence, the loss at the end and the largest per-step gradient norm of the first
+             100 steps. Rows go to gradient_flow_warmup.csv, replacing those of the same setting and seed.
+  sharpness  (not in the default --parts) the same settings for --probe-steps steps with the sharpness
+             probe every --probe-interval steps: lambda_max * lr at the first steps, gradient_flow_sharpness.csv.
 
     /usr/bin/python3 scripts/studies/gradient_flow_study.py --jobs 2            # both parts, writes docs/
-    /usr/bin/python3 scripts/studies/gradient_flow_study.py --plots-only        # the figures from the CSVs
+    /usr/bin/python3 scripts/studies/gradient_flow_study.py --plots-only        # figures and tables from the CSVs
     /usr/bin/python3 scripts/studies/gradient_flow_study.py --tiny --out /tmp/g # a seconds-long smoke run
 
 Figures (matplotlib): figures/gradient_flow_layers.png (per-layer norms at the deepest depth),
-figures/gradient_flow_depth.png (output-side norms against depth, log-log, with a 1/sqrt(L) line)
-and figures/gradient_flow_warmup.png (steps to solve). Slopes are least-squares fits of log norm on
-log L. One thread per run.
+figures/gradient_flow_depth.png (output-side norms against depth, log-log, with a 1/sqrt(L) line),
+figures/gradient_flow_warmup.png (steps to solve) and figures/gradient_flow_sharpness.png (lambda_max * lr);
+the tables between the page's gradient_flow_warmup and gradient_flow_sharpness markers. Slopes are
+least-squares fits of log norm on log L. One thread per run.
 """
 import argparse
 import csv
@@ -30,16 +33,15 @@ import math
 import os
 import sys
 
-from attnlab_runs.schema import METRICS
 from attnlab_runs.files import read_csv
 from attnlab_runs.launch import ROOT, run_child, run_pool
 from attnlab_runs.study import median
+import gradient_flow_warmup as W
 
 MODEL = ["--d-model", "64", "--heads", "4", "--d-ff", "256", "--init", "torch"]
 TASK = ["--task", "reverse", "--vocab", "10", "--min-len", "8", "--max-len", "8", "--batch-size", "64"]
 KINDS = ("ff.fc2.weight", "attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight", "attn.out_proj.weight")
 INIT_FIELDS = ["arch", "norm", "layers", "layer", "param", "grad_norm", "seeds"]
-WARM_FIELDS = ["layers", "norm", "lr", "warmup", "seed", "solved_at", "diverged", "final_exact", "max_grad_norm_first_100"]
 
 
 def train(exe, flags, run_dir, allow_fail=False):
@@ -80,34 +82,6 @@ def run_init(args):
     rows = [{"arch": a, "norm": n, "layers": L, "layer": l, "param": p, "grad_norm": f"{median(v):.6g}",
              "seeds": len(v)} for (a, n, L, l, p), v in sorted(groups.items())]
     write_csv(os.path.join(args.out, "gradient_flow_init.csv"), INIT_FIELDS, rows)
-
-
-def warm_job(args, norm, lr, warmup, seed):
-    layers = args.warm_layers
-    run = os.path.join(args.runs, f"warm-L{layers}-{norm}-lr{lr}-w{warmup}-s{seed}")
-    flags = TASK + MODEL + ["--model", "decoder", "--norm", norm, "--layers", str(layers), "--lr", str(lr), "--warmup",
-                            str(warmup), "--clip", "0", "--steps", str(args.cap), "--eval-every", "100",
-                            "--target", "1", "--seed", str(seed), "--heldout", "200"]
-    code = train(args.attnlab, flags, run, allow_fail=True)
-    metrics = read_csv(os.path.join(run, METRICS))
-    evals = [(int(r["step"]), float(r["heldout_exact"])) for r in metrics if r["heldout_exact"] != ""]
-    norms = [float(r["grad_norm"]) for r in metrics if int(r["step"]) <= 100 and r["grad_norm"] != ""]
-    solved = next((s for s, e in evals if e >= 1.0), "")
-    diverged = code != 0 or any(not math.isfinite(float(r["loss"])) for r in metrics if r["loss"] != "")
-    return {"layers": layers, "norm": norm, "lr": lr, "warmup": warmup, "seed": seed, "solved_at": solved,
-            "diverged": int(diverged), "final_exact": evals[-1][1] if evals else 0.0,
-            "max_grad_norm_first_100": f"{max(norms):.4g}" if norms else ""}
-
-
-def run_warmup(args):
-    jobs = [(n, lr, w, s) for n in ("pre", "post") for lr in args.lrs for w in (0, args.warmup_steps)
-            for s in args.seeds]
-    new = run_pool(lambda j: warm_job(args, *j), jobs, args.jobs, "gradient_flow_study")
-    path = os.path.join(args.out, "gradient_flow_warmup.csv")
-    key = lambda r: tuple(str(r[k]) for k in ("layers", "norm", "lr", "warmup", "seed"))  # noqa: E731
-    done = {key(r) for r in new}
-    old = [r for r in read_csv(path) if key(r) not in done] if os.path.exists(path) else []
-    write_csv(path, WARM_FIELDS, old + new)
 
 
 def write_csv(path, fields, rows):
@@ -162,21 +136,14 @@ def summarise(out):
                 print(f"{arch:7} {norm:4}: slope of log |grad| on log L: last ff.fc2 {slope(sides['last ff.fc2']):+.2f}, "
                       f"head {slope(sides['head']):+.2f}; L = {deepest}: ff.fc2 last/first block {ratio:.2f}")
     rows = part_rows(out, "warmup")
-    if rows:
-        for layers, norm, lr, w in warm_keys(rows):
-            rs = [r for r in rows if (r["layers"], r["norm"], r["lr"], r["warmup"]) == (layers, norm, lr, w)]
-            solved = [int(r["solved_at"]) if r["solved_at"] else math.inf for r in rs]
-            m = median(solved)
-            shown = [s if s != math.inf else '-' for s in solved]
-            print(f"warm-up L {layers:>2} {norm:4} lr {lr:6} warmup {w:>4}: solved at {shown} "
-                  f"(median {m if m != math.inf else '> cap'}), diverged {sum(int(r['diverged']) for r in rs)} "
-                  f"of {len(rs)}, max grad norm in the first 100 steps {[r['max_grad_norm_first_100'] for r in rs]}")
-
-
-def warm_keys(rows):
-    """The (layers, norm, lr, warm-up) settings of the warm-up rows, in a fixed order."""
-    keys = {(r["layers"], r["norm"], r["lr"], r["warmup"]) for r in rows}
-    return sorted(keys, key=lambda k: (int(k[0]), k[1], float(k[2]), int(k[3])))
+    for layers, norm, lr, w in W.setting_keys(rows):
+        rs = W.of(rows, (layers, norm, lr, w))
+        solved = [int(r["solved_at"]) if r["solved_at"] else math.inf for r in rs]
+        m = median(solved)
+        shown = [s if s != math.inf else '-' for s in solved]
+        print(f"warm-up L {layers:>2} {norm:4} lr {lr:6} warmup {w:>4}: solved at {shown} "
+              f"(median {m if m != math.inf else '> cap'}), diverged {sum(int(r['diverged']) for r in rs)} "
+              f"of {len(rs)}, max per-step grad norm in the first 100 steps {[r['max_grad_norm_first_100'] for r in rs]}")
 
 
 def plot(out):
@@ -223,46 +190,45 @@ def plot(out):
         fig.tight_layout()
         fig.savefig(os.path.join(figs, "gradient_flow_depth.png"), dpi=100)
         plt.close(fig)
-    rows = part_rows(out, "warmup")
-    if rows:
-        keys = warm_keys(rows)
-        fig, ax = plt.subplots(figsize=(11, 4))
-        cap = max(int(r["solved_at"]) for r in rows if r["solved_at"]) if any(r["solved_at"] for r in rows) else 1
-        for i, key in enumerate(keys):
-            rs = [r for r in rows if (r["layers"], r["norm"], r["lr"], r["warmup"]) == key]
-            for r in rs:
-                y = int(r["solved_at"]) if r["solved_at"] else cap * 1.15
-                ax.plot(i, y, "x" if not r["solved_at"] else "o", color="tab:red" if key[1] == "post" else "tab:blue")
-        ax.axhline(cap * 1.1, color="grey", lw=0.5)
-        ax.set_xticks(range(len(keys)))
-        ax.set_xticklabels([f"L {L}\n{n}-LN\nlr {lr}\nwarm-up {w}" for L, n, lr, w in keys], fontsize=6)
-        ax.set_ylabel("steps to 100% held-out (x: not solved)")
-        fig.tight_layout()
-        fig.savefig(os.path.join(figs, "gradient_flow_warmup.png"), dpi=100)
-        plt.close(fig)
+    W.plot(plt, out, figs)
     print(f"wrote the figures under {figs}")
 
 
-def main():
+def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--attnlab", default=os.path.join(ROOT, "build", "attnlab"))
-    p.add_argument("--parts", nargs="+", choices=["init", "warmup"], default=["init", "warmup"])
+    p.add_argument("--parts", nargs="+", choices=["init", "warmup", "sharpness"], default=["init", "warmup"])
     p.add_argument("--depths", type=int, nargs="+", default=[2, 4, 6, 12, 24])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--lrs", type=float, nargs="+", default=[5e-4, 2e-3])
     p.add_argument("--warmup-steps", type=int, default=400)
-    p.add_argument("--warm-layers", type=int, default=6, help="warmup part: decoder blocks")
+    p.add_argument("--warm-layers", type=int, nargs="+", default=[6], help="warmup, sharpness parts: decoder blocks")
     p.add_argument("--cap", type=int, default=3000, help="warmup part: step cap")
+    p.add_argument("--probe-seeds", type=int, nargs="+", default=[0], help="sharpness part: seeds")
+    p.add_argument("--probe-steps", type=int, default=20, help="sharpness part: steps of each run")
+    p.add_argument("--probe-interval", type=int, default=2, help="sharpness part: --probe-sharpness N")
+    p.add_argument("--probe-warmups", type=int, nargs="+", default=[0, 400], help="sharpness part: --warmup of the runs")
+    p.add_argument("--sharpness-tol", type=float, default=1e-2, help="sharpness part: Lanczos relative tolerance")
     p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--tiny", action="store_true", help="depths 1 2, seed 0, one lr, cap 100: a smoke run")
-    p.add_argument("--plots-only", action="store_true", help="the figures and slopes from the CSVs; run nothing")
-    p.add_argument("--out", default=os.path.join(ROOT, "docs"))
+    p.add_argument("--tiny", action="store_true", help="depths 1 2, seed 0, one lr, 2 blocks, cap 100: a smoke run")
+    p.add_argument("--plots-only", "--figures-only", action="store_true",
+                   help="the figures, tables and slopes from the CSVs; run nothing")
+    p.add_argument("--out", "--docs", default=os.path.join(ROOT, "docs"), help="the CSVs, figures/ and the page")
     p.add_argument("--runs", default=os.path.join(ROOT, "runs", "gradient_flow"))
     args = p.parse_args()
     if args.tiny:
         args.depths, args.seeds, args.lrs, args.cap, args.warmup_steps = [1, 2], [0], [2e-3], 100, 20
-    if min(args.depths) < 1 or args.jobs < 1 or args.cap < 100 or args.warmup_steps < 1:
-        sys.exit("gradient_flow_study: --depths and --jobs must be >= 1, --cap >= 100, --warmup-steps >= 1")
+        args.warm_layers, args.probe_steps, args.probe_warmups = [2], 4, [0, 20]
+        args.parts = sorted(set(args.parts) | {"sharpness"})
+    if min(args.depths + args.warm_layers) < 1 or args.jobs < 1 or args.cap < 100 or args.warmup_steps < 1 \
+            or args.probe_steps < 1 or args.probe_interval < 1:
+        sys.exit("gradient_flow_study: --depths, --warm-layers, --jobs, --probe-steps and --probe-interval must be "
+                 ">= 1, --cap >= 100, --warmup-steps >= 1")
+    return args
+
+
+def main():
+    args = parse()
     if not args.plots_only:
         if not os.access(args.attnlab, os.X_OK):
             sys.exit(f"gradient_flow_study: no attnlab binary at {args.attnlab}; build it or pass --attnlab")
@@ -270,9 +236,12 @@ def main():
         if "init" in args.parts:
             run_init(args)
         if "warmup" in args.parts:
-            run_warmup(args)
+            W.run_warmup(args, TASK + MODEL)
+        if "sharpness" in args.parts:
+            W.run_sharpness(args, TASK + MODEL)
     summarise(args.out)
     plot(args.out)
+    W.write_tables(args.out)
 
 
 if __name__ == "__main__":
