@@ -228,6 +228,17 @@ def test_experiments_tables(work):
     expect(open(os.path.join(docs, "experiments.md")).read() == text, "a refused CSV leaves the tables as they were")
 
 
+def expect_redrawn(script, docs, runs, figures):
+    """Each figure drawn; then with the figures and the run directories gone, `script --figures-only` draws
+    them again from the CSVs in docs and runs nothing."""
+    for path in figures:
+        expect(os.path.getsize(path) > 1000, f"{path} drawn")
+        os.remove(path)
+    shutil.rmtree(runs)
+    run([script, "--figures-only", "--docs", docs, "--runs", runs])
+    expect(all(os.path.exists(p) for p in figures) and not os.path.exists(runs), "--figures-only redraws, runs nothing")
+
+
 def test_interventions(exe, work):
     """The interventions study end to end on tiny runs: its three CSVs hold what the commands print, the
     tables land between their markers, --figures-only redraws the figures from the CSVs alone."""
@@ -265,13 +276,8 @@ def test_interventions(exe, work):
         page = f.read()
     expect(all(f"<!-- BEGIN {n} -->" in page for n in ("ablation", "together", "patching", "lens", "induction")),
            "the five tables written")
-    figures = [os.path.join(docs, "figures", f"interventions_{n}.png") for n in ("ablation", "patching", "lens")]
-    for path in figures:
-        expect(os.path.getsize(path) > 1000, f"{path} drawn")
-        os.remove(path)
-    shutil.rmtree(runs)
-    run([script, "--figures-only", "--docs", docs, "--runs", runs])
-    expect(all(os.path.exists(p) for p in figures) and not os.path.exists(runs), "--figures-only redraws, runs nothing")
+    expect_redrawn(script, docs, runs,
+                   [os.path.join(docs, "figures", f"interventions_{n}.png") for n in ("ablation", "patching", "lens")])
 
 
 def steps_to(losses, batch, target):
@@ -310,12 +316,7 @@ def test_critical_batch_size(exe, work):
     with open(os.path.join(docs, "studies", "critical_batch_size.md")) as f:
         page = f.read()
     expect(all(f"<!-- BEGIN {n} -->" in page for n in ("runs", "fit", "cost")), "the three blocks written")
-    figure = os.path.join(docs, "figures", "critical_batch_size.png")
-    expect(os.path.getsize(figure) > 1000, "the figure drawn")
-    os.remove(figure)
-    shutil.rmtree(runs)
-    run([script, "--figures-only", "--docs", docs, "--runs", runs])
-    expect(os.path.exists(figure) and not os.path.exists(runs), "--figures-only redraws, runs nothing")
+    expect_redrawn(script, docs, runs, [os.path.join(docs, "figures", "critical_batch_size.png")])
 
 
 def read_rows(path):
@@ -357,12 +358,7 @@ def test_edge_of_stability(exe, work):
     with open(page) as f:
         text = f.read()
     expect("\nold\n" not in text and "| gd | 0.5 | 4 |" in text and text.endswith("tail\n"), "the table between its markers")
-    figure = os.path.join(docs, "figures", "edge_of_stability.png")
-    expect(os.path.getsize(figure) > 1000, "the figure drawn")
-    os.remove(figure)
-    shutil.rmtree(runs)
-    run([script, "--figures-only", "--docs", docs, "--runs", runs])
-    expect(os.path.exists(figure) and not os.path.exists(runs), "--figures-only redraws, runs nothing")
+    expect_redrawn(script, docs, runs, [os.path.join(docs, "figures", "edge_of_stability.png")])
 
 
 def main():
