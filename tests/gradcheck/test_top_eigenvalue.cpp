@@ -162,7 +162,7 @@ TEST_CASE("top_eigenvalue started on an eigenvector stops after one product", "[
   REQUIRE(e.value == Approx(2.0).epsilon(1e-15));
 }
 
-TEST_CASE("top_eigenvalue refuses a zero start, a bad tolerance or iteration count, a wrong-length product",
+TEST_CASE("top_eigenvalue refuses a zero start, a bad tolerance or iteration count (1 is allowed), a wrong-length product",
           "[eigen]") {
   const Eigen::MatrixXd A = Eigen::MatrixXd::Identity(3, 3);
   const std::vector<double> start = {1, 2, 3};
@@ -174,6 +174,8 @@ TEST_CASE("top_eigenvalue refuses a zero start, a bad tolerance or iteration cou
   o = {};
   o.max_iterations = 0;
   REQUIRE_THROWS_AS(top_eigenvalue(matrix_operator(A), start, o), ValueError);
+  o.max_iterations = 1;  // the least accepted: one product
+  REQUIRE(top_eigenvalue(matrix_operator(A), start, o).iterations == 1);
   REQUIRE_THROWS_AS(top_eigenvalue([](const std::vector<double>&) { return std::vector<double>(2); }, start, {}),
                     ShapeError);
 }
