@@ -80,6 +80,7 @@ TEST_CASE("every choice's name reads back as the choice, and an unknown name is 
   check_round_trip<Activation>();
   check_round_trip<Precision>();
   check_round_trip<Tokenize>();
+  check_round_trip<ModularOp>();
   check_round_trip<OptimizerKind>();
   check_round_trip<ScheduleKind>();
   check_round_trip<OnNan>();

@@ -25,7 +25,8 @@ std::vector<TrainOption> task_group() {
   const OptionGroup g = OptionGroup::task;
   return {
       {g, "task", at(&S::task, &TaskConfig::name),
-       "copy | reverse | sort | add | duplicate | induction | recall (attnlab tasks lists them) | pairs | text (from --file)"},
+       "copy | reverse | sort | add | duplicate | induction | recall | modular (attnlab tasks lists them) | pairs | text "
+       "(from --file)"},
       {g, "vocab", at(&S::task, &TaskConfig::vocab), "number of task symbols (the model's V adds 4 specials)",
        fixed, 2},
       {g, "min-len", at(&S::task, &TaskConfig::min_len), "shortest input sequence", fixed, 1},
@@ -41,6 +42,12 @@ std::vector<TrainOption> task_group() {
       {g, "tokenize", at(&S::task, &TaskConfig::tokenize),
        "pairs: {}"},
       {g, "seq-len", at(&S::task, &TaskConfig::seq_len), "text: characters per training window (the model's context)"},
+      {g, "operation", at(&S::task, &TaskConfig::operation), "modular: c = a op b mod --modulus; op: {}"},
+      {g, "modulus", at(&S::task, &TaskConfig::modulus),
+       "modular: the modulus p, 2..1000 (prime for div); one token per residue 0..p-1"},
+      {g, "train-fraction", at(&S::task, &TaskConfig::train_fraction),
+       "modular: share of all p² pairs (div: p(p-1)) in the fixed training set, drawn by --seed; the held-out set "
+       "is exactly the rest (--heldout and --train-size do not apply; docs/data.md)"},
   };
 }
 
