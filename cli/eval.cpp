@@ -104,7 +104,7 @@ void score_own_heldout(LoadedRun& loaded, EvalReport& r) {
   }
   r.accuracy = greedy_accuracy(*loaded.model, *r.examples, 256, &r.predictions);
   r.count = r.examples->size();
-  r.evaluated = task.config().file.empty() ? "every held-out pair (those not in the training set)"
+  r.evaluated = task.config().file.empty() ? "held-out pairs (every pair not trained on)"
                                            : "held-out pairs of " + task.config().file;
 }
 
