@@ -28,7 +28,7 @@ std::string read_text(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("attnlab train --task modular --modulus 7 runs full-batch steps and records the task", "[cli][modular]") {
+TEST_CASE("attnlab train --task modular --modulus 7 runs full-batch steps, records the task and resumes bitwise", "[cli][modular]") {
   TempDir dir("cli-modular-run");
   const auto r = run_attnlab("train" + kTiny + " --operation sub --batch-size 15 --steps 4 --run " + dir / "run");
   REQUIRE(r.code == 0);
@@ -41,6 +41,12 @@ TEST_CASE("attnlab train --task modular --modulus 7 runs full-batch steps and re
   CHECK(config.find("\nmodulus = 7\n") != std::string::npos);
   CHECK(config.find("\ntrain-fraction = 0.3\n") != std::string::npos);
   CHECK(fs::exists(dir / "run/metrics.csv"));
+  // Minibatches of 5 reshuffled every epoch, stopped at step 2 and resumed: bitwise the run that never stopped.
+  const std::string mini = kTiny + " --operation sub --batch-size 5 --quiet";
+  REQUIRE(run_attnlab("train" + mini + " --steps 4 --run " + dir / "whole").code == 0);
+  REQUIRE(run_attnlab("train" + mini + " --steps 2 --run " + dir / "split").code == 0);
+  REQUIRE(run_attnlab("train --quiet --resume " + dir / "split" + " --steps 4").code == 0);
+  attnlab::testing::require_same_run(dir / "whole", dir / "split", 4);
   const auto eval = run_attnlab("eval --run " + dir / "run" + " --json");
   REQUIRE(eval.code == 0);
   CHECK(eval.out.find("\"examples_evaluated\":34") != std::string::npos);  // every held-out pair

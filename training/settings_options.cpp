@@ -98,7 +98,8 @@ std::vector<TrainOption> training_group() {
       {g, "steps", at(&S::steps), "optimizer steps (the last step when resuming)", may_change, 1},
       {g, "batch-size", at(&S::batch_size), "sequences per step", fixed, 1},
       {g, "train-size", at(&S::train_size),
-       "generated tasks: train on a fixed set of this many distinct examples (none held out), in batches of "
+       "generated tasks but modular (its set is --train-fraction): train on a fixed set of this many distinct "
+       "examples (none held out), in batches of "
        "--batch-size reshuffled every epoch; --batch-size equal to it: the whole set in one order every step "
        "(full-batch gradient descent); 0 = a fresh stream of examples (docs/data.md)",
        fixed, 0},
