@@ -15,9 +15,10 @@ using attnlab::testing::TempDir;
 
 namespace {
 
-const std::string kTiny =
-    " --task modular --modulus 7 --model decoder --d-model 16 --heads 2 --layers 1 --d-ff 32 --threads 1"
-    " --target 0 --eval-every 2 --log-every 1";
+const std::string kModel =
+    " --task modular --model decoder --d-model 16 --heads 2 --layers 1 --d-ff 32 --threads 1 --target 0 --eval-every 2"
+    " --log-every 1";
+const std::string kTiny = kModel + " --modulus 7";
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
@@ -72,7 +73,7 @@ TEST_CASE("attnlab train --task modular refuses bad values in one line, exit 2, 
   };
   for (const auto& [args, message] : cases) {
     INFO(args);
-    const auto r = run_attnlab("train" + kTiny + " " + args + run);
+    const auto r = run_attnlab("train" + (args.find("--modulus") == std::string::npos ? kTiny : kModel) + " " + args + run);
     CHECK(r.code == 2);
     CHECK(r.out == "attnlab train: " + message + "\n");
     CHECK_FALSE(fs::exists(dir / "never"));

@@ -109,8 +109,8 @@ TEST_CASE("a choice option's --help lists every value of its table, in the table
         },
         o.field(s));
   }
-  CHECK(choices == 12);  // model, positional, norm, activation, init, layout, tokenize, optimizer, schedule, precision,
-                         // on-nan, reduction
+  CHECK(choices == 13);  // model, positional, norm, activation, init, layout, tokenize, operation, optimizer, schedule,
+                         // precision, on-nan, reduction
 }
 
 TEST_CASE("a cross-field rule of the model is written once and worded in flags or in JSON keys", "[options]") {
