@@ -51,6 +51,9 @@ TEST_CASE("attnlab train --task modular --modulus 7 runs full-batch steps, recor
   const auto eval = run_attnlab("eval --run " + dir / "run" + " --json");
   REQUIRE(eval.code == 0);
   CHECK(eval.out.find("\"examples_evaluated\":34") != std::string::npos);  // every held-out pair
+  const auto len = run_attnlab("eval --run " + dir / "run" + " --len 5");
+  CHECK(len.code == 2);
+  CHECK(len.out == "attnlab eval: --len needs a generated task; task 'modular' has a fixed set of inputs\n");
 }
 
 TEST_CASE("attnlab train --task modular refuses bad values in one line, exit 2, writing nothing", "[cli][modular]") {
