@@ -104,7 +104,8 @@ void score_own_heldout(LoadedRun& loaded, EvalReport& r) {
   }
   r.accuracy = greedy_accuracy(*loaded.model, *r.examples, 256, &r.predictions);
   r.count = r.examples->size();
-  r.evaluated = "held-out pairs of " + task.config().file;
+  r.evaluated = task.config().file.empty() ? "held-out pairs (every pair not trained on)"
+                                           : "held-out pairs of " + task.config().file;
 }
 
 // The examples a report points to.
@@ -119,7 +120,9 @@ void score(LoadedRun& loaded, EvalReport& r, EvalSets& sets, int64_t length, int
   const TrainSettings& s = loaded.settings;
   if (const std::vector<Example>* own = loaded.task->own_heldout()) {
     // pairs, text: the split fixed by the file (and seed); --heldout takes its first examples.
-    if (length > 0) throw ValueError("--len needs a generated task; task '" + s.task.name + "' reads its examples from " + s.task.file);
+    if (length > 0)
+      throw ValueError("--len needs a generated task; task '" + s.task.name + "' " +
+                       (s.task.file.empty() ? "has a fixed set of inputs" : "reads its examples from " + s.task.file));
     if (own->empty()) throw IoError("run '" + r.run_path + "' has no held-out examples to evaluate: " + loaded.task->describe());
     sets.own.assign(own->begin(), own->begin() + (count > 0 ? std::min<int64_t>(count, own->size()) : own->size()));
     r.examples = &sets.own;

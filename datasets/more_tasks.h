@@ -15,6 +15,15 @@ std::unique_ptr<Task> make_induction_task(const TaskConfig& config);
 std::unique_ptr<Task> make_recall_task(const TaskConfig& config);
 std::unique_ptr<Task> make_pairs_task(const TaskConfig& config);
 std::unique_ptr<Task> make_text_task(const TaskConfig& config);
+std::unique_ptr<Task> make_modular_task(const TaskConfig& config);
+
+// modular (datasets/modular.cpp): p² pairs (div: p(p - 1)), round(f × pairs) of
+// them in the training set; check_modular throws the ValueErrors of
+// TaskConfig::validate for a modular config.
+constexpr int64_t kMaxModulus = 1000;  // a million pairs, built in memory
+int64_t modular_pair_count(const TaskConfig& c);
+int64_t modular_train_count(const TaskConfig& c);
+void check_modular(const TaskConfig& c);
 
 // `count` distinct integers from [0, n), in random order (count <= n).
 inline std::vector<int64_t> draw_distinct(Rng& rng, int64_t n, int64_t count) {

@@ -24,6 +24,9 @@
 //              cue); output: the `span` symbols that followed the cue.
 //   recall     input: n key-value pairs then a query key; output: the key
 //              again and its value.
+// A fixed set of all pairs (datasets/modular.cpp), see docs/data.md:
+//   modular    input "a op b =", output the one residue a op b mod p; trains on
+//              a seeded fraction of the pairs and holds out exactly the rest.
 // Tasks read from files (datasets/pairs.cpp, text.cpp), see docs/data.md:
 //   pairs      input<TAB>output lines of `file`; words or characters.
 //   text       a character-level language model over `file`: random windows
@@ -34,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "datasets/modular_op.h"
 #include "datasets/token_table.h"
 #include "datasets/vocab.h"
 #include "framework/random.h"
@@ -53,12 +57,17 @@ struct TaskConfig {
   Tokenize tokenize = Tokenize::words;  // pairs
   int64_t seq_len = 64;                // text: characters per training window
   std::string vocab_path;              // pairs, text: a run's saved vocab.txt (set when loading a run)
+  ModularOp operation = ModularOp::add;  // modular: c = a op b mod modulus
+  int64_t modulus = 113;               // modular: p (Nanda et al.'s 113)
+  double train_fraction = 0.3;         // modular: share of all pairs in the training set, the rest held out
 
   // ValueError naming the field and its value: unknown task (listing the valid
   // names), vocab outside [2, 1000000], min_len < 1, min_len > max_len,
   // max_len > 1000000, digits outside [1, 1000]; span or seq_len outside
   // [1, 1000000], pairs/text without a file, heldout_fraction outside [0, 1)
-  // (text: (0, 1)).
+  // (text: (0, 1)); modular: modulus outside [2, 1000], div with a modulus
+  // that is not prime, train_fraction outside (0, 1), or one that leaves no
+  // training pair or no held-out pair (round(f × pairs) is 0 or all).
   void validate() const;
 };
 
@@ -107,6 +116,9 @@ class Task {
   // from every input sample() draws); generated tasks return null and the
   // held-out set is drawn by make_heldout.
   virtual const std::vector<Example>* own_heldout() const { return nullptr; }
+  // A task whose training set is fixed when built (modular): its examples, in
+  // the order a TrainSet walks them (datasets/train_set.h); null for the others.
+  virtual const std::vector<Example>* own_train() const { return nullptr; }
   // A language model (text): examples are windows trained with
   // format_batch(BatchFormat::lm, ...) and scored by loss, not by greedy exact match.
   virtual bool language_model() const { return false; }
@@ -134,7 +146,8 @@ std::unique_ptr<Task> make_task(const TaskConfig& config);
 // The algorithmic suite, in a fixed order: copy, reverse, sort, add, duplicate.
 std::vector<std::string> task_names();
 // Every task make_task builds: the suite, then induction and recall (generated
-// probes of attention), then pairs and text (read from files).
+// probes of attention), modular (a fixed set of pairs), then pairs and text
+// (read from files).
 std::vector<std::string> all_task_names();
 
 // (input, output) pairs, the form models/batch.h's format_batch takes.

@@ -13,12 +13,15 @@ Vocab::Vocab(std::vector<std::string> symbols, bool char_level) : char_level_(ch
   for (size_t i = 0; i < tokens_.size(); ++i) ids_.emplace(tokens_[i], static_cast<int32_t>(i));
 }
 
-Vocab Vocab::numbered(int64_t n) {
+Vocab Vocab::numbered(int64_t n, std::vector<std::string> extra) {
   if (n < 1) throw ValueError("Vocab::numbered: need at least 1 symbol, got " + std::to_string(n));
   std::vector<std::string> symbols;
-  symbols.reserve(static_cast<size_t>(n));
+  symbols.reserve(static_cast<size_t>(n) + extra.size());
   for (int64_t i = 0; i < n; ++i) symbols.push_back(std::to_string(i));
-  return Vocab(std::move(symbols), false);
+  for (auto& word : extra) symbols.push_back(std::move(word));
+  Vocab vocab(std::move(symbols), false);
+  vocab.numbers_ = n;
+  return vocab;
 }
 
 Vocab Vocab::characters(const std::string& chars) {
@@ -52,7 +55,8 @@ std::string Vocab::symbols_summary() const {
     for (int64_t i = kNumSpecial; i < size(); ++i) s += tokens_[static_cast<size_t>(i)];
     s += "\"";
   } else {
-    s = "0.." + std::to_string(num_symbols() - 1);
+    s = "0.." + std::to_string(numbers_ - 1);
+    for (int64_t i = kNumSpecial + numbers_; i < size(); ++i) s += " " + tokens_[static_cast<size_t>(i)];
   }
   return s + " and <pad> <bos> <eos> <sep>";
 }

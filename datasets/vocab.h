@@ -28,8 +28,9 @@ inline constexpr const char* kSpecialTokens[kNumSpecial] = {"<pad>", "<bos>", "<
 
 class Vocab {
  public:
-  // Symbols "0".."n-1", space separated.
-  static Vocab numbered(int64_t n);
+  // Symbols "0".."n-1", then the words of `extra` (modular: the operator and
+  // "="), space separated.
+  static Vocab numbered(int64_t n, std::vector<std::string> extra = {});
   // One symbol per character of `chars` (in that order), written unseparated.
   static Vocab characters(const std::string& chars);
 
@@ -56,6 +57,7 @@ class Vocab {
   std::vector<std::string> tokens_;  // indexed by id, specials included
   std::unordered_map<std::string, int32_t> ids_;
   bool char_level_ = false;
+  int64_t numbers_ = 0;  // numbered: the symbols "0".."numbers_-1" come first
 };
 
 }  // namespace attnlab

@@ -80,6 +80,7 @@ TEST_CASE("every choice's name reads back as the choice, and an unknown name is 
   check_round_trip<Activation>();
   check_round_trip<Precision>();
   check_round_trip<Tokenize>();
+  check_round_trip<ModularOp>();
   check_round_trip<OptimizerKind>();
   check_round_trip<ScheduleKind>();
   check_round_trip<OnNan>();
@@ -108,8 +109,8 @@ TEST_CASE("a choice option's --help lists every value of its table, in the table
         },
         o.field(s));
   }
-  CHECK(choices == 12);  // model, positional, norm, activation, init, layout, tokenize, optimizer, schedule, precision,
-                         // on-nan, reduction
+  CHECK(choices == 13);  // model, positional, norm, activation, init, layout, tokenize, operation, optimizer, schedule,
+                         // precision, on-nan, reduction
 }
 
 TEST_CASE("a cross-field rule of the model is written once and worded in flags or in JSON keys", "[options]") {

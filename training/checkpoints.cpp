@@ -26,7 +26,9 @@ nlohmann::json task_json(const TaskConfig& t) {
           {"digits", t.digits},     {"seed", t.seed},
           {"span", t.span},         {"file", t.file},
           {"heldout_file", t.heldout_file}, {"heldout_fraction", t.heldout_fraction},
-          {"tokenize", name_of(t.tokenize)}, {"seq_len", t.seq_len}};
+          {"tokenize", name_of(t.tokenize)}, {"seq_len", t.seq_len},
+          {"operation", name_of(t.operation)}, {"modulus", t.modulus},
+          {"train_fraction", t.train_fraction}};
 }
 
 // How text is cut into tokens: file tasks by their table's mode, add by characters (whitespace ignored).

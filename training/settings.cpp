@@ -140,6 +140,23 @@ void check_pairs_heldout(const TrainSettings& s, const Task& task) {
                      " to train on; lower --heldout-fraction to at most 0.5");
 }
 
+// A task's own fixed training set (modular): a batch takes each example at most once.
+void check_fixed_batch(const TrainSettings& s, const Task& task) {
+  const std::vector<Example>* fixed = task.own_train();
+  if (!fixed) return;
+  const auto n = static_cast<int64_t>(fixed->size());
+  require(s.batch_size <= n, "--batch-size " + str(s.batch_size) + " is larger than the " + str(n) +
+                                 " training pairs of task '" + s.task.name + "' (--train-fraction " +
+                                 str(s.task.train_fraction) + "); use at most " + str(n) + " (that: the whole set every step)");
+}
+
+// modular holds out every pair it does not train on: --heldout, which sizes a drawn set, would be ignored.
+void check_modular_heldout(const TrainSettings& s, const Task& task) {
+  if (!task.own_train() || s.heldout == default_settings().heldout) return;
+  throw ValueError("--heldout " + str(s.heldout) + " does not apply to task '" + s.task.name + "': it holds out every pair " +
+                   "not in its training set (" + str(task.own_heldout()->size()) + " pairs); leave --heldout out");
+}
+
 }  // namespace
 
 void finalize(TrainSettings& s) {
@@ -180,6 +197,7 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   check_model_rules(s.model, Naming::flag);
   s.model.init = resolved_init(s.model);  // config.ini and the checkpoints name the scheme, not "auto"
   s.model.validate();
+  check_fixed_batch(s, *task);
   require(s.train_size == 0 || s.batch_size <= s.train_size,
           "--batch-size " + str(s.batch_size) + " is larger than --train-size " + str(s.train_size) +
               ": a batch would hold an example twice; use at most " + str(s.train_size) + " (that: the whole set every step)");
@@ -209,6 +227,10 @@ void finalize(TrainSettings& s, const Task& task_ref) {
 void check_train_size(const TrainSettings& s, const Task& task) {
   const int64_t n = s.train_size;
   if (n == 0) return;
+  if (task.own_train())
+    throw ValueError("--train-size " + str(n) + " does not apply to task '" + s.task.name + "': its training set is " +
+                     "--train-fraction " + str(s.task.train_fraction) + " of all pairs (" +
+                     str(task.own_train()->size()) + " pairs); set --train-fraction instead");
   if (task.own_heldout())
     throw ValueError("--train-size " + str(n) + " applies to generated tasks: task '" + s.task.name +
                      "' trains on the fixed set its --file holds (less the held-out part)");
@@ -235,6 +257,7 @@ void check_heldout(const TrainSettings& s, const Task& task_ref) {
                      " distinct inputs of task '" + s.task.name + "', leaving " + str(inputs - s.heldout) +
                      " to train on; lower --heldout to at most " + str(inputs / 2) + " or widen the task");
   check_pairs_heldout(s, *task);
+  check_modular_heldout(s, *task);
   check_train_size(s, *task);
 }
 

@@ -68,11 +68,13 @@ void finalize(TrainSettings& s, const Task& task);
 // than half of a generated task's distinct inputs, or --heldout-fraction of a
 // pairs file is 0 or more than half of its inputs, saying how many inputs
 // there are and how many would be left to train on.
-// With --train-size, also check_train_size.
+// modular: ValueError for --heldout away from its default (the held-out set
+// is every pair not trained on). With --train-size, also check_train_size.
 void check_heldout(const TrainSettings& s);
 void check_heldout(const TrainSettings& s, const Task& task);
-// --train-size N (N > 0): ValueError for a task read from a file (it has its
-// fixed set), or N above the distinct inputs the held-out set leaves.
+// --train-size N (N > 0): ValueError for a task read from a file or for
+// modular (each has its fixed set), or N above the distinct inputs the
+// held-out set leaves.
 void check_train_size(const TrainSettings& s, const Task& task);
 
 // The longest sequence the model sees for this task and architecture.

@@ -25,7 +25,8 @@ std::vector<TrainOption> task_group() {
   const OptionGroup g = OptionGroup::task;
   return {
       {g, "task", at(&S::task, &TaskConfig::name),
-       "copy | reverse | sort | add | duplicate | induction | recall (attnlab tasks lists them) | pairs | text (from --file)"},
+       "copy | reverse | sort | add | duplicate | induction | recall | modular (attnlab tasks lists them) | pairs | text "
+       "(from --file)"},
       {g, "vocab", at(&S::task, &TaskConfig::vocab), "number of task symbols (the model's V adds 4 specials)",
        fixed, 2},
       {g, "min-len", at(&S::task, &TaskConfig::min_len), "shortest input sequence", fixed, 1},
@@ -41,6 +42,12 @@ std::vector<TrainOption> task_group() {
       {g, "tokenize", at(&S::task, &TaskConfig::tokenize),
        "pairs: {}"},
       {g, "seq-len", at(&S::task, &TaskConfig::seq_len), "text: characters per training window (the model's context)"},
+      {g, "operation", at(&S::task, &TaskConfig::operation), "modular: c = a op b mod --modulus; op: {}"},
+      {g, "modulus", at(&S::task, &TaskConfig::modulus),
+       "modular: the modulus p, 2..1000 (prime for div); one token per residue 0..p-1"},
+      {g, "train-fraction", at(&S::task, &TaskConfig::train_fraction),
+       "modular: share of all p² pairs (div: p(p-1)) in the fixed training set, drawn by --seed; the held-out set "
+       "is exactly the rest (--heldout and --train-size do not apply; docs/data.md)"},
   };
 }
 
@@ -91,7 +98,8 @@ std::vector<TrainOption> training_group() {
       {g, "steps", at(&S::steps), "optimizer steps (the last step when resuming)", may_change, 1},
       {g, "batch-size", at(&S::batch_size), "sequences per step", fixed, 1},
       {g, "train-size", at(&S::train_size),
-       "generated tasks: train on a fixed set of this many distinct examples (none held out), in batches of "
+       "generated tasks but modular (its set is --train-fraction): train on a fixed set of this many distinct "
+       "examples (none held out), in batches of "
        "--batch-size reshuffled every epoch; --batch-size equal to it: the whole set in one order every step "
        "(full-batch gradient descent); 0 = a fresh stream of examples (docs/data.md)",
        fixed, 0},

@@ -17,7 +17,7 @@ namespace attnlab {
 
 // Where an option's value lives in a TrainSettings, whatever its type.
 using FieldRef = std::variant<int64_t*, double*, bool*, std::string*, uint64_t*, int*, Arch*, Positional*, Norm*,
-                              InitScheme*, Layout*, Activation*, Precision*, Tokenize*, OptimizerKind*,
+                              InitScheme*, Layout*, Activation*, Precision*, Tokenize*, ModularOp*, OptimizerKind*,
                               ScheduleKind*, OnNan*, Reduction*>;
 
 // The groups of --help, in its order; each one's name is its caption.

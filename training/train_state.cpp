@@ -13,8 +13,11 @@ TrainState::TrainState(const TrainSettings& s, std::unique_ptr<Task> task)
   drawn_heldout_ = make_heldout(*task_, own ? 0 : s.heldout, derive_seed(s.seed, kHeldoutStream));
   batch_format_ = attnlab::batch_format(s.model, task_->language_model());
   stream_ = new_stream();
-  if (s.train_size > 0) {
-    check_train_size(s, *task_);
+  if (s.train_size > 0) check_train_size(s, *task_);
+  if (const std::vector<Example>* fixed = task_->own_train()) {  // modular: the task's own set
+    const auto n = static_cast<int64_t>(fixed->size());
+    train_set_ = std::make_unique<TrainSet>(*fixed, derive_seed(s.seed, kTrainOrderStream), s.batch_size < n);
+  } else if (s.train_size > 0) {
     train_set_ = std::make_unique<TrainSet>(draw_distinct(*stream_, s.train_size, task_->name()),
                                             derive_seed(s.seed, kTrainOrderStream), s.batch_size < s.train_size);
   }

@@ -33,7 +33,8 @@ class TrainState {
   // initial weights from kInitStream. With settings().train_size N > 0, the
   // training set is the stream's first N distinct inputs (check_train_size
   // refuses an N it cannot hold), shuffled per epoch from kTrainOrderStream
-  // when --batch-size is smaller than N.
+  // when --batch-size is smaller than N; a task with its own training set
+  // (Task::own_train, modular) is walked the same way.
   explicit TrainState(const TrainSettings& s);
   TrainState(const TrainSettings& s, std::unique_ptr<Task> task);
   TrainState(const TrainState&) = delete;  // the stream refers to the task

@@ -386,7 +386,7 @@ class TaskText:
 
     def fixed_answer(self):
         """The length of every answer of a task whose answers have one length (induction: its span), else None."""
-        return {"induction": int(self.ini.get("span", 3)), "recall": 2}.get(self.name)
+        return {"induction": int(self.ini.get("span", 3)), "recall": 2, "modular": 1}.get(self.name)
 
     def answer_length(self, source):
         """The correct answer's length (the encoder's answer is cut to it), as the task's solve;
