@@ -3,14 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "tests/child_process.h"
 #include "tests/cli_harness.h"
 
 namespace fs = std::filesystem;
 using attnlab::testing::run_attnlab;
+using attnlab::testing::slurp;
 using attnlab::testing::TempDir;
 
 namespace {
@@ -19,13 +19,6 @@ const std::string kModel =
     " --task modular --model decoder --d-model 16 --heads 2 --layers 1 --d-ff 32 --threads 1 --target 0 --eval-every 2"
     " --log-every 1";
 const std::string kTiny = kModel + " --modulus 7";
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 
@@ -37,7 +30,7 @@ TEST_CASE("attnlab train --task modular --modulus 7 runs full-batch steps, recor
                    "the 49 pairs (--train-fraction 0.3, seed 0), held out the other 34, V = 13\n") != std::string::npos);
   CHECK(r.out.find("data: a fixed set of 15 training examples, the whole set in one order every step (full batch)\n") !=
         std::string::npos);
-  const std::string config = read_text(dir / "run/config.ini");
+  const std::string config = slurp(dir / "run/config.ini");
   CHECK(config.find("\noperation = sub\n") != std::string::npos);
   CHECK(config.find("\nmodulus = 7\n") != std::string::npos);
   CHECK(config.find("\ntrain-fraction = 0.3\n") != std::string::npos);

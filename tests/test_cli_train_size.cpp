@@ -5,10 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "framework/io/checkpoint.h"
+#include "tests/child_process.h"
 #include "tests/cli_harness.h"
 #include "tests/tiny_training.h"
 #include "training/train_state.h"
@@ -16,6 +16,7 @@
 namespace fs = std::filesystem;
 using attnlab::testing::require_same_run;
 using attnlab::testing::run_attnlab;
+using attnlab::testing::slurp;
 using attnlab::testing::TempDir;
 
 namespace {
@@ -23,13 +24,6 @@ namespace {
 const std::string kTiny =
     " --task reverse --vocab 4 --min-len 4 --max-len 4 --d-model 16 --heads 2 --layers 1 --d-ff 32"
     " --heldout 20 --threads 1 --target 0 --eval-every 4 --log-every 2";
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 
@@ -70,7 +64,7 @@ TEST_CASE("a --train-size run records the size in config.ini, says how it batche
   REQUIRE(whole.code == 0);
   CHECK(whole.out.find("data: a fixed set of 16 training examples, the whole set in one order every step (full batch)\n") !=
         std::string::npos);
-  CHECK(read_text(dir / "whole/config.ini").find("\ntrain-size = 16\n") != std::string::npos);
+  CHECK(slurp(dir / "whole/config.ini").find("\ntrain-size = 16\n") != std::string::npos);
   REQUIRE(run_attnlab("train" + full + " --quiet --steps 4 --run " + dir / "split").code == 0);
   const auto resumed = run_attnlab("train --quiet --resume " + dir / "split" + " --steps 8");
   REQUIRE(resumed.code == 0);
@@ -79,11 +73,11 @@ TEST_CASE("a --train-size run records the size in config.ini, says how it batche
   REQUIRE(mini.code == 0);
   CHECK(mini.out.find("data: a fixed set of 16 training examples, in batches of 4, reshuffled every epoch\n") !=
         std::string::npos);
-  CHECK(read_text(dir / "mini/config.ini").find("\nbatch-size = 4\ntrain-size = 16\n") != std::string::npos);
+  CHECK(slurp(dir / "mini/config.ini").find("\nbatch-size = 4\ntrain-size = 16\n") != std::string::npos);
   const auto stream = run_attnlab("train" + kTiny + " --batch-size 4 --steps 2 --run " + dir / "stream");
   REQUIRE(stream.code == 0);
   CHECK(stream.out.find("data:") == std::string::npos);
-  CHECK(read_text(dir / "stream/config.ini").find("\ntrain-size = 0\n") != std::string::npos);
+  CHECK(slurp(dir / "stream/config.ini").find("\ntrain-size = 0\n") != std::string::npos);
 }
 
 #ifdef ATTNLAB_MPIEXEC
@@ -123,7 +117,7 @@ TEST_CASE("a run whose checkpoint predates --train-size (its record lacks it) is
   CHECK(eval.code == 0);
   CHECK(run_attnlab("train --quiet --resume " + run + " --steps 6").code == 0);
   // An option the record has is still checked: the edited config.ini is refused.
-  std::string config = read_text(run + "/config.ini");
+  std::string config = slurp(run + "/config.ini");
   config.replace(config.find("seed = 0"), 8, "seed = 5");
   std::ofstream(run + "/config.ini") << config;
   CHECK(run_attnlab("eval --run " + run).code == 2);
