@@ -137,7 +137,7 @@ int run_ablate(const Args& args) {
   const TransformerConfig& c = loaded.model->config();
   const std::vector<Component> components = a.what.empty() ? model_components(c) : components_named(c, split_names(a.what));
   const std::vector<Example> examples = ablation_examples(loaded, a.heldout, a.run_path);
-  const TeacherForcedSet set = teacher_forced_set(c, loaded.task->language_model(), examples, kAblationBatch);
+  const TeacherForcedSet set = teacher_forced_set(c, loaded.task->language_model(), examples, kAblationBatch, loaded.task.get());
   AblationLogitsRecord record;
   const AblationLogits sink = a.logits.empty() ? AblationLogits() : record.sink();
   const AblationResult result = a.together ? ablate_groups(*loaded.model, set, {components}, a.mode, a.seed, sink)

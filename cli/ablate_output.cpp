@@ -13,8 +13,17 @@ namespace {
 
 constexpr int kBarWidth = 20;  // the effect bar of the largest effect
 
+// NaN as null (a language model without an in-context split).
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
 nlohmann::json figures_of(const SetScore& s, bool lm) {
-  return {{"loss", s.loss}, {"token_accuracy", s.token}, {"exact_match", lm ? nlohmann::json() : nlohmann::json(s.exact)}};
+  nlohmann::json out = {
+      {"loss", s.loss}, {"token_accuracy", s.token}, {"exact_match", lm ? nlohmann::json() : nlohmann::json(s.exact)}};
+  if (lm) {
+    out["in_context_loss"] = number_or_null(s.in_context_loss);
+    out["late_token_accuracy"] = number_or_null(s.late_token);
+  }
+  return out;
 }
 
 nlohmann::json row_json(const AblationRow& row, const SetScore& intact, bool lm) {
@@ -25,6 +34,10 @@ nlohmann::json row_json(const AblationRow& row, const SetScore& intact, bool lm)
   out["delta_loss"] = row.score.loss - intact.loss;
   out["delta_token_accuracy"] = row.score.token - intact.token;
   out["delta_exact_match"] = lm ? nlohmann::json() : nlohmann::json(row.score.exact - intact.exact);
+  if (lm) {
+    out["delta_in_context_loss"] = number_or_null(row.score.in_context_loss - intact.in_context_loss);
+    out["delta_late_token_accuracy"] = number_or_null(row.score.late_token - intact.late_token);
+  }
   return out;
 }
 
@@ -47,14 +60,21 @@ std::string line(const std::string& name, size_t width, const std::vector<std::s
   return out;
 }
 
+// Whether the rows carry a language model's late-token accuracy (a window split in-context).
+bool has_late(const nlohmann::json& figures) {
+  return figures.contains("late_token_accuracy") && !figures["late_token_accuracy"].is_null();
+}
+
 std::vector<std::string> cells(const nlohmann::json& r, bool lm, bool deltas) {
   std::vector<std::string> out;
   if (!lm) out.push_back(format("%.2f%%", 100 * r["exact_match"].get<double>()));
   out.push_back(format("%.2f%%", 100 * r["token_accuracy"].get<double>()));
+  if (has_late(r)) out.push_back(format("%.2f%%", 100 * r["late_token_accuracy"].get<double>()));
   out.push_back(format("%.4f", r["loss"].get<double>()));
   if (!deltas) return out;
   if (!lm) out.push_back(format("%+.2f", 100 * r["delta_exact_match"].get<double>()));
   out.push_back(format("%+.2f", 100 * r["delta_token_accuracy"].get<double>()));
+  if (has_late(r)) out.push_back(format("%+.2f", 100 * r["delta_late_token_accuracy"].get<double>()));
   out.push_back(format("%+.4f", r["delta_loss"].get<double>()));
   return out;
 }
@@ -69,7 +89,7 @@ nlohmann::json ablation_json(const LoadedRun& loaded, const AblationResult& resu
     rows.push_back(row_json(row, result.intact, lm));
   }
   const std::string mode_text = choice_names(AblationMode{})[static_cast<size_t>(mode)].help;
-  return {{"step", loaded.step},
+  nlohmann::json out = {{"step", loaded.step},
           {"mode", name_of(mode)},
           {"mode_means", mode_text},
           {"examples", result.intact.sequences},
@@ -85,6 +105,13 @@ nlohmann::json ablation_json(const LoadedRun& loaded, const AblationResult& resu
             {"sorted_by", lm ? "rise in loss" : "drop in exact match, then rise in loss"}}},
           {"intact", figures_of(result.intact, lm)},
           {"rows", rows}};
+  if (lm) {
+    out["metrics"]["in_context_loss"] =
+        "the late targets' mean loss less the early ones' (repeat: the repeat against the first copy; text: a window's "
+        "halves)";
+    out["metrics"]["late_token_accuracy"] = "token accuracy on the late targets";
+  }
+  return out;
 }
 
 void print_ablation_table(const nlohmann::json& f, std::ostream& out) {
@@ -98,6 +125,7 @@ void print_ablation_table(const nlohmann::json& f, std::ostream& out) {
   for (const auto& r : f["rows"]) by_exact = by_exact || (!lm && r["delta_exact_match"].get<double>() < 0);
   std::vector<std::string> head = {"token", "loss", "d.token", "d.loss"};
   if (!lm) head.insert(head.begin(), "exact"), head.insert(head.begin() + 3, "d.exact");
+  if (has_late(f["intact"])) head = {"token", "late", "loss", "d.token", "d.late", "d.loss"};
   out << line("component", width, head) << "  effect (" << (by_exact ? "drop in exact match" : "rise in loss") << ")\n"
       << line("intact", width, cells(f["intact"], lm, false)) << "\n";
   double largest = 0;

@@ -17,7 +17,7 @@ nlohmann::json ablation_view_data(LoadedRun& loaded) {
   std::vector<Example> examples = ablation_examples(loaded, count, "");
   const TransformerConfig& c = loaded.model->config();
   examples.resize(examples_within(*loaded.model, examples, kReportAblationFlops, kReportAblationMinimum));
-  const TeacherForcedSet set = teacher_forced_set(c, loaded.task->language_model(), examples, kAblationBatch);
+  const TeacherForcedSet set = teacher_forced_set(c, loaded.task->language_model(), examples, kAblationBatch, loaded.task.get());
   const AblationResult result = ablate(*loaded.model, set, model_components(c), AblationMode::zero, 0);
   return ablation_json(loaded, result, AblationMode::zero, 0);
 }

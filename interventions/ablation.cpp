@@ -104,7 +104,7 @@ SetScore run_pass(SequenceModel& model, const TeacherForcedSet& set, size_t& cur
   for (current = 0; current < set.batches.size(); ++current) {
     const Var out = resume ? forward_from(model, set, current, start, *kept) : model.forward(set.batches[current].input);
     if (logits) logits(row, current, out.value());
-    sums.add(out.value(), set.batches[current].targets);
+    sums.add(out.value(), set.batches[current].targets, batch_splits(set, current));
   }
   SetScore s = sums.score();
   if (set.format == BatchFormat::lm) s.exact = 0;

@@ -11,6 +11,7 @@
 #include "framework/io/csv.h"
 #include "framework/io/safetensors.h"
 #include "tests/cli_harness.h"
+#include <nlohmann/json.hpp>
 
 using attnlab::read_csv;
 using attnlab::testing::checkpoint_stem;
@@ -61,6 +62,17 @@ TEST_CASE("attnlab train --task repeat: the in-context loss falls from about 0 t
   CHECK(eval.out.find("7500 held-out tokens (500 windows)\n") != std::string::npos);
   CHECK(eval.out.find("next-token accuracy ") != std::string::npos);
   CHECK(eval.out.find("in-context loss    -") != std::string::npos);
+  // ablate scores the same windows teacher-forced: its intact in-context figures are the evaluation's.
+  const auto ablate = run_attnlab("ablate --run " + run + " --json --what blocks.0.attn.h0,blocks.1.attn.h1");
+  REQUIRE(ablate.code == 0);
+  const nlohmann::json a = nlohmann::json::parse(ablate.out);
+  CHECK(a["intact"]["in_context_loss"].get<double>() == Approx(s["heldout_in_context_loss"].get<double>()).epsilon(1e-9));
+  CHECK(a["intact"]["late_token_accuracy"].get<double>() == Approx(s["heldout_late_token_acc"].get<double>()));
+  for (const auto& row : a["rows"])
+    CHECK(row["delta_late_token_accuracy"].get<double>() ==
+          Approx(row["late_token_accuracy"].get<double>() - a["intact"]["late_token_accuracy"].get<double>()));
+  const auto table = run_attnlab("ablate --run " + run + " --top 1");
+  CHECK(table.out.find("    token      late      loss   d.token    d.late    d.loss") != std::string::npos);
   const auto longer = run_attnlab("eval --run " + run + " --len 12 --heldout 50 --json");
   REQUIRE(longer.code == 0);
   const nlohmann::json j = nlohmann::json::parse(longer.out);

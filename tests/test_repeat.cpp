@@ -11,6 +11,7 @@
 #include "datasets/task.h"
 #include "framework/error.h"
 #include "framework/ops/loss.h"
+#include "interventions/teacher_forced.h"
 #include "models/batch.h"
 #include "training/evaluate.h"
 #include "training/settings.h"
@@ -136,6 +137,17 @@ TEST_CASE("lm_batch: the summed loss, the early and late sums and counts are the
   CHECK(f.late_loss == Approx(late.first).epsilon(1e-5));
   CHECK(f.early_tokens + f.late_tokens + 7 == f.tokens);  // each window's r[0] target is in neither
   CHECK(f.late_right <= f.right);
+
+  // The interventions' scorer splits the same windows the same way.
+  const std::vector<Example> seven(windows.begin() + 2, windows.end());
+  const TeacherForcedSet set = teacher_forced_set(model->config(), true, seven, 7, task.get());  // the batch lm_batch ran
+  REQUIRE(set.splits.size() == 7);
+  const SetScore score = score_set(*model, set);
+  const LmScore lm = lm_totals({f});
+  CHECK(score.in_context_loss == Approx(lm.in_context_loss).epsilon(1e-9));
+  CHECK(score.late_token == Approx(lm.late_token));
+  CHECK(score.loss == Approx(lm.loss).epsilon(1e-9));
+  CHECK(std::isnan(score_set(*model, teacher_forced_set(model->config(), true, seven, 7)).in_context_loss));
 }
 
 TEST_CASE("lm_totals: means over the batches' sums, in-context loss late minus early, NaN without a part", "[evaluate][repeat]") {

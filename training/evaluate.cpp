@@ -15,21 +15,10 @@ void check_stop(const StopCheck& stop) {
   if (stop && stop()) throw EvaluationAbandoned();
 }
 
-// The cross-entropy of target (b, t) under logits (B, T, V), in double: log
-// of the row's sum of exponentials less the target's logit.
-double target_loss(const Tensor& logits, int64_t row, int32_t target) {
+// Target `row` of logits (B, T, V) scored against y.
+RowScore score_target(const Tensor& logits, int64_t row, int32_t y) {
   const int64_t V = logits.size(-1);
-  const Real* x = logits.data() + row * V;
-  const double top = *std::max_element(x, x + V);
-  double sum = 0;
-  for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(x[v]) - top);
-  return top + std::log(sum) - static_cast<double>(x[target]);
-}
-
-bool argmax_is(const Tensor& logits, int64_t row, int32_t target) {
-  const int64_t V = logits.size(-1);
-  const Real* x = logits.data() + row * V;
-  return std::max_element(x, x + V) - x == target;
+  return score_row(logits.data() + row * V, V, y);
 }
 
 // The summed loss and count of every target of `batch` (-100 ignored), from
@@ -40,7 +29,7 @@ void add_teacher_forced_loss(SequenceModel& model, const FormattedBatch& batch, 
   for (size_t i = 0; i < batch.targets.data.size(); ++i) {
     const int32_t y = batch.targets.data[i];
     if (y == kIgnoreTarget) continue;
-    f.loss += target_loss(logits, static_cast<int64_t>(i), y);
+    f.loss += score_target(logits, static_cast<int64_t>(i), y).loss;
     ++f.loss_tokens;
   }
 }
@@ -144,8 +133,7 @@ BatchFigures lm_batch(SequenceModel& model, const Task& task, const std::vector<
     for (int64_t t = 0; t < n; ++t) {
       const int64_t row = b * T + t;
       const int32_t y = batch.targets.data[static_cast<size_t>(row)];
-      const double loss = target_loss(logits, row, y);
-      const bool right = argmax_is(logits, row, y);
+      const auto [loss, right] = score_target(logits, row, y);
       f.loss += loss;
       f.right += right;
       if (t < split.early_end) {

@@ -7,6 +7,8 @@
 #include "framework/ops/elementwise.h"
 #include "framework/ops/softmax.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -128,6 +130,13 @@ Var cross_entropy(const Var& logits, const IntTensor& targets, const CrossEntrop
       });
   if (records_second_order(r)) attach_graph_grad(r, targets, ignore, eps, count);
   return r;
+}
+
+RowScore score_row(const Real* row, int64_t V, int32_t y) {
+  const Real* top = std::max_element(row, row + V);  // the first maximum
+  double sum = 0;
+  for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - static_cast<double>(*top));
+  return {std::log(sum) + static_cast<double>(*top) - static_cast<double>(row[y]), top - row == y};
 }
 
 }  // namespace attnlab

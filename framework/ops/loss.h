@@ -15,4 +15,13 @@ struct CrossEntropyOptions {
 // ignore index throws ValueError.
 Var cross_entropy(const Var& logits, const IntTensor& targets, const CrossEntropyOptions& options = {});
 
+// One row's figures outside the graph, in double, as evaluation and the
+// interventions score a target: its cross-entropy log Σ_v exp(x_v) − x_y
+// (nats) and whether y is the row's first maximum (greedy decoding's pick).
+struct RowScore {
+  double loss = 0;
+  bool right = false;
+};
+RowScore score_row(const Real* row, int64_t V, int32_t y);
+
 }  // namespace attnlab
