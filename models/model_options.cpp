@@ -67,7 +67,7 @@ const std::vector<ModelOption>& model_options() {
        "attention without Q/K/V/O projections (softmax(x_i . x_j) weights over the inputs); its scores are "
        "symmetric and peak on the diagonal, so it cannot solve reverse with the encoder or copy with the decoder"},
       {"no_bias", "no-bias", &C::no_bias, Bound::none,
-       "no bias in attention's q/k/v/out projections, the feed-forward nor the output head; LayerNorm keeps its "
+       "no bias in attention's q/k/v/out projections, the feed-forward or the output head; LayerNorm keeps its "
        "beta (Nanda et al.'s grokking model)"},
       {"layout", "layout", &C::layout, Bound::none, "decoder sequence layout: {}"},
   };
