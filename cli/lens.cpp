@@ -18,13 +18,13 @@ namespace {
 const char* const kLensUsage =
     "usage: attnlab lens --run DIR \"INPUT\" [--step N] [--json] [--top K] [--logits FILE]\n\n"
     "The logit lens: the residual stream after the embedding and after each block, decoded as the model decodes "
-    "its last one (pre-LN: through ln_f and the head; post-LN: the head), at every position: the top token and its "
+    "its last one (pre-LN: through ln_f and the head; post-LN and --norm none: the head), at every position: the top token and its "
     "probability, the right answer's probability and rank (1 = top). Decoders and seq2seq read the input "
     "teacher-forced on the right answer; a language model reads the text, each position answered by the next "
     "character. Then direct logit attribution: the right answer's logit at each answer position split into what "
     "the embedding, each head, each attention's out_proj bias and each MLP write into the stream, each through "
     "ln_f with its scale 1/sigma frozen at this input's value, plus the constant (ln_f's bias through the head, "
-    "the head's bias); pre-LN models only.\n\n";
+    "the head's bias; --norm none: through the head alone); pre-LN and norm-free models only.\n\n";
 const char* const kLensExample = "\nexample:\n  attnlab lens --run runs/sort \"3 1 2\" --top 8\n";
 
 struct LensArgs {

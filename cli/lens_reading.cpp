@@ -92,9 +92,11 @@ nlohmann::json lens_example_json(const LoadedRun& loaded, const FormattedBatch& 
       {"answers", answers},
       {"lens", lens_cells(task, r, b)},
       {"attribution", attribution_json(task, r, b)},
-      {"attribution_note", r.refused.empty() ? "each part through ln_f with its scale 1/sigma frozen at this "
-                                               "input's value (its centering is linear): the parts sum to the logit"
-                                             : r.refused},
+      {"attribution_note", !r.refused.empty() ? r.refused
+                           : loaded.model->config().norm == Norm::none
+                               ? "each part through the head (the model has no norm): the parts sum to the logit"
+                               : "each part through ln_f with its scale 1/sigma frozen at this input's value (its "
+                                 "centering is linear): the parts sum to the logit"},
       {"ids", {{"src", row_ids(batch.input.src, b)}, {"tgt_in", row_ids(batch.input.tgt_in, b)},
                {"targets", row_ids(batch.targets, b)}}}};
   return out;

@@ -31,9 +31,10 @@ double min_training_bytes(const TrainSettings& s, int64_t T) {
   // Q, K (d -> h d_k), V (d -> h d_v) and the output (h d_v -> d): --d-k sets their width, not only d.
   const double h = static_cast<double>(m.n_heads);
   const double qkv = m.parameter_free_attention ? 0 : h * static_cast<double>(2 * m.head_dim_k() + 2 * m.head_dim_v());
-  const double params = static_cast<double>(m.vocab_size) * d + L * (qkv * d + 2 * d * static_cast<double>(m.d_ff));
+  const double d_ff = m.attention_only ? 0 : static_cast<double>(m.d_ff);  // attention-only blocks have no feed-forward
+  const double params = static_cast<double>(m.vocab_size) * d + L * (qkv * d + 2 * d * d_ff);
   const double B = static_cast<double>(s.batch_size), t = static_cast<double>(T);
-  const double activations = L * B * t * (h * t + static_cast<double>(m.d_ff));
+  const double activations = L * B * t * (h * t + d_ff);
   const double table = static_cast<double>(m.max_len) * d;
   const double heldout = static_cast<double>(s.heldout) * t;
   return sizeof(float) * (4 * params + activations + table + heldout);

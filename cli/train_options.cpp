@@ -67,6 +67,10 @@ void check_given_flags(const TrainSettings& s, const std::set<std::string>& give
     throw ValueError("--heldout-fraction does not apply with --heldout-file: the held-out pairs are that file's");
   if (given("heads") && s.model.parameter_free_attention)
     throw ValueError("--heads does not apply to --parameter-free-attention (one head over the whole width)");
+  for (const char* flag : {"d-ff", "activation"})
+    if (given(flag) && s.model.attention_only)
+      throw ValueError("--" + std::string(flag) + " does not apply to --attention-only (its blocks have no "
+                       "feed-forward)");
 }
 
 }  // namespace attnlab::cli

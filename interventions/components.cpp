@@ -27,7 +27,7 @@ std::string what_model_has(const TransformerConfig& c) {
     out += stacks[s].prefix + "blocks.0-" + std::to_string(c.n_layers - 1) + ", heads h0-h" +
            std::to_string(heads_per_attention(c) - 1) + " in ";
     for (size_t a = 0; a < stacks[s].attentions.size(); ++a) out += (a ? " and " : "") + stacks[s].attentions[a];
-    out += ", mlp";
+    if (!c.attention_only) out += ", mlp";
   }
   return out;
 }
@@ -57,7 +57,7 @@ std::vector<std::string> Component::points(const TransformerConfig& c) const {
   for (const Stack& s : stacks_of(c))
     if (s.prefix == stack)
       for (const std::string& a : s.attentions) points.push_back(prefix + a + ".out");
-  points.push_back(prefix + "mlp.out");
+  if (!c.attention_only) points.push_back(prefix + "mlp.out");
   return points;
 }
 
@@ -77,7 +77,7 @@ std::vector<Component> model_components(const TransformerConfig& c) {
     for (int64_t b = 0; b < c.n_layers; ++b) {
       for (const std::string& a : s.attentions)
         for (int64_t hh = 0; hh < heads_per_attention(c); ++hh) out.push_back({ComponentKind::head, s.prefix, b, a, hh});
-      out.push_back({ComponentKind::mlp, s.prefix, b, "", -1});
+      if (!c.attention_only) out.push_back({ComponentKind::mlp, s.prefix, b, "", -1});
       out.push_back({ComponentKind::layer, s.prefix, b, "", -1});
     }
   return out;

@@ -6,7 +6,8 @@
 //   blocks.1.mlp            block 1's feed-forward (blocks.1.mlp.out)
 //   blocks.1                the whole block: every attention's out and its mlp.out
 // seq2seq prefixes them with encoder. or decoder.; a decoder block's heads sit
-// in self_attn. and cross_attn. (decoder.blocks.0.cross_attn.h1).
+// in self_attn. and cross_attn. (decoder.blocks.0.cross_attn.h1). An
+// attention-only model (config.attention_only) has no MLPs.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,7 +29,7 @@ struct Component {
   std::string name() const;          // as above
   // The hook points whose values are the component's output, which a knock-out
   // replaces: a head its attention's z (only the head's columns change), an MLP
-  // its mlp.out, a layer each attention's out and its mlp.out.
+  // its mlp.out, a layer each attention's out and its mlp.out (if it has one).
   std::vector<std::string> points(const TransformerConfig& config) const;
 };
 
@@ -41,7 +42,8 @@ HeadColumns head_columns(const TransformerConfig& config, int64_t head);
 int64_t heads_per_attention(const TransformerConfig& config);
 
 // Every component of the model in forward order: per block, each attention's
-// heads, then the MLP, then the block itself (encoder stack first).
+// heads, then the MLP (none attention-only), then the block itself (encoder
+// stack first).
 std::vector<Component> model_components(const TransformerConfig& config);
 // The components named (each name as Component::name writes it); ValueError
 // naming the first unknown name and what this model has, e.g. "no component

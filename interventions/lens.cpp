@@ -24,20 +24,21 @@ std::shared_ptr<Module> child(const Module& m, const std::string& name) {
   return nullptr;
 }
 
-// The final norm ln_f of the output stack (null for post-LN, which has none).
+// The final norm ln_f of the output stack (null for post-LN and norm none, which have none).
 const LayerNorm* final_norm(const SequenceModel& model) {
   std::shared_ptr<Module> owner = model.config().arch == Arch::seq2seq ? child(model, "decoder") : nullptr;
   std::shared_ptr<Module> ln = owner ? child(*owner, "ln_f") : child(model, "ln_f");
   return dynamic_cast<const LayerNorm*>(ln.get());
 }
 
-// The head as TokenHead::forward reads it: W (V, d) and b (V).
+// The head as TokenHead::forward reads it: W (V, d) and b (V; undefined with no_bias).
 struct Head {
   Var weight, bias;
 };
 Head output_head(const SequenceModel& model) {
-  const bool tied = model.config().tie_embeddings;
-  return {model.parameter(tied ? "tok_emb.weight" : "head.weight"), model.parameter("head.bias")};
+  const TransformerConfig& c = model.config();
+  return {model.parameter(c.tie_embeddings ? "tok_emb.weight" : "head.weight"),
+          c.no_bias ? Var() : model.parameter("head.bias")};
 }
 
 // The points the lens decodes: the output stack's embed and resid_posts.
@@ -112,10 +113,12 @@ std::vector<LensCell> read_point(const Tensor& logits, const IntTensor& answers)
 }
 
 // The frozen-scale read-out of the answer y at one row: a write c into the
-// stream contributes (u·c − mean(c)·Σu)/σ with u = W_y ⊙ γ.
+// stream contributes (u·c − mean(c)·Σu)/σ with u = W_y ⊙ γ; without a final
+// norm (norm none) u·c with u = W_y (not centred, σ = 1).
 struct Readout {
   std::vector<double> u;
-  double sum_u = 0, inv_sigma = 0, constant = 0;
+  double sum_u = 0, inv_sigma = 1, constant = 0;
+  bool centred = true;
   template <class T>
   double of(const T* c) const {
     double dot = 0, total = 0;
@@ -123,25 +126,32 @@ struct Readout {
       dot += u[i] * c[i];
       total += c[i];
     }
-    return (dot - total / static_cast<double>(u.size()) * sum_u) * inv_sigma;
+    return (dot - (centred ? total / static_cast<double>(u.size()) * sum_u : 0)) * inv_sigma;
   }
 };
 
-// The read-out of y at the row x (d) of the final stream: σ as ln_f computes it.
+// The read-out of y at the row x (d) of the final stream: σ as ln_f computes
+// it, or with norm none the head's row alone.
 Readout readout(const SequenceModel& model, const Real* x, int32_t y) {
-  const LayerNorm& ln = *final_norm(model);
   const Head head = output_head(model);
-  const int64_t d = ln.dim();
+  const int64_t d = model.config().d_model;
   const Real* w = head.weight.value().data() + y * d;
+  Readout r;
+  r.constant = head.bias.defined() ? head.bias.value()[y] : 0;
+  const LayerNorm* ln_f = final_norm(model);
+  if (!ln_f) {
+    r.centred = false;
+    r.u.assign(w, w + d);
+    return r;
+  }
+  const LayerNorm& ln = *ln_f;
   const Real* gamma = ln.weight.value().data();
   const Real* beta = ln.bias.value().data();
-  Readout r;
   double mean = 0, var = 0;
   for (int64_t i = 0; i < d; ++i) mean += x[i];
   mean /= static_cast<double>(d);
   for (int64_t i = 0; i < d; ++i) var += (x[i] - mean) * (x[i] - mean);
   r.inv_sigma = 1 / std::sqrt(var / static_cast<double>(d) + ln.eps());
-  r.constant = head.bias.value()[y];
   for (int64_t i = 0; i < d; ++i) {
     r.u.push_back(static_cast<double>(w[i]) * gamma[i]);
     r.sum_u += r.u.back();
@@ -186,7 +196,7 @@ std::vector<LogitPart> parts_at(const SequenceModel& model, const std::map<std::
     if (k.kind == ComponentKind::head) parts.push_back({k.name(), read.of(head_write(model, k, value.data() + r * width).data())});
     else parts.push_back({k.name(), read.of(value.data() + r * d)});
     const bool last_head = k.kind == ComponentKind::head && k.head == heads_per_attention(c) - 1;
-    if (last_head && !c.parameter_free_attention) {
+    if (last_head && !c.parameter_free_attention && !c.no_bias) {
       const std::string bias = k.block_prefix() + k.attention + ".out_proj.bias";
       parts.push_back({bias, read.of(model.parameter(bias).value().data())});
     }
@@ -215,9 +225,10 @@ LensReading read_lens(SequenceModel& model, const FormattedBatch& batch) {
   LensReading out;
   out.points = decoded_points(model);
   out.answers = batch.targets;
-  const bool pre = final_norm(model) != nullptr;
+  // A post-LN block renormalises the stream; pre-LN and norm-free streams are sums of the parts.
+  const bool attributable = model.config().norm != Norm::post;
   std::vector<std::string> observed = out.points;
-  if (pre)
+  if (attributable)
     for (const std::string& p : written_points(model)) observed.push_back(p);
   std::sort(observed.begin(), observed.end());
   observed.erase(std::unique(observed.begin(), observed.end()), observed.end());
@@ -236,11 +247,11 @@ LensReading read_lens(SequenceModel& model, const FormattedBatch& batch) {
     while (n > 0 && pad.numel() > 0 && pad[b * T + n - 1] != 0) --n;
     out.lengths.push_back(n);
   }
-  if (pre) {
+  if (attributable) {
     out.attribution = attribute(model, seen, out.points.back(), logits, out.answers);
   } else {
-    out.refused = "direct logit attribution needs a pre-LN model: a post-LN block renormalises the stream, "
-                  "so no sum of parts gives the logit";
+    out.refused = "direct logit attribution needs a pre-LN or norm-free model: a post-LN block renormalises the "
+                  "stream, so no sum of parts gives the logit";
   }
   return out;
 }

@@ -7,7 +7,8 @@
 // block (SequenceModel::residual_stream_points; seq2seq: the decoder's) as the
 // model decodes its last one: through the final norm ln_f and the output head
 // for a pre-LN model, through the head alone for a post-LN one (whose blocks
-// end in a norm, so the stream they leave is already normalised).
+// end in a norm, so the stream they leave is already normalised) and for one
+// without norms (norm none).
 //
 // Direct logit attribution splits the right answer's logit at each answer
 // position into what each part of the model writes into the stream, each
@@ -16,8 +17,11 @@
 //   logit_y = Σ_c W_y·(γ ⊙ (c − mean(c)))/σ + W_y·β + b_y
 // over c = the embedding (token + position), each head (its columns of z
 // through its columns of out_proj), each attention's out_proj bias and each
-// MLP's output. Exact for pre-LN only: a post-LN stream is renormalised in
-// every block, so no such sum exists; it is refused (LensReading::refused).
+// MLP's output. Without norms (norm none) the same sum without the norm:
+//   logit_y = Σ_c W_y·c + b_y
+// (σ = 1; no_bias drops the out_proj biases and b_y). Exact for pre-LN and
+// norm none only: a post-LN stream is renormalised in every block, so no such
+// sum exists; it is refused (LensReading::refused).
 #include <cstdint>
 #include <string>
 #include <vector>

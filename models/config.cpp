@@ -20,7 +20,9 @@ const ChoiceNames<Positional>& choice_names(Positional) {
   return names;
 }
 const ChoiceNames<Norm>& choice_names(Norm) {
-  static const ChoiceNames<Norm> names = {{Norm::pre, "pre", "pre-LN"}, {Norm::post, "post", "post-LN, as in Vaswani et al."}};
+  static const ChoiceNames<Norm> names = {{Norm::pre, "pre", "pre-LN"},
+                                          {Norm::post, "post", "post-LN, as in Vaswani et al."},
+                                          {Norm::none, "none", "no LayerNorm: each sublayer x + f(x), no final norm"}};
   return names;
 }
 const ChoiceNames<InitScheme>& choice_names(InitScheme) {

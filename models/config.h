@@ -15,7 +15,7 @@ namespace attnlab {
 // The model's choices among names (framework/choices.h).
 enum class Arch { encoder, decoder, seq2seq };  // tagger | LM | encoder-decoder
 enum class Positional { sinusoidal, learned, rope, none };
-enum class Norm { pre, post };
+enum class Norm { pre, post, none };  // none: no LayerNorm anywhere (Nanda et al.'s grokking model)
 enum class InitScheme { automatic, torch, gpt2 };  // automatic is written "auto"
 // How a decoder lays out a (prompt, answer) pair: special = [bos] prompt [sep]
 // answer [eos]; bare = prompt answer, no special tokens (minGPT's adder and sort).
@@ -47,7 +47,14 @@ struct TransformerConfig {
   Activation activation = Activation::relu;
   double dropout = 0;       // on the embedding sum, each sublayer output and inside FF (Vaswani)
   double attn_dropout = 0;  // on the attention weights (off in Vaswani's base model)
-  bool tie_embeddings = false;            // head.weight = tok_emb.weight (head keeps its bias)
+  bool tie_embeddings = false;            // head.weight = tok_emb.weight (head keeps its own bias)
+  // Blocks of attention sublayers only: no feed-forward and no norm in front
+  // of it (Olsson et al.'s induction-head models); d_ff and activation then do
+  // not apply, and a block's mlp.* hook points do not exist.
+  bool attention_only = false;
+  // No bias in any Linear (attention's q/k/v/out projections, the feed-forward)
+  // nor in the output head; LayerNorm keeps its beta (Nanda et al.'s model).
+  bool no_bias = false;
   // No q/k/v/out projections: one head over the whole width (n_heads, d_k
   // and d_v then do not apply; see MultiHeadAttentionOptions::projections).
   bool parameter_free_attention = false;

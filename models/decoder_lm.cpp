@@ -31,7 +31,7 @@ Var DecoderLM::forward_from(const ModelInput& input, const std::string& stack, i
 Var DecoderLM::run_blocks(const ModelInput& input, size_t first, Var h) const {
   const Tensor* pad = pad_or_null(input.tgt_pad);
   for (size_t i = first; i < blocks_.size(); ++i) h = blocks_[i]->forward(h, pad);  // (B, T, d)
-  if (ln_f_) h = ln_f_->forward(h);
+  h = norm_or_identity(ln_f_.get(), h);
   return hooked("logits", head_logits(hooked("ln_final", std::move(h))));  // (B, T, V)
 }
 

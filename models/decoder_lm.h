@@ -8,7 +8,8 @@ namespace attnlab {
 
 class DecoderLM : public SequenceModel {
  public:
-  // Parameters: tok_emb, pos_emb (learned), blocks.{i}.{ln1, attn, ln2, ff},
+  // Parameters: tok_emb, pos_emb (learned), blocks.{i}.{ln1, attn, ln2, ff}
+  // (models/blocks.h: without norms no ln*, attention-only no ln2 and ff),
   // ln_f (pre-LN), head.
   DecoderLM(const TransformerConfig& config, uint64_t seed);
 

@@ -92,9 +92,9 @@ void SequenceModel::decode_cached(const Sequences& sources, Decoding& d) {
       ids.data[a] = d.seqs[static_cast<size_t>(d.active[a])][static_cast<size_t>(pos)];
     Var h = d.tables.empty() ? embed(ids, pos) : embed_at(ids, step_position_ids(d.tables, d.active, pos));  // (B', 1, d)
     for (size_t l = 0; l < stack.blocks->size(); ++l)
-      h = decoder_block_step(*(*stack.blocks)[l], config_.norm == Norm::pre, h, cache.self[l],
+      h = decoder_block_step(*(*stack.blocks)[l], config_.norm, h, cache.self[l],
                              memory.defined() ? &cache.cross[l] : nullptr, d.active);
-    if (stack.ln_f) h = stack.ln_f->forward(h);
+    h = norm_or_identity(stack.ln_f, h);
     const Var logits = head_logits(h);  // (B', 1, V)
     const int64_t v = logits.size(-1);
     std::vector<int64_t> next;

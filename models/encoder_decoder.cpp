@@ -38,7 +38,7 @@ Var EncoderDecoder::encode(const IntTensor& src, const Tensor& src_pad, const In
 Var EncoderDecoder::encode_from(size_t first, Var h, const Tensor& src_pad) const {
   const Tensor* pad = pad_or_null(src_pad);
   for (size_t i = first; i < encoder_blocks_.size(); ++i) h = encoder_blocks_[i]->forward(h, pad);  // (B, T_src, d)
-  return hooked("encoder.ln_final", encoder_ln_f_ ? encoder_ln_f_->forward(h) : h);
+  return hooked("encoder.ln_final", norm_or_identity(encoder_ln_f_.get(), h));
 }
 
 Var EncoderDecoder::decode(const IntTensor& tgt_in, const Tensor& tgt_pad, const Var& memory, const Tensor& src_pad,
@@ -56,7 +56,7 @@ Var EncoderDecoder::decode_from(size_t first, Var h, const Tensor& tgt_pad, cons
   const Tensor* self_pad = pad_or_null(tgt_pad);
   const Tensor* mem_pad = pad_or_null(src_pad);
   for (size_t i = first; i < decoder_blocks_.size(); ++i) h = decoder_blocks_[i]->forward(h, self_pad, memory, mem_pad);
-  if (decoder_ln_f_) h = decoder_ln_f_->forward(h);
+  h = norm_or_identity(decoder_ln_f_.get(), h);
   return hooked("logits", head_logits(hooked("decoder.ln_final", std::move(h))));  // (B, T_tgt, V)
 }
 

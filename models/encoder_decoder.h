@@ -11,7 +11,8 @@ class EncoderDecoder : public SequenceModel {
  public:
   // Parameters: tok_emb, pos_emb (learned), encoder.blocks.{i}.{ln1, attn, ln2, ff},
   // encoder.ln_f (pre-LN), decoder.blocks.{i}.{ln1, self_attn, ln2, cross_attn, ln3, ff},
-  // decoder.ln_f (pre-LN), head.
+  // decoder.ln_f (pre-LN), head (models/blocks.h: without norms no ln*,
+  // attention-only no ff nor the norm in front of it).
   EncoderDecoder(const TransformerConfig& config, uint64_t seed);
 
   // Reads src, src_pad, tgt_in, tgt_pad -> logits (B, T_tgt, V). Decodes

@@ -34,7 +34,7 @@ Var EncoderTagger::forward_from(const ModelInput& input, const std::string& stac
 Var EncoderTagger::run_blocks(const ModelInput& input, size_t first, Var h) const {
   const Tensor* pad = pad_or_null(input.src_pad);
   for (size_t i = first; i < blocks_.size(); ++i) h = blocks_[i]->forward(h, pad);  // (B, T, d)
-  if (ln_f_) h = ln_f_->forward(h);
+  h = norm_or_identity(ln_f_.get(), h);
   return hooked("logits", head_logits(hooked("ln_final", std::move(h))));  // (B, T, V)
 }
 

@@ -61,9 +61,11 @@ void apply_gpt2_init(Module& model, const TransformerConfig& config, Rng& rng) {
   // The stacks are the top-level children "blocks" (encoder, decoder) or
   // "encoder" and "decoder" (seq2seq); the rest (embeddings, final norm,
   // head) has no residual projection, so its std argument is unused.
+  // A block's branches: each attention, and the feed-forward unless attention-only.
+  const int64_t feed_forward = config.attention_only ? 0 : 1;
   for (const auto& [name, child] : model.children()) {
     const bool cross_attending = config.arch == Arch::seq2seq && name == "decoder";
-    init_module(*child, name, residual_std(cross_attending ? 3 : 2), rng);
+    init_module(*child, name, residual_std((cross_attending ? 2 : 1) + feed_forward), rng);
   }
 }
 

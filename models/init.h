@@ -8,9 +8,11 @@
 //   every Linear weight and the head's weight N(0, 0.02), their biases 0;
 //   the residual output projections (attention out_proj, the feed-forward's
 //   fc2) N(0, 0.02/√N) with N the residual branches of their stack (2 per
-//   block; 3 per block in seq2seq's decoder, which adds cross-attention);
+//   block; 3 per block in seq2seq's decoder, which adds cross-attention; one
+//   fewer per block attention-only);
 //   token embeddings and learned positions N(0, 0.02); LayerNorm weight 1,
 //   bias 0. A tied head is the token embedding and is drawn once, as it.
+//   Without biases (no_bias) there are none to set.
 #include <cstdint>
 #include <string>
 

@@ -25,9 +25,10 @@ DecoderCache make_decoder_cache(const std::vector<std::shared_ptr<DecoderBlock>>
 
 // One position x (B, 1, d) of the sequences in `slots` through a block, as
 // DecoderBlock::forward computes it in eval mode (dropout is the identity
-// there, so it is left out): pre_norm selects the arrangement. `cross` is the
-// block's memory cache (required when the block has cross-attention).
-Var decoder_block_step(DecoderBlock& block, bool pre_norm, const Var& x, KvCache& self, const KvCache* cross,
+// there, so it is left out): `norm` selects the arrangement (the block's
+// config.norm). `cross` is the block's memory cache (required when the block
+// has cross-attention).
+Var decoder_block_step(DecoderBlock& block, Norm norm, const Var& x, KvCache& self, const KvCache* cross,
                        const std::vector<int64_t>& slots);
 
 }  // namespace attnlab

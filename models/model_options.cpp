@@ -42,7 +42,7 @@ const std::vector<ModelOption>& model_options() {
       {"d_model", "d-model", &C::d_model, Bound::positive, "model width d"},
       {"n_heads", "heads", &C::n_heads, Bound::positive, "attention heads h"},
       {"n_layers", "layers", &C::n_layers, Bound::positive, "blocks L (per stack for seq2seq)"},
-      {"d_ff", "d-ff", &C::d_ff, Bound::positive, "feed-forward hidden width"},
+      {"d_ff", "d-ff", &C::d_ff, Bound::positive, "feed-forward hidden width (not with --attention-only)"},
       {"d_k", "d-k", &C::d_k, Bound::positive_or_auto, "query/key width per head; 0 = d/h"},
       {"d_v", "d-v", &C::d_v, Bound::positive_or_auto, "value width per head; 0 = d/h"},
       {"positional", "positional", &C::positional, Bound::none, "{}"},
@@ -54,6 +54,9 @@ const std::vector<ModelOption>& model_options() {
       {"attn_scale", "attn-scale", &C::attn_scale, Bound::none,
        "attention logit scale: sqrt (1/sqrt(d_k)) | none | linear (1/d_k) | a number"},
       {"activation", "activation", &C::activation, Bound::none, "feed-forward activation: {}"},
+      {"attention_only", "attention-only", &C::attention_only, Bound::none,
+       "blocks of attention only: no feed-forward nor its norm, so --d-ff and --activation do not apply and the "
+       "blocks have no mlp.* hook points (Olsson et al.'s induction-head models)"},
       {"dropout", "dropout", &C::dropout, Bound::fraction,
        "dropout on embeddings, sublayer outputs and inside the feed-forward"},
       {"attn_dropout", "attn-dropout", &C::attn_dropout, Bound::fraction, "dropout on attention weights"},
@@ -63,6 +66,9 @@ const std::vector<ModelOption>& model_options() {
       {"parameter_free_attention", "parameter-free-attention", &C::parameter_free_attention, Bound::none,
        "attention without Q/K/V/O projections (softmax(x_i . x_j) weights over the inputs); its scores are "
        "symmetric and peak on the diagonal, so it cannot solve reverse with the encoder or copy with the decoder"},
+      {"no_bias", "no-bias", &C::no_bias, Bound::none,
+       "no bias in attention's q/k/v/out projections, the feed-forward or the output head; LayerNorm keeps its "
+       "beta (Nanda et al.'s grokking model)"},
       {"layout", "layout", &C::layout, Bound::none, "decoder sequence layout: {}"},
   };
   return options;

@@ -41,7 +41,7 @@ void SequenceModel::build_embeddings() {
 void SequenceModel::build_head() {
   head_ = register_module("head",
                           std::make_shared<TokenHead>(config_.d_model, config_.vocab_size, config_.tie_embeddings,
-                                                      init_rng_));
+                                                      init_rng_, !config_.no_bias));
 }
 
 Var SequenceModel::embed(const IntTensor& ids, int64_t offset) const {

@@ -97,11 +97,11 @@ TEST_CASE("lens prints the lens and the attribution as tables, and a post-LN run
   REQUIRE(r.code == 0);
   const nlohmann::json e = nlohmann::json::parse(r.out);
   CHECK(e["attribution"].is_null());
-  CHECK(e["attribution_note"] == "direct logit attribution needs a pre-LN model: a post-LN block renormalises the "
-                                 "stream, so no sum of parts gives the logit");
+  CHECK(e["attribution_note"] == "direct logit attribution needs a pre-LN or norm-free model: a post-LN block "
+                                 "renormalises the stream, so no sum of parts gives the logit");
   r = run_attnlab("lens --run " + post + " \"3 1 2\"");
   CHECK(r.out.find("\ndirect logit attribution of the right answer's logit: direct logit attribution needs a pre-LN "
-                   "model") != std::string::npos);
+                   "or norm-free model") != std::string::npos);
 }
 
 TEST_CASE("lens refuses bad input in one line, exit 2, writing nothing", "[cli][lens]") {

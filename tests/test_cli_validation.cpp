@@ -286,8 +286,9 @@ TEST_CASE("attnlab --version names the version, build type, compiler and -march=
 TEST_CASE("every subcommand's --help shows its switches without an arg placeholder, and the switches still work",
           "[cli][validation]") {
   const std::vector<std::pair<std::string, std::vector<std::string>>> switches = {
-      {"train", {"overwrite", "quiet", "check", "tie-embeddings", "parameter-free-attention", "nesterov", "decay-all"}},
-      {"gradcheck", {"tie-embeddings", "parameter-free-attention"}},
+      {"train", {"overwrite", "quiet", "check", "tie-embeddings", "parameter-free-attention", "attention-only", "no-bias",
+                 "nesterov", "decay-all"}},
+      {"gradcheck", {"tie-embeddings", "parameter-free-attention", "attention-only", "no-bias"}},
       {"bench", {"no-peak"}},
       {"predict", {"logits"}},
   };

@@ -80,6 +80,17 @@ std::vector<NamedVariant> variants() {
        },
        false},
       {"gelu, one head", [](TransformerConfig& c) { c.activation = Activation::gelu; c.n_heads = 1; }},
+      {"no norms", [](TransformerConfig& c) { c.norm = Norm::none; }},
+      {"attention-only", [](TransformerConfig& c) { c.attention_only = true; }},
+      {"attention-only post-LN", [](TransformerConfig& c) { c.attention_only = true; c.norm = Norm::post; }},
+      {"no biases, gelu", [](TransformerConfig& c) { c.no_bias = true; c.activation = Activation::gelu; }},
+      {"no norms, attention-only, no biases, rope",
+       [](TransformerConfig& c) {
+         c.norm = Norm::none;
+         c.attention_only = true;
+         c.no_bias = true;
+         c.positional = Positional::rope;
+       }},
   };
 }
 

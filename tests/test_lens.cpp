@@ -125,8 +125,8 @@ TEST_CASE("direct logit attribution on the hand-built model credits head 0, and 
   }
 }
 
-TEST_CASE("the last point's lens is the model's own output, bitwise, on every kind, pre-LN and post-LN") {
-  for (Norm norm : {Norm::pre, Norm::post})
+TEST_CASE("the last point's lens is the model's own output, bitwise, on every kind, pre-LN, post-LN and no norm") {
+  for (Norm norm : {Norm::pre, Norm::post, Norm::none})
     for (const TransformerConfig& c : random_configs(norm)) {
       auto model = make_model(c, 7);
       perturb(*model, 8);
@@ -140,7 +140,7 @@ TEST_CASE("the last point's lens is the model's own output, bitwise, on every ki
       const int64_t P = static_cast<int64_t>(r.points.size());
       REQUIRE(P == c.n_layers + 1);
       const Real* last = r.logits.data() + (P - 1) * logits.numel();
-      INFO(name_of(c.arch) << (norm == Norm::pre ? " pre" : " post"));
+      INFO(name_of(c.arch) << " " << name_of(norm));
       CHECK(std::equal(logits.data(), logits.data() + logits.numel(), last));
       CHECK_FALSE(std::equal(logits.data(), logits.data() + logits.numel(), r.logits.data()));
       // random_batch's inputs have 3, 4, 5 tokens and answers 2, 3, 4 (the encoder's 3, 4, 5).
@@ -151,26 +151,63 @@ TEST_CASE("the last point's lens is the model's own output, bitwise, on every ki
     }
 }
 
-TEST_CASE("the parts of each answer's logit sum to it on random pre-LN models of every kind") {
-  for (const TransformerConfig& c : random_configs(Norm::pre)) {
-    auto model = make_model(c, 21);
-    perturb(*model, 22);
-    const LensReading r = read_lens(*model, random_batch(c, 23));
-    REQUIRE(r.refused.empty());
-    int64_t answers = 0;
-    for (int32_t y : r.answers.data) answers += y != kIgnoreTarget;
-    REQUIRE(static_cast<int64_t>(r.attribution.size()) == answers);
-    for (const Attribution& at : r.attribution) {
-      double sum = 0;
-      for (const LogitPart& p : at.parts) sum += p.logit;
-      INFO(name_of(c.arch) << " example " << at.example << " position " << at.position);
-      CHECK(sum == Approx(at.logit).epsilon(1e-4).margin(1e-5));
-      const int64_t heads = c.parameter_free_attention ? 1 : c.n_heads;
-      const int64_t attentions = c.arch == Arch::seq2seq ? 2 : 1;
-      CHECK(static_cast<int64_t>(at.parts.size()) ==
-            2 + c.n_layers * (attentions * (heads + (c.parameter_free_attention ? 0 : 1)) + 1));
-    }
+namespace {
+
+// The parts of each answer's logit sum to it: per block each attention's heads
+// and out_proj bias (none without projections or biases), the MLP (none
+// attention-only), plus the embedding and the constant.
+void check_parts_sum(const TransformerConfig& c) {
+  auto model = make_model(c, 21);
+  perturb(*model, 22);
+  const LensReading r = read_lens(*model, random_batch(c, 23));
+  REQUIRE(r.refused.empty());
+  int64_t answers = 0;
+  for (int32_t y : r.answers.data) answers += y != kIgnoreTarget;
+  REQUIRE(static_cast<int64_t>(r.attribution.size()) == answers);
+  for (const Attribution& at : r.attribution) {
+    double sum = 0;
+    for (const LogitPart& p : at.parts) sum += p.logit;
+    INFO(c.to_json().dump() << " example " << at.example << " position " << at.position);
+    CHECK(sum == Approx(at.logit).epsilon(1e-4).margin(1e-5));
+    const int64_t heads = c.parameter_free_attention ? 1 : c.n_heads;
+    const int64_t attentions = c.arch == Arch::seq2seq ? 2 : 1;
+    const int64_t bias = c.parameter_free_attention || c.no_bias ? 0 : 1, mlp = c.attention_only ? 0 : 1;
+    CHECK(static_cast<int64_t>(at.parts.size()) == 2 + c.n_layers * (attentions * (heads + bias) + mlp));
+    if (c.norm == Norm::none) CHECK(at.inverse_scale == 1);  // no norm: no scale to freeze
   }
+}
+
+}  // namespace
+
+TEST_CASE("the parts of each answer's logit sum to it on random pre-LN models of every kind") {
+  for (const TransformerConfig& c : random_configs(Norm::pre)) check_parts_sum(c);
+}
+
+TEST_CASE("the parts sum to the logit without norms (through the head alone), attention-only and without biases") {
+  std::vector<TransformerConfig> configs = random_configs(Norm::none);
+  for (TransformerConfig c : random_configs(Norm::pre)) {
+    c.attention_only = true;
+    c.no_bias = !c.parameter_free_attention;
+    configs.push_back(c);
+    c.norm = Norm::none;
+    configs.push_back(c);
+  }
+  for (const TransformerConfig& c : configs) check_parts_sum(c);
+}
+
+TEST_CASE("an attention-only model's attribution has no MLP parts, one without biases no bias parts") {
+  TransformerConfig c = testing::model_config("seq2seq", 10, 12, 8, 2, 1, 16);
+  c.attention_only = true;
+  c.no_bias = true;
+  c.norm = Norm::none;
+  auto model = make_model(c, 4);
+  const LensReading r = read_lens(*model, random_batch(c, 5));
+  std::vector<std::string> names;
+  for (const LogitPart& p : r.attribution.at(0).parts) names.push_back(p.component);
+  CHECK(names == std::vector<std::string>{"decoder.embed", "decoder.blocks.0.self_attn.h0",
+                                          "decoder.blocks.0.self_attn.h1", "decoder.blocks.0.cross_attn.h0",
+                                          "decoder.blocks.0.cross_attn.h1", "constant"});
+  CHECK(part(r.attribution.at(0), "constant") == 0);  // no head bias, no final norm
 }
 
 TEST_CASE("seq2seq attribution reads the decoder's stream: self- and cross-attention heads, in forward order") {
@@ -194,8 +231,8 @@ TEST_CASE("a post-LN model gets the lens but no attribution, with the reason") {
   const LensReading r = read_lens(*model, random_batch(c, 5));
   CHECK(r.attribution.empty());
   CHECK(r.refused ==
-        "direct logit attribution needs a pre-LN model: a post-LN block renormalises the stream, so no sum of parts "
-        "gives the logit");
+        "direct logit attribution needs a pre-LN or norm-free model: a post-LN block renormalises the stream, so no "
+        "sum of parts gives the logit");
   CHECK(r.cells.size() == 2);
   CHECK(model->hooks().empty());
 }

@@ -2,7 +2,8 @@
 """attnlab lens against scripts/pytorch/torch_lens.py (a ctest test; needs torch, else skipped).
 
 Trains tiny runs of every model kind (encoder, decoder, seq2seq, a text language model; pre-LN,
-and post-LN, tied embeddings, parameter-free attention), then for a few inputs each runs
+post-LN and norm-free, tied embeddings, parameter-free attention, attention-only blocks, no biases),
+then for a few inputs each runs
 `attnlab lens --json --logits FILE` and computes the lens and the attribution of the same ids
 with PyTorch forward hooks on the checkpoint loaded by attnlab_torch: the lens's logits at every
 point and position, the probabilities and ranks attnlab reports, and every part of the
@@ -47,6 +48,11 @@ RUNS = [
     ("text_lm", ["--task", "text", "--file", TEXT, "--model", "decoder", "--seq-len", "16"], ["the ship", "the log book"]),
     ("encoder_parameter_free", ["--task", "copy", "--parameter-free-attention"] + SYMBOLS, ["3 1 2"]),
     ("decoder_post_ln", ["--task", "copy", "--model", "decoder", "--norm", "post"] + SYMBOLS, ["3 1 2"]),
+    # No norm: attribution through the head alone; attention-only: no MLP parts; no bias: no out_proj.bias parts.
+    ("decoder_norm_none_attention_only_no_bias", ["--task", "copy", "--model", "decoder", "--norm", "none",
+                                                  "--attention-only", "--no-bias"] + SYMBOLS, ["3 1 2"]),
+    ("seq2seq_norm_none_tied", ["--task", "reverse", "--model", "seq2seq", "--norm", "none", "--tie-embeddings"]
+     + SYMBOLS, ["3 1 2"]),
 ]
 
 
@@ -123,7 +129,8 @@ def main():
         for name, flags, texts in RUNS:
             run = os.path.join(work, name)
             heads = [] if "--parameter-free-attention" in flags else ["--heads", "2"]
-            r = subprocess.run([args.attnlab, "train", "--run", run] + TINY + heads + flags, capture_output=True, text=True)
+            tiny = TINY if "--attention-only" not in flags else [f for f in TINY if f not in ("--d-ff", "32")]
+            r = subprocess.run([args.attnlab, "train", "--run", run] + tiny + heads + flags, capture_output=True, text=True)
             if r.returncode != 0:
                 raise Failed(f"attnlab train {name} exited {r.returncode}: {r.stderr.strip()}")
             model = attnlab_torch.load(run)

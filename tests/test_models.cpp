@@ -466,6 +466,6 @@ TEST_CASE("config JSON round-trips, keeps defaults for missing keys and rejects 
                     "positional must be one of 'learned', 'none', 'rope', 'sinusoidal', got 'absolute'");
   CHECK_THROWS_WITH(TransformerConfig::from_json({{"arch", "gpt"}}),
                     "arch must be one of 'decoder', 'encoder', 'seq2seq', got 'gpt'");
-  CHECK_THROWS_WITH(TransformerConfig::from_json({{"norm", "middle"}}), "norm must be one of 'post', 'pre', got 'middle'");
+  CHECK_THROWS_WITH(TransformerConfig::from_json({{"norm", "middle"}}), "norm must be one of 'none', 'post', 'pre', got 'middle'");
   CHECK_THROWS_WITH(TransformerConfig::from_json({{"norm", 1}}), "config field 'norm' must be a string, got 1");
 }

@@ -85,12 +85,13 @@ TEST_CASE("every choice's name reads back as the choice, and an unknown name is 
   check_round_trip<ScheduleKind>();
   check_round_trip<OnNan>();
   CHECK(name_of(InitScheme::automatic) == "auto");
-  CHECK_THROWS_WITH(parse_choice<Norm>("norm", "mid"), "norm must be one of 'post', 'pre', got 'mid'");
-  CHECK_THROWS_WITH(parse_choice<Norm>("--norm", "mid", Naming::flag), "--norm must be one of post, pre, got 'mid'");
+  CHECK_THROWS_WITH(parse_choice<Norm>("norm", "mid"), "norm must be one of 'none', 'post', 'pre', got 'mid'");
+  CHECK_THROWS_WITH(parse_choice<Norm>("--norm", "mid", Naming::flag), "--norm must be one of none, post, pre, got 'mid'");
 }
 
 TEST_CASE("a choice option's --help lists every value of its table, in the table's order", "[options]") {
-  CHECK(choices_help<Norm>() == "pre (pre-LN) | post (post-LN, as in Vaswani et al.)");
+  CHECK(choices_help<Norm>() == "pre (pre-LN) | post (post-LN, as in Vaswani et al.) | none (no LayerNorm: each "
+                                 "sublayer x + f(x), no final norm)");
   CHECK(help_with_choices<Activation>("feed-forward activation: {}") == "feed-forward activation: relu | gelu");
   CHECK(help_with_choices<Activation>("some only") == "some only");
   TrainSettings s;

@@ -170,3 +170,18 @@ TEST_CASE("encoder-decoder (pre-LN, attention scale none, d_k != d_v, no positio
           "[parity][models]") {
   run_parity("model_seq2seq_pre_scale_none_dk_dv");
 }
+
+TEST_CASE("decoder-only LM without norms, attention-only, without biases matches PyTorch: logits, loss, gradients",
+          "[parity][models]") {
+  run_parity("model_decoder_none_attention_only_no_bias");
+}
+
+TEST_CASE("encoder-decoder without norms or biases (tied head, gelu) matches PyTorch: logits, loss, gradients",
+          "[parity][models]") {
+  run_parity("model_seq2seq_none_no_bias_tied");
+}
+
+TEST_CASE("encoder tagger, post-LN and attention-only, matches PyTorch: logits, loss, every gradient",
+          "[parity][models]") {
+  run_parity("model_encoder_post_attention_only");
+}

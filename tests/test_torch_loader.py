@@ -71,6 +71,15 @@ RUNS = [
     ("seq2seq_post_parameter_free_learned", ["--task", "reverse", "--model", "seq2seq", "--norm", "post",
                                              "--parameter-free-attention", "--positional", "learned",
                                              "--vocab", "6", "--min-len", "2", "--max-len", "4"], ("numbered", 6, 6)),
+    # The papers' options: no LayerNorm (Nanda et al.), attention-only blocks (Olsson et al.), no biases.
+    ("decoder_norm_none_attention_only_no_bias", ["--task", "reverse", "--model", "decoder", "--norm", "none",
+                                                  "--attention-only", "--no-bias", "--vocab", "6", "--min-len", "2",
+                                                  "--max-len", "4"], ("numbered", 6, 6)),
+    ("seq2seq_norm_none_no_bias_tied", ["--task", "copy", "--model", "seq2seq", "--norm", "none", "--no-bias",
+                                        "--tie-embeddings", "--vocab", "6", "--min-len", "2", "--max-len", "4"],
+     ("numbered", 6, 6)),
+    ("encoder_post_attention_only", ["--task", "reverse", "--model", "encoder", "--norm", "post", "--attention-only",
+                                     "--vocab", "6", "--min-len", "3", "--max-len", "5"], ("numbered", 6, 7)),
 ]
 
 
@@ -199,7 +208,8 @@ def check_run(exe, work, name, flags, gen, rng):
     run = os.path.join(work, name)
     heads = [] if "--parameter-free-attention" in flags else ["--heads", "2"]
     steps = [] if "--steps" in flags else ["--steps", "40", "--eval-every", "40"]
-    r = subprocess.run([exe, "train", "--run", run] + SMALL + heads + steps + flags, capture_output=True, text=True)
+    small = SMALL if "--attention-only" not in flags else [f for f in SMALL if f not in ("--d-ff", "32")]
+    r = subprocess.run([exe, "train", "--run", run] + small + heads + steps + flags, capture_output=True, text=True)
     if r.returncode != 0:
         raise Failed(f"attnlab train {name} exited {r.returncode}: {r.stderr.strip()}")
     model = attnlab_torch.load(run)

@@ -9,10 +9,11 @@ const ChoiceNames<Activation>& choice_names(Activation) {
   return names;
 }
 
-FeedForward::FeedForward(int64_t d, int64_t d_ff, Activation act, Real dropout_p, Rng& init, Rng& dropout_rng)
+FeedForward::FeedForward(int64_t d, int64_t d_ff, Activation act, Real dropout_p, Rng& init, Rng& dropout_rng,
+                         bool bias)
     : act_(act) {
-  fc1 = register_module("fc1", std::make_shared<Linear>(d, d_ff, init));
-  fc2 = register_module("fc2", std::make_shared<Linear>(d_ff, d, init));
+  fc1 = register_module("fc1", std::make_shared<Linear>(d, d_ff, init, bias));
+  fc2 = register_module("fc2", std::make_shared<Linear>(d_ff, d, init, bias));
   dropout = register_module("dropout", std::make_shared<Dropout>(dropout_p, dropout_rng));
 }
 

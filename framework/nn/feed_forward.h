@@ -12,9 +12,10 @@ namespace attnlab {
 
 class FeedForward : public Module {
  public:
-  // Children fc1 (d -> d_ff), fc2 (d_ff -> d), initialised in that order from
-  // `init` (see Linear), and `dropout` (no parameters) drawing from dropout_rng.
-  FeedForward(int64_t d, int64_t d_ff, Activation act, Real dropout, Rng& init, Rng& dropout_rng);
+  // Children fc1 (d -> d_ff), fc2 (d_ff -> d), with biases or (bias false)
+  // none, initialised in that order from `init` (see Linear), and `dropout`
+  // (no parameters) drawing from dropout_rng.
+  FeedForward(int64_t d, int64_t d_ff, Activation act, Real dropout, Rng& init, Rng& dropout_rng, bool bias = true);
 
   // x (..., d) -> (..., d).
   Var forward(const Var& x) const;

@@ -101,10 +101,11 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
     : opt_(resolve(options)), scale_(opt_.scale.value(opt_.d_k)), dropout_rng_(&dropout_rng) {
   if (!opt_.projections) return;
   const int64_t d = opt_.d_model, h = opt_.n_heads;
-  q_proj = register_module("q_proj", std::make_shared<Linear>(d, h * opt_.d_k, init));
-  k_proj = register_module("k_proj", std::make_shared<Linear>(opt_.kv_dim, h * opt_.d_k, init));
-  v_proj = register_module("v_proj", std::make_shared<Linear>(opt_.kv_dim, h * opt_.d_v, init));
-  out_proj = register_module("out_proj", std::make_shared<Linear>(h * opt_.d_v, d, init));
+  const bool b = opt_.bias;
+  q_proj = register_module("q_proj", std::make_shared<Linear>(d, h * opt_.d_k, init, b));
+  k_proj = register_module("k_proj", std::make_shared<Linear>(opt_.kv_dim, h * opt_.d_k, init, b));
+  v_proj = register_module("v_proj", std::make_shared<Linear>(opt_.kv_dim, h * opt_.d_v, init, b));
+  out_proj = register_module("out_proj", std::make_shared<Linear>(h * opt_.d_v, d, init, b));
 }
 
 // Fused projections. Self-attention projects one input three times, so its

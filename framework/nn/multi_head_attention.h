@@ -55,6 +55,7 @@ struct MultiHeadAttentionOptions {
   // the weighted average of the memory rows m_j themselves. n_heads, d_k and
   // d_v are then ignored, and kv_dim must be d.
   bool projections = true;
+  bool bias = true;     // false: the projections have no bias (ignored without projections)
   Real dropout = 0;     // on the attention weights, in training mode only (as torch)
   bool rope = false;    // rotate each head of q and k by position (rotary_heads; d_k even)
   int64_t kv_dim = 0;   // cross-attention memory width; 0 -> d
@@ -64,8 +65,8 @@ class MultiHeadAttention : public Module {
  public:
   // Checks and resolves the options (ValueError naming the values when they
   // are inconsistent). Children q_proj (d -> h·d_k), k_proj (kv_dim -> h·d_k),
-  // v_proj (kv_dim -> h·d_v), out_proj (h·d_v -> d), all with bias, are
-  // initialised from `init` in that order (see Linear). Keeps a pointer to
+  // v_proj (kv_dim -> h·d_v), out_proj (h·d_v -> d), all with bias or (options.bias
+  // false) none, are initialised from `init` in that order (see Linear). Keeps a pointer to
   // dropout_rng, which must outlive the module.
   MultiHeadAttention(const MultiHeadAttentionOptions& options, Rng& init, Rng& dropout_rng);
 

@@ -55,8 +55,10 @@ class LoadError(ValueError):
 CONFIG_FIELDS = {  # models/config.h, with the values this loader can build
     "arch": ("encoder", "decoder", "seq2seq"), "vocab_size": int, "max_len": int, "d_model": int, "n_heads": int,
     "n_layers": int, "d_ff": int, "d_k": int, "d_v": int, "positional": ("sinusoidal", "learned", "rope", "none"),
-    "norm": ("pre", "post"), "attn_scale": str, "activation": ("relu", "gelu"), "dropout": float,
+    "norm": ("pre", "post", "none"), "attn_scale": str, "activation": ("relu", "gelu"), "dropout": float,
     "attn_dropout": float, "tie_embeddings": bool, "parameter_free_attention": bool,
+    "attention_only": bool,  # blocks without the feed-forward (and its norm)
+    "no_bias": bool,  # Linear(bias=False) in attention, feed-forward and head
     "init": ("torch", "gpt2"),  # how the weights were drawn; loading does not depend on it
     "random_positions": int,  # P: evaluation positions spread over [0, P) (models/positions.h)
     "layout": ("special",),  # [bos] input [sep] answer [eos]; a --layout bare decoder is not mirrored here
@@ -114,6 +116,8 @@ def config_from_metadata(meta, path):
     cfg.setdefault("init", "torch")  # checkpoints written before --init existed
     cfg.setdefault("random_positions", 0)  # and before --random-positions
     cfg.setdefault("layout", "special")  # and before --layout
+    cfg.setdefault("attention_only", False)  # and before --attention-only
+    cfg.setdefault("no_bias", False)  # and before --no-bias
     rp = cfg["random_positions"]
     if isinstance(rp, int) and not isinstance(rp, bool) and rp != 0 and (rp < 0 or rp != cfg.get("max_len")):
         raise LoadError(f"{path}: model_config random_positions = {rp} is not 0 or max_len ({cfg.get('max_len')})")

@@ -37,7 +37,8 @@ def component_points(cfg, name):
     if mlp:
         return [(prefix + "mlp.out", 0, None)]
     attentions = ["self_attn", "cross_attn"] if stack == "decoder." else ["attn"]
-    return [(prefix + a + ".out", 0, None) for a in attentions] + [(prefix + "mlp.out", 0, None)]
+    mlp_out = [] if cfg.get("attention_only", False) else [(prefix + "mlp.out", 0, None)]
+    return [(prefix + a + ".out", 0, None) for a in attentions] + mlp_out
 
 
 def hook_on(model, point, function):

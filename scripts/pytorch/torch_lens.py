@@ -38,7 +38,8 @@ def _record(model, prefix, blocks, attentions):
     for i, block in enumerate(blocks):
         at = f"{prefix}blocks.{i}."
         handles.append(block.register_forward_hook(keep(at + "resid_post", "output")))
-        handles.append(block.ff.register_forward_hook(keep(at + "mlp", "output")))
+        if hasattr(block, "ff"):  # not attention-only
+            handles.append(block.ff.register_forward_hook(keep(at + "mlp", "output")))
         for a in attentions:
             attn = getattr(block, a)
             if model.attnlab_config["parameter_free_attention"]:
@@ -63,16 +64,20 @@ def _writes(model, seen, prefix, blocks, attentions):
                 cols = slice(h * width, (h + 1) * width)
                 write = z if free else z[..., cols] @ getattr(block, a).out_proj.weight[:, cols].T
                 out.append((f"{at}{a}.h{h}", write))
-            if not free:
+            if not free and getattr(block, a).out_proj.bias is not None:
                 out.append((f"{at}{a}.out_proj.bias", getattr(block, a).out_proj.bias.expand(*z.shape[:-1], cfg["d_model"])))
-        out.append((at + "mlp", seen[at + "mlp"]))
+        if at + "mlp" in seen:
+            out.append((at + "mlp", seen[at + "mlp"]))
     return out
 
 
 def _attribution(model, ln_f, writes, last, targets):
-    """[[(component, part)] at each answer position, example by example]."""
+    """[[(component, part)] at each answer position, example by example]; ln_f None (norm none): each
+    part through the head alone."""
     head_weight = model.tok_emb.weight if model.attnlab_config["tie_embeddings"] else model.head.weight
-    sigma = torch.sqrt(last.var(-1, unbiased=False, keepdim=True) + ln_f.eps)  # (B, T, 1), frozen
+    head_bias = getattr(model.head, "bias", None)
+    if ln_f is not None:
+        sigma = torch.sqrt(last.var(-1, unbiased=False, keepdim=True) + ln_f.eps)  # (B, T, 1), frozen
     out = []
     for b, row in enumerate(targets):
         for t, y in enumerate(row):
@@ -81,8 +86,12 @@ def _attribution(model, ln_f, writes, last, targets):
             parts = []
             for name, c in writes:
                 c = c[b, t]
-                parts.append((name, float(ln_f.weight * (c - c.mean()) / sigma[b, t] @ head_weight[y])))
-            parts.append(("constant", float(ln_f.bias @ head_weight[y] + model.head.bias[y])))
+                read = c if ln_f is None else ln_f.weight * (c - c.mean()) / sigma[b, t]
+                parts.append((name, float(read @ head_weight[y])))
+            constant = 0.0 if head_bias is None else float(head_bias[y])
+            if ln_f is not None:
+                constant += float(ln_f.bias @ head_weight[y])
+            parts.append(("constant", constant))
             out.append(parts)
     return out
 
@@ -101,7 +110,7 @@ def lens(model, inputs, targets):
     points = [prefix + "embed"] + [f"{prefix}blocks.{i}.resid_post" for i in range(len(blocks))]
     with torch.no_grad():
         logits = torch.stack([model.logits(ln_f(seen[p]) if ln_f is not None else seen[p]) for p in points])
-        if ln_f is None:
+        if model.attnlab_config["norm"] == "post":
             return points, logits, None
         writes = _writes(model, seen, prefix, blocks, attentions)
         return points, logits, _attribution(model, ln_f, writes, seen[points[-1]], targets)

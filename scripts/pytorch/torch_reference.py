@@ -113,10 +113,11 @@ class MultiHeadAttention(nn.Module):
         self.d_v = cfg["d_v"] or d // h
         self.scale = attention_scale(cfg["attn_scale"], self.d_k)
         self.rope = rope
-        self.q_proj = nn.Linear(d, h * self.d_k)
-        self.k_proj = nn.Linear(d, h * self.d_k)
-        self.v_proj = nn.Linear(d, h * self.d_v)
-        self.out_proj = nn.Linear(h * self.d_v, d)
+        bias = not cfg.get("no_bias", False)
+        self.q_proj = nn.Linear(d, h * self.d_k, bias=bias)
+        self.k_proj = nn.Linear(d, h * self.d_k, bias=bias)
+        self.v_proj = nn.Linear(d, h * self.d_v, bias=bias)
+        self.out_proj = nn.Linear(h * self.d_v, d, bias=bias)
 
     def forward(self, x, memory=None, causal=False, key_padding=None):
         mem = x if memory is None else memory
@@ -146,30 +147,41 @@ class MultiHeadAttention(nn.Module):
 class FeedForward(nn.Module):
     def __init__(self, cfg):
         super().__init__()
-        self.fc1 = nn.Linear(cfg["d_model"], cfg["d_ff"])
-        self.fc2 = nn.Linear(cfg["d_ff"], cfg["d_model"])
+        bias = not cfg.get("no_bias", False)
+        self.fc1 = nn.Linear(cfg["d_model"], cfg["d_ff"], bias=bias)
+        self.fc2 = nn.Linear(cfg["d_ff"], cfg["d_model"], bias=bias)
         self.act = F.relu if cfg["activation"] == "relu" else F.gelu
 
     def forward(self, x):
         return self.fc2(self.act(self.fc1(x)))
 
 
+def layer_norm(cfg):
+    """A block's norm: LayerNorm, or with norm "none" the identity (no parameters; then the
+    pre and post arrangements are both x + f(x))."""
+    return nn.Identity() if cfg["norm"] == "none" else nn.LayerNorm(cfg["d_model"], eps=1e-5)
+
+
+def residual(pre, ln, x, f):
+    """One sublayer: pre-LN x + f(ln(x)), post-LN ln(x + f(x))."""
+    return x + f(ln(x)) if pre else ln(x + f(x))
+
+
 class EncoderBlock(nn.Module):
+    """Self-attention + FF; attention_only: no ff and no ln2."""
+
     def __init__(self, cfg):
         super().__init__()
-        d = cfg["d_model"]
         self.pre = cfg["norm"] == "pre"
-        self.ln1 = nn.LayerNorm(d, eps=1e-5)
+        self.ln1 = layer_norm(cfg)
         self.attn = MultiHeadAttention(cfg, rope=cfg["positional"] == "rope")
-        self.ln2 = nn.LayerNorm(d, eps=1e-5)
-        self.ff = FeedForward(cfg)
+        if not cfg.get("attention_only", False):
+            self.ln2 = layer_norm(cfg)
+            self.ff = FeedForward(cfg)
 
     def forward(self, x, pad, causal=False):
-        if self.pre:
-            x = x + self.attn(self.ln1(x), causal=causal, key_padding=pad)
-            return x + self.ff(self.ln2(x))
-        x = self.ln1(x + self.attn(x, causal=causal, key_padding=pad))
-        return self.ln2(x + self.ff(x))
+        x = residual(self.pre, self.ln1, x, lambda h: self.attn(h, causal=causal, key_padding=pad))
+        return residual(self.pre, self.ln2, x, self.ff) if hasattr(self, "ff") else x
 
 
 class DecoderBlock(nn.Module):
@@ -177,23 +189,19 @@ class DecoderBlock(nn.Module):
 
     def __init__(self, cfg):
         super().__init__()
-        d = cfg["d_model"]
         self.pre = cfg["norm"] == "pre"
-        self.ln1 = nn.LayerNorm(d, eps=1e-5)
+        self.ln1 = layer_norm(cfg)
         self.self_attn = MultiHeadAttention(cfg, rope=cfg["positional"] == "rope")
-        self.ln2 = nn.LayerNorm(d, eps=1e-5)
+        self.ln2 = layer_norm(cfg)
         self.cross_attn = MultiHeadAttention(cfg, rope=False)
-        self.ln3 = nn.LayerNorm(d, eps=1e-5)
-        self.ff = FeedForward(cfg)
+        if not cfg.get("attention_only", False):
+            self.ln3 = layer_norm(cfg)
+            self.ff = FeedForward(cfg)
 
     def forward(self, x, pad, memory, memory_pad):
-        if self.pre:
-            x = x + self.self_attn(self.ln1(x), causal=True, key_padding=pad)
-            x = x + self.cross_attn(self.ln2(x), memory, key_padding=memory_pad)
-            return x + self.ff(self.ln3(x))
-        x = self.ln1(x + self.self_attn(x, causal=True, key_padding=pad))
-        x = self.ln2(x + self.cross_attn(x, memory, key_padding=memory_pad))
-        return self.ln3(x + self.ff(x))
+        x = residual(self.pre, self.ln1, x, lambda h: self.self_attn(h, causal=True, key_padding=pad))
+        x = residual(self.pre, self.ln2, x, lambda h: self.cross_attn(h, memory, key_padding=memory_pad))
+        return residual(self.pre, self.ln3, x, self.ff) if hasattr(self, "ff") else x
 
 
 class TiedHeadBias(nn.Module):
@@ -232,7 +240,11 @@ class Model(nn.Module):
                 self.decoder.ln_f = nn.LayerNorm(d, eps=1e-5)
         if pre and arch != "seq2seq":
             self.ln_f = nn.LayerNorm(d, eps=1e-5)
-        self.head = TiedHeadBias(V) if cfg["tie_embeddings"] else nn.Linear(d, V)
+        bias = not cfg.get("no_bias", False)
+        if cfg["tie_embeddings"]:
+            self.head = TiedHeadBias(V) if bias else nn.Module()  # no_bias: a tied head has no parameters
+        else:
+            self.head = nn.Linear(d, V, bias=bias)
 
     def embed(self, ids, positions=None):
         """Token embeddings plus positions' (by default 0..T-1; an index or indices otherwise)."""
@@ -246,7 +258,8 @@ class Model(nn.Module):
 
     def logits(self, h):
         if self.cfg["tie_embeddings"]:
-            return h @ self.tok_emb.weight.t() + self.head.bias
+            out = h @ self.tok_emb.weight.t()
+            return out + self.head.bias if hasattr(self.head, "bias") else out
         return self.head(h)
 
     def forward(self, inp):
@@ -362,6 +375,15 @@ CASES = [
     ("model_seq2seq_pre_scale_none_dk_dv",
      base_config(arch="seq2seq", attn_scale="none", d_k=6, d_v=3, positional="none", activation="gelu"), 0.0,
      [(3, 2), (5, 4), (2, 3)]),
+    # The papers' options: no LayerNorm (Nanda et al.), attention-only blocks (Olsson et al.), no biases.
+    ("model_decoder_none_attention_only_no_bias",
+     base_config(arch="decoder", norm="none", attention_only=True, no_bias=True, positional="learned"), 0.0,
+     [(3, 3), (1, 2), (2, 1)]),
+    ("model_seq2seq_none_no_bias_tied",
+     base_config(arch="seq2seq", norm="none", no_bias=True, tie_embeddings=True, activation="gelu"), 0.0,
+     [(4, 3), (2, 4), (3, 1)]),
+    ("model_encoder_post_attention_only", base_config(arch="encoder", norm="post", attention_only=True), 0.0,
+     [(5, 5), (3, 3), (4, 2)]),
 ]
 
 

@@ -94,3 +94,54 @@ TEST_CASE("encoder-decoder gradients: post-LN, rope, linear scale, gelu, label s
   c.activation = Activation::gelu;
   check_model(c, 0.1);
 }
+
+// The papers' options (models/config.h): no LayerNorm, attention-only blocks, no biases.
+
+TEST_CASE("encoder tagger gradients: no norms, attention-only, no biases", "[gradcheck][models]") {
+  TransformerConfig c = tiny("encoder");
+  c.norm = Norm::none;
+  c.attention_only = true;
+  c.no_bias = true;
+  check_model(c);
+}
+
+TEST_CASE("decoder LM gradients: no norms, learned positions, tied, gelu", "[gradcheck][models]") {
+  TransformerConfig c = tiny("decoder");
+  c.norm = Norm::none;
+  c.positional = Positional::learned;
+  c.tie_embeddings = true;
+  c.activation = Activation::gelu;
+  check_model(c);
+}
+
+TEST_CASE("decoder LM gradients: attention-only, no biases, rope", "[gradcheck][models]") {
+  TransformerConfig c = tiny("decoder");
+  c.attention_only = true;
+  c.no_bias = true;
+  c.positional = Positional::rope;
+  check_model(c);
+}
+
+TEST_CASE("encoder-decoder gradients: no norms, attention-only, no biases, tied", "[gradcheck][models]") {
+  TransformerConfig c = tiny("seq2seq");
+  c.norm = Norm::none;
+  c.attention_only = true;
+  c.no_bias = true;
+  c.tie_embeddings = true;
+  check_model(c);
+}
+
+TEST_CASE("encoder-decoder gradients: post-LN attention-only (ln1, ln2 around the two attentions)",
+          "[gradcheck][models]") {
+  TransformerConfig c = tiny("seq2seq");
+  c.norm = Norm::post;
+  c.attention_only = true;
+  check_model(c);
+}
+
+TEST_CASE("encoder-decoder gradients: no biases with the feed-forward, gelu", "[gradcheck][models]") {
+  TransformerConfig c = tiny("seq2seq");
+  c.no_bias = true;
+  c.activation = Activation::gelu;
+  check_model(c);
+}
