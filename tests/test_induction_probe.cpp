@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
 #include <set>
 
 #include "framework/error.h"
@@ -159,6 +160,20 @@ TEST_CASE("the induction probe's layout: [bos] for a decoder, none bare or for t
   CHECK_THROWS_WITH(induction_layout(*make_task(s.task), s.model),
                     Catch::Contains("--probe-induction repeats a sequence of at least 2 distinct symbols, but task "
                                     "'copy' has 2 symbols and training sequences of length 3"));
+}
+
+TEST_CASE("on text the induction probe repeats characters with no [bos], within the training window", "[induction]") {
+  TempDir dir("induction-text-layout");
+  std::ofstream(dir / "text.txt") << "the quick brown fox jumps over the lazy dog, again and again and again\n";
+  TrainSettings s = default_settings();
+  s.task.name = "text";
+  s.task.file = dir / "text.txt";
+  s.task.seq_len = 12;
+  s.model.arch = Arch::decoder;
+  finalize(s);
+  const InductionLayout l = induction_layout(*make_task(s.task), s.model);
+  CHECK(l.first == 0);
+  CHECK(l.n == 6);  // min(32, the characters, 12 / 2)
 }
 
 TEST_CASE("the induction batch: [bos], n distinct task symbols, the same n again; one seed, one batch", "[induction]") {
