@@ -68,8 +68,8 @@ TEST_CASE("a resumed run keeps the induction rows through its checkpoint and wri
   check_resume_rewrites(flags, "probe_induction.csv", 6, 3, text);
 }
 
-TEST_CASE("a modular run writes embedding_fourier.csv at each evaluation; resumed, the rows after its checkpoint "
-          "are written again once", "[cli][fourier]") {
+TEST_CASE("a modular run writes embedding_fourier.csv at each evaluation, and resumed writes the rows after its "
+          "checkpoint again, once", "[cli][fourier]") {
   TempDir dir("fourier_whole");
   const std::string flags = std::string(kModular) + " --eval-every 2";
   Result whole = run_attnlab("train" + flags + " --steps 5 --run " + (dir / "whole"));

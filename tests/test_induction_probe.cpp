@@ -39,7 +39,7 @@ void one_hot_rows(Tensor& w, int64_t head, const std::function<int64_t(int64_t)>
 
 }  // namespace
 
-TEST_CASE("a previous-token head scores previous_token 1 and prefix_matching 0; an induction head the reverse",
+TEST_CASE("a previous-token head scores previous_token 1 and prefix_matching 0, an induction head the reverse",
           "[induction]") {
   const int64_t first = 1, n = 4, T = first + 2 * n;  // [bos] x0..x3 x0..x3
   Tensor w({2, 2, T, T});
@@ -124,7 +124,7 @@ TEST_CASE("the Fourier norms keep Parseval's sum for odd and even p", "[fourier]
   CHECK_THROWS_AS(fourier_norms(Tensor({5})), ShapeError);
 }
 
-TEST_CASE("the induction probe's layout: [bos] for a decoder, none bare or for text; n fits training's positions",
+TEST_CASE("the induction probe's layout: bos for a decoder, none bare or for text, n fits training's positions",
           "[induction]") {
   TrainSettings s = testing::tiny_reverse_settings();  // reverse over 4 symbols of length 4
   s.model.arch = Arch::decoder;
@@ -162,7 +162,7 @@ TEST_CASE("the induction probe's layout: [bos] for a decoder, none bare or for t
                                     "'copy' has 2 symbols and training sequences of length 3"));
 }
 
-TEST_CASE("on text the induction probe repeats characters with no [bos], within the training window", "[induction]") {
+TEST_CASE("on text the induction probe repeats characters with no bos, within the training window", "[induction]") {
   TempDir dir("induction-text-layout");
   std::ofstream(dir / "text.txt") << "the quick brown fox jumps over the lazy dog, again and again and again\n";
   TrainSettings s = default_settings();
@@ -176,7 +176,7 @@ TEST_CASE("on text the induction probe repeats characters with no [bos], within 
   CHECK(l.n == 6);  // min(32, the characters, 12 / 2)
 }
 
-TEST_CASE("the induction batch: [bos], n distinct task symbols, the same n again; one seed, one batch", "[induction]") {
+TEST_CASE("the induction batch: bos, n distinct task symbols, the same n again, one seed, one batch", "[induction]") {
   InductionLayout l;
   l.first = 1;
   l.n = 5;
