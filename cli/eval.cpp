@@ -2,6 +2,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -41,13 +42,23 @@ void print_examples(const EvalReport& r) {
   }
 }
 
+// The in-context figures of a language model, when its windows have both parts.
+bool has_in_context(const LmScore& lm) { return std::isfinite(lm.in_context_loss); }
+
 void print_text(const EvalReport& r, bool file_task) {
   std::cout << std::fixed << std::setprecision(2) << "run " << r.run_path << " (step " << r.step << "), ";
   if (r.lm) {
+    const std::string unit = r.task->token_unit();
+    const bool chars = unit == "character";
     std::cout << r.count << " " << r.evaluated << "\n"
-              << std::setprecision(4) << "loss               " << r.lm->loss << " nats per character\n"
-              << "bits per character " << r.lm->bits_per_token << "\n"
-              << std::setprecision(2) << "next-char accuracy " << 100 * r.lm->token << "%\n";
+              << std::setprecision(4) << "loss               " << r.lm->loss << " nats per " << unit << "\n"
+              << (chars ? "bits per character " : "bits per token     ") << r.lm->bits_per_token << "\n"
+              << std::setprecision(2) << (chars ? "next-char accuracy " : "next-token accuracy ") << 100 * r.lm->token
+              << "%\n";
+    if (has_in_context(*r.lm))
+      std::cout << std::setprecision(4) << "in-context loss    " << r.lm->in_context_loss << " nats (late "
+                << r.lm->late_loss << " - early " << r.lm->early_loss << ")\n"
+                << std::setprecision(2) << "late accuracy      " << 100 * r.lm->late_token << "%\n";
     return;
   }
   std::cout << r.count << (file_task ? " " : " examples, ") << r.evaluated << "\n"
@@ -60,10 +71,17 @@ void print_text(const EvalReport& r, bool file_task) {
 void print_json(const EvalReport& r) {
   nlohmann::json out = {{"run", r.run_path}, {"step", r.step}, {"evaluated", r.evaluated}};
   if (r.lm) {
-    out["characters"] = r.count;
+    const bool chars = r.task->token_unit() == "character";
+    out[chars ? "characters" : "tokens"] = r.count;
     out["loss"] = r.lm->loss;
-    out["bits_per_character"] = r.lm->bits_per_token;
-    out["next_char_accuracy"] = r.lm->token;
+    out[chars ? "bits_per_character" : "bits_per_token"] = r.lm->bits_per_token;
+    out[chars ? "next_char_accuracy" : "next_token_accuracy"] = r.lm->token;
+    if (has_in_context(*r.lm)) {
+      out["in_context_loss"] = r.lm->in_context_loss;
+      out["early_loss"] = r.lm->early_loss;
+      out["late_loss"] = r.lm->late_loss;
+      out["late_token_accuracy"] = r.lm->late_token;
+    }
   } else {
     out["examples_evaluated"] = r.count;
     out["exact_match"] = r.accuracy->exact;
@@ -97,7 +115,7 @@ HeldOut heldout_at_length(const TrainSettings& s, int64_t length, int64_t n) {
 void score_own_heldout(LoadedRun& loaded, EvalReport& r) {
   const Task& task = *loaded.task;
   if (task.language_model()) {
-    r.lm = lm_score(*loaded.model, *r.examples, 64);
+    r.lm = lm_score(*loaded.model, task, *r.examples, 64);
     r.count = static_cast<size_t>(r.lm->tokens);
     r.evaluated = "held-out characters (the end of " + task.config().file + ")";
     return;
@@ -133,6 +151,13 @@ void score(LoadedRun& loaded, EvalReport& r, EvalSets& sets, int64_t length, int
   sets.heldout = length > 0 ? heldout_at_length(s, length, n) : make_heldout(*loaded.task, n, derive_seed(s.seed, kHeldoutStream));
   r.evaluated = length > 0 ? "inputs of length " + std::to_string(length) : "the held-out set";
   r.examples = &sets.heldout.examples();
+  if (loaded.task->language_model()) {  // repeat: windows drawn like the held-out set, scored by loss
+    r.lm = lm_score(*loaded.model, *loaded.task, sets.heldout.examples(), 64);
+    r.count = static_cast<size_t>(r.lm->tokens);
+    r.evaluated = "held-out tokens (" + std::to_string(sets.heldout.size()) + " windows" +
+                  (length > 0 ? " with sequences of length " + std::to_string(length) : "") + ")";
+    return;
+  }
   r.accuracy = greedy_accuracy(*loaded.model, sets.heldout.examples(), 256, &r.predictions);
   r.count = sets.heldout.size();
 }

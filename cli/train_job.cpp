@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <cmath>
 #include <csignal>
 
 #include <iostream>
@@ -143,10 +144,17 @@ void write_summary(const TrainOutcome& out, const TrainState& state, const RunDi
     summary["comm_bytes_sent_per_step"] = sent;
     summary["comm_seconds_per_step"] = state.step_traffic.seconds / steps;
   }
-  if (held.language_model) {
-    summary["heldout_loss"] = held.lm.loss;
+  if (std::isfinite(held.loss)) summary["heldout_loss"] = held.loss;  // teacher-forced, every task
+  if (held.language_model && state.task().token_unit() == "character") {
     summary["heldout_bits_per_char"] = held.lm.bits_per_token;
     summary["heldout_chars"] = held.lm.tokens;
+  } else if (held.language_model) {
+    summary["heldout_bits_per_token"] = held.lm.bits_per_token;
+    summary["heldout_tokens"] = held.lm.tokens;
+  }
+  if (std::isfinite(held.lm.in_context_loss)) {
+    summary["heldout_in_context_loss"] = held.lm.in_context_loss;
+    summary["heldout_late_token_acc"] = held.lm.late_token;
   }
   write_file_atomic(run.summary_path(), summary.dump(2) + "\n");
 }
@@ -154,10 +162,16 @@ void write_summary(const TrainOutcome& out, const TrainState& state, const RunDi
 void print_result(const TrainOutcome& out, const TrainState& state, const RunDir& run) {
   const HeldoutScore& held = out.heldout;
   if (held.language_model) {
+    const std::string unit = state.task().token_unit();
     std::cout << "held-out loss " << fixed(held.lm.loss, 4) << " nats = " << fixed(held.lm.bits_per_token, 3)
-              << " bits per character, next-character accuracy " << fixed(100 * held.lm.token, 1) << "% on "
-              << held.lm.tokens << " characters after " << out.last_step << " steps (" << fixed(out.seconds, 1)
-              << " s)\nrun directory: " << run.path() << "\n";
+              << " bits per " << unit << ", next-" << unit << " accuracy " << fixed(100 * held.lm.token, 1) << "% on "
+              << held.lm.tokens << " " << unit << "s after " << out.last_step << " steps (" << fixed(out.seconds, 1)
+              << " s)\n";
+    if (std::isfinite(held.lm.in_context_loss))
+      std::cout << "in-context loss " << fixed(held.lm.in_context_loss, 4) << " nats (late " << fixed(held.lm.late_loss, 4)
+                << " - early " << fixed(held.lm.early_loss, 4) << "), late-" << unit << " accuracy "
+                << fixed(100 * held.lm.late_token, 1) << "%\n";
+    std::cout << "run directory: " << run.path() << "\n";
     return;
   }
   std::cout << "held-out exact match " << fixed(100 * held.accuracy.exact, 1) << "%, token accuracy "

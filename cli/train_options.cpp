@@ -28,9 +28,9 @@ struct TaskOption {
   std::vector<std::string> tasks;
 };
 const TaskOption kTaskOptions[] = {
-    {"vocab", {"copy", "reverse", "sort", "duplicate", "induction", "recall"}},
-    {"min-len", {"copy", "reverse", "sort", "duplicate", "induction", "recall"}},
-    {"max-len", {"copy", "reverse", "sort", "duplicate", "induction", "recall"}},
+    {"vocab", {"copy", "reverse", "sort", "duplicate", "induction", "recall", "repeat"}},
+    {"min-len", {"copy", "reverse", "sort", "duplicate", "induction", "recall", "repeat"}},
+    {"max-len", {"copy", "reverse", "sort", "duplicate", "induction", "recall", "repeat"}},
     {"digits", {"add"}},
     {"span", {"induction"}},
     {"file", {"pairs", "text"}},

@@ -1,6 +1,6 @@
 #pragma once
 // Internal to datasets/: the constructors of the attention probes (induction,
-// recall) and of the tasks read from files (pairs, text), one .cpp each.
+// recall, repeat) and of the tasks read from files (pairs, text), one .cpp each.
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -13,6 +13,7 @@ namespace attnlab {
 
 std::unique_ptr<Task> make_induction_task(const TaskConfig& config);
 std::unique_ptr<Task> make_recall_task(const TaskConfig& config);
+std::unique_ptr<Task> make_repeat_task(const TaskConfig& config);
 std::unique_ptr<Task> make_pairs_task(const TaskConfig& config);
 std::unique_ptr<Task> make_text_task(const TaskConfig& config);
 std::unique_ptr<Task> make_modular_task(const TaskConfig& config);

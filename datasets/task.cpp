@@ -27,6 +27,7 @@ const TaskEntry kTasks[] = {
     {"duplicate", make_duplicate_task},
     {"induction", make_induction_task},
     {"recall", make_recall_task},
+    {"repeat", make_repeat_task},
     {"modular", make_modular_task},
     {"pairs", make_pairs_task},
     {"text", make_text_task},
@@ -73,6 +74,9 @@ void TaskConfig::validate() const {
   if (seq_len < 1 || seq_len > kMaxLen)
     throw ValueError("task seq_len = " + std::to_string(seq_len) + " is invalid; expected 1.." +
                      std::to_string(kMaxLen));
+  if (name == "repeat" && min_len < 2)
+    throw ValueError("--task repeat needs --min-len >= 2 (a symbol to predict from its earlier occurrence), got " +
+                     std::to_string(min_len));
   if (name == "modular") check_modular(*this);
   if (name == "pairs" || name == "text") {
     if (file.empty()) throw ValueError("task " + name + " reads its examples from a file: give --file PATH");

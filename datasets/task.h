@@ -24,6 +24,10 @@
 //              cue); output: the `span` symbols that followed the cue.
 //   recall     input: n key-value pairs then a query key; output: the key
 //              again and its value.
+// A language model of in-context copying (datasets/repeat.cpp):
+//   repeat     windows r r: L random symbols and the same L again, every
+//              position predicting the next; the repeat is predictable only
+//              from context (an induction head).
 // A fixed set of all pairs (datasets/modular.cpp), see docs/data.md:
 //   modular    input "a op b =", output the one residue a op b mod p; trains on
 //              a seeded fraction of the pairs and holds out exactly the rest.
@@ -69,6 +73,13 @@ struct TaskConfig {
   // that is not prime, train_fraction outside (0, 1), or one that leaves no
   // training pair or no held-out pair (round(f × pairs) is 0 or all).
   void validate() const;
+};
+
+// How the in-context loss splits a language model's window of targets
+// (training/evaluate.h): the early targets are [0, early_end), the late ones
+// [late_begin, end).
+struct ContextSplit {
+  int64_t early_end = 0, late_begin = 0;
 };
 
 // One example in model token ids (specials offset already applied).
@@ -122,6 +133,12 @@ class Task {
   // A language model (text): examples are windows trained with
   // format_batch(BatchFormat::lm, ...) and scored by loss, not by greedy exact match.
   virtual bool language_model() const { return false; }
+  // What a language model's token is in messages: "character" (text), "token".
+  virtual std::string token_unit() const { return "token"; }
+  // A language model's window of `targets` targets as the in-context loss
+  // compares it (late minus early, Olsson et al. 2022): its halves, or as the
+  // task knows its windows (repeat: the first copy against the repeat).
+  virtual ContextSplit in_context_split(int64_t targets) const { return {targets / 2, targets / 2}; }
   // A language model's text as token ids, split as it is trained on and held
   // out: {training part, held-out part}; both empty for other tasks (or when
   // the file is gone).
@@ -146,8 +163,8 @@ std::unique_ptr<Task> make_task(const TaskConfig& config);
 // The algorithmic suite, in a fixed order: copy, reverse, sort, add, duplicate.
 std::vector<std::string> task_names();
 // Every task make_task builds: the suite, then induction and recall (generated
-// probes of attention), modular (a fixed set of pairs), then pairs and text
-// (read from files).
+// probes of attention), repeat (in-context copying), modular (a fixed set of
+// pairs), then pairs and text (read from files).
 std::vector<std::string> all_task_names();
 
 // (input, output) pairs, the form models/batch.h's format_batch takes.

@@ -81,6 +81,7 @@ class TextTask : public Task {
   // Empty (never null) when the file is gone: callers may ask whether the task is a file task.
   const std::vector<Example>* own_heldout() const override { return &heldout_; }
   bool language_model() const override { return true; }
+  std::string token_unit() const override { return "character"; }
   std::pair<std::vector<int32_t>, std::vector<int32_t>> text_split() const override {
     const auto cut = tokens_.begin() + train_len_;
     return {{tokens_.begin(), cut}, {cut, tokens_.end()}};

@@ -91,7 +91,7 @@ TEST_CASE("task and model options the run would ignore are refused when given on
   const std::string pairs = small_pairs_file(dir), held = write_file(dir / "held.tsv", "a b\tb a\n");
   const std::string run = dir / "run";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--task add --vocab 5", "--vocab applies to --task copy, reverse, sort, duplicate, induction and recall, not add"},
+      {"--task add --vocab 5", "--vocab applies to --task copy, reverse, sort, duplicate, induction, recall and repeat, not add"},
       {"--task add --min-len 3", "--min-len applies to"},
       {"--task add --max-len 9", "--max-len applies to"},
       {"--task copy --digits 2", "--digits applies to --task add, not copy"},

@@ -2,11 +2,12 @@
 """`attnlab report`'s verdicts, run table and notes on what is uncertain, in headless Chromium
 (a ctest test; needs chromium, else skipped).
 
-Trains tiny runs (a text language model, a copy run with --target 0, a solved copy run, an
+Trains tiny runs (a text language model, a repeat language model, a copy run with --target 0, a solved copy run, an
 unsolved reverse run), writes their reports and checks, in the page:
   - a language model's verdict gives summary.json's held-out bits per character and the unigram
     and bigram baselines, equal to those computed here from the run's text and split, and says
-    nothing of exact match; --target 0 says "no target set" and metrics.csv's best held-out exact
+    nothing of exact match; a repeat model's verdict gives its in-context loss and late-token accuracy
+    and no baselines; --target 0 says "no target set" and metrics.csv's best held-out exact
     match; an unsolved run says "not solved" and no -1 is on the page; a solved run's verdict names
     summary.json's solved_at_step;
   - the run table: each summary.json figure once, labelled in words, rounded, with its raw value in
@@ -161,6 +162,21 @@ def check_text_lm(exe_browser, exe, tmp, artifacts):
     check_settings(exe, "textlm", glance, run, flags[:-2] + ["--run", run])
 
 
+def check_repeat_lm(exe_browser, exe, tmp, artifacts):
+    """A language model of tokens (repeat): its in-context loss and late-token accuracy, no baselines, no exact match."""
+    run = os.path.join(tmp, "repeatlm")
+    flags = ["--task", "repeat", "--vocab", "6", "--min-len", "3", "--max-len", "6", "--model", "decoder", *TINY, "--run", run]
+    attnlab(exe, "train", *flags)
+    (glance,), _ = page_glance(exe_browser, report(exe, run), artifacts)
+    summary = json.load(open(os.path.join(run, "summary.json")))
+    want = (f"in-context loss {rounded(summary['heldout_in_context_loss'])} nats (the late tokens' loss less the early "
+            f"ones'); late-token accuracy {rounded(summary['heldout_late_token_acc'])}")
+    check(glance["kind"] == "in-context" and glance["verdict"] == want,
+          f"repeatlm: verdict {glance['verdict']!r} ({glance['kind']}), expected {want!r}")
+    check(not glance["baselines"], f"repeatlm: text baselines shown for a repeat run: {glance['baselines']}")
+    check_figures("repeatlm", glance, summary)
+
+
 def check_targets(exe_browser, exe, tmp, artifacts):
     """--target 0: "no target set" and the best held-out figure; solved: its step; unsolved: "not solved", no -1."""
     runs = {"notarget": ["--task", "copy", "--model", "encoder", "--target", "0"],
@@ -281,6 +297,7 @@ def check_refusal(exe, tmp):
 
 def checks(args, exe_browser, tmp):
     check_text_lm(exe_browser, args.attnlab, tmp, args.artifacts)
+    check_repeat_lm(exe_browser, args.attnlab, tmp, args.artifacts)
     check_targets(exe_browser, args.attnlab, tmp, args.artifacts)
     check_notes(exe_browser, args.attnlab, tmp, args.artifacts)
     check_old_run(exe_browser, args.attnlab, tmp, args.artifacts)

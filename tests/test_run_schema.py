@@ -22,7 +22,8 @@ from checks import check, verdict
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["--d-model", "8", "--heads", "2", "--layers", "1", "--d-ff", "16", "--steps", "2", "--eval-every", "1",
         "--batch-size", "2", "--quiet", "--threads", "1"]
-ALL_SUMMARY_KEYS = schema.SUMMARY_KEYS + schema.SUMMARY_KEYS_DISTRIBUTED + schema.SUMMARY_KEYS_LANGUAGE_MODEL
+ALL_SUMMARY_KEYS = (schema.SUMMARY_KEYS + schema.SUMMARY_KEYS_DISTRIBUTED + schema.SUMMARY_KEYS_LANGUAGE_MODEL +
+                    schema.SUMMARY_KEYS_TOKEN_MODEL + schema.SUMMARY_KEYS_IN_CONTEXT)
 
 
 def function_body(signature):
@@ -92,8 +93,8 @@ def runs(exe):
         check(header == schema.PROBE_SHARPNESS_COLUMNS, "its probe_sharpness.csv has the schema's columns", f"run: {header}")
         text = os.path.join(ROOT, "data", "text", "logbook.txt")
         summary, header = train(exe, work, "lm", ["--task", "text", "--file", text, "--seq-len", "8", "--model", "decoder"])
-        want = schema.SUMMARY_KEYS + schema.SUMMARY_KEYS_LANGUAGE_MODEL
-        check(sorted(summary) == sorted(want), "a language model's summary.json has the schema's keys and its own three",
+        want = schema.SUMMARY_KEYS + schema.SUMMARY_KEYS_LANGUAGE_MODEL + schema.SUMMARY_KEYS_IN_CONTEXT
+        check(sorted(summary) == sorted(want), "a character language model's summary.json has the schema's keys and its own",
               f"run: {sorted(summary)}\nschema: {sorted(want)}")
         check(header == schema.METRICS_COLUMNS, "its metrics.csv has the schema's columns", f"run: {header}")
         train(exe, work, "decoder", ["--task", "copy", "--vocab", "4", "--min-len", "2", "--max-len", "3", "--model",
@@ -105,6 +106,11 @@ def runs(exe):
         header = header_of(work, "modular", schema.EMBEDDING_FOURIER)
         check(header == schema.EMBEDDING_FOURIER_COLUMNS, "a modular run's embedding_fourier.csv has the schema's columns",
               f"run: {header}")
+        summary, header = train(exe, work, "repeat", ["--task", "repeat", "--vocab", "4", "--min-len", "3", "--max-len", "6",
+                                                      "--model", "decoder"])
+        want = schema.SUMMARY_KEYS + schema.SUMMARY_KEYS_TOKEN_MODEL + schema.SUMMARY_KEYS_IN_CONTEXT
+        check(sorted(summary) == sorted(want), "a token language model's summary.json has the schema's keys and its own",
+              f"run: {sorted(summary)}\nschema: {sorted(want)}")
 
 
 def report():

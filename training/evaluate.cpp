@@ -15,6 +15,36 @@ void check_stop(const StopCheck& stop) {
   if (stop && stop()) throw EvaluationAbandoned();
 }
 
+// The cross-entropy of target (b, t) under logits (B, T, V), in double: log
+// of the row's sum of exponentials less the target's logit.
+double target_loss(const Tensor& logits, int64_t row, int32_t target) {
+  const int64_t V = logits.size(-1);
+  const Real* x = logits.data() + row * V;
+  const double top = *std::max_element(x, x + V);
+  double sum = 0;
+  for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(x[v]) - top);
+  return top + std::log(sum) - static_cast<double>(x[target]);
+}
+
+bool argmax_is(const Tensor& logits, int64_t row, int32_t target) {
+  const int64_t V = logits.size(-1);
+  const Real* x = logits.data() + row * V;
+  return std::max_element(x, x + V) - x == target;
+}
+
+// The summed loss and count of every target of `batch` (-100 ignored), from
+// a forward pass without a graph.
+void add_teacher_forced_loss(SequenceModel& model, const FormattedBatch& batch, BatchFigures& f) {
+  NoGradGuard no_grad;
+  const Tensor logits = model.forward(batch.input).value();  // (B, T, V)
+  for (size_t i = 0; i < batch.targets.data.size(); ++i) {
+    const int32_t y = batch.targets.data[i];
+    if (y == kIgnoreTarget) continue;
+    f.loss += target_loss(logits, static_cast<int64_t>(i), y);
+    ++f.loss_tokens;
+  }
+}
+
 }  // namespace
 
 Accuracy teacher_forced_accuracy(const Tensor& logits, const IntTensor& targets) {
@@ -50,6 +80,13 @@ BatchFigures greedy_batch(SequenceModel& model, const std::vector<Example>& exam
     budgets.push_back(decoding_budget(examples[i].output.size(), model.config()));
   }
   auto outputs = model.greedy(sources, budgets);
+  BatchFigures f;
+  {
+    TokenPairs pairs;
+    for (size_t i = begin; i < end; ++i) pairs.emplace_back(examples[i].input, examples[i].output);
+    InferenceGuard guard(model);
+    add_teacher_forced_loss(model, format_batch(batch_format(model.config(), false), pairs), f);
+  }
   int64_t tokens = 0, right = 0, exact = 0;
   for (size_t i = begin; i < end; ++i) {
     const auto& want = examples[i].output;
@@ -60,7 +97,10 @@ BatchFigures greedy_batch(SequenceModel& model, const std::vector<Example>& exam
     exact += got == want;
     if (predictions) predictions->push_back(std::move(got));
   }
-  return {static_cast<double>(right), static_cast<double>(tokens), static_cast<double>(exact)};
+  f.right = static_cast<double>(right);
+  f.tokens = static_cast<double>(tokens);
+  f.exact = static_cast<double>(exact);
+  return f;
 }
 
 Accuracy greedy_accuracy(SequenceModel& model, const std::vector<Example>& examples, int64_t batch_size,
@@ -80,7 +120,7 @@ Accuracy greedy_totals(const std::vector<BatchFigures>& batches, int64_t sequenc
   for (const BatchFigures& b : batches) {
     right += static_cast<int64_t>(b.right);
     tokens += static_cast<int64_t>(b.tokens);
-    exact += static_cast<int64_t>(b.exact_or_loss);
+    exact += static_cast<int64_t>(b.exact);
   }
   Accuracy acc;
   acc.sequences = sequences;
@@ -89,46 +129,87 @@ Accuracy greedy_totals(const std::vector<BatchFigures>& batches, int64_t sequenc
   return acc;
 }
 
-BatchFigures lm_batch(SequenceModel& model, const std::vector<Example>& windows, size_t begin, size_t end) {
+BatchFigures lm_batch(SequenceModel& model, const Task& task, const std::vector<Example>& windows, size_t begin,
+                      size_t end) {
   TokenPairs pairs;
   for (size_t i = begin; i < end; ++i) pairs.emplace_back(windows[i].input, windows[i].output);
-  FormattedBatch batch = format_batch(BatchFormat::lm, pairs);
-  Var logits = model.forward(batch.input);
-  int64_t n = 0;
-  for (int32_t y : batch.targets.data) n += y != kIgnoreTarget;
-  // cross_entropy is the mean over the batch's targets: weigh it by their number.
-  const double loss_sum = static_cast<double>(cross_entropy(logits, batch.targets).item()) * static_cast<double>(n);
-  const double right = teacher_forced_accuracy(logits.value(), batch.targets).token * static_cast<double>(n);
-  return {right, static_cast<double>(n), loss_sum};
+  const FormattedBatch batch = format_batch(BatchFormat::lm, pairs);
+  NoGradGuard no_grad;
+  const Tensor logits = model.forward(batch.input).value();  // (B, T, V)
+  const int64_t T = batch.targets.shape[1];
+  BatchFigures f;
+  for (size_t i = begin; i < end; ++i) {
+    const int64_t b = static_cast<int64_t>(i - begin), n = static_cast<int64_t>(windows[i].output.size());
+    const ContextSplit split = task.in_context_split(n);
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t row = b * T + t;
+      const int32_t y = batch.targets.data[static_cast<size_t>(row)];
+      const double loss = target_loss(logits, row, y);
+      const bool right = argmax_is(logits, row, y);
+      f.loss += loss;
+      f.right += right;
+      if (t < split.early_end) {
+        f.early_loss += loss;
+        ++f.early_tokens;
+      } else if (t >= split.late_begin) {
+        f.late_loss += loss;
+        ++f.late_tokens;
+        f.late_right += right;
+      }
+    }
+    f.tokens += static_cast<double>(n);
+  }
+  f.loss_tokens = f.tokens;
+  return f;
 }
 
-LmScore lm_score(SequenceModel& model, const std::vector<Example>& windows, int64_t batch_size,
+LmScore lm_score(SequenceModel& model, const Task& task, const std::vector<Example>& windows, int64_t batch_size,
                  const StopCheck& stop) {
   InferenceGuard guard(model);
   std::vector<BatchFigures> batches;
   for (size_t begin = 0; begin < windows.size(); begin += static_cast<size_t>(batch_size)) {
     check_stop(stop);
-    batches.push_back(lm_batch(model, windows, begin, std::min(windows.size(), begin + static_cast<size_t>(batch_size))));
+    batches.push_back(
+        lm_batch(model, task, windows, begin, std::min(windows.size(), begin + static_cast<size_t>(batch_size))));
   }
   return lm_totals(batches);
 }
 
 LmScore lm_totals(const std::vector<BatchFigures>& batches) {
-  double loss_sum = 0, right = 0;
-  int64_t tokens = 0;
-  for (const BatchFigures& b : batches) {  // in batch order: the sums are of doubles
-    loss_sum += b.exact_or_loss;
-    right += b.right;
-    tokens += static_cast<int64_t>(b.tokens);
+  BatchFigures sum;  // in batch order: the sums are of doubles
+  for (const BatchFigures& b : batches) {
+    sum.loss += b.loss;
+    sum.right += b.right;
+    sum.tokens += b.tokens;
+    sum.early_loss += b.early_loss;
+    sum.early_tokens += b.early_tokens;
+    sum.late_loss += b.late_loss;
+    sum.late_tokens += b.late_tokens;
+    sum.late_right += b.late_right;
   }
   LmScore score;
-  score.tokens = tokens;
-  if (tokens > 0) {
-    score.loss = loss_sum / static_cast<double>(tokens);
+  score.tokens = static_cast<int64_t>(sum.tokens);
+  if (sum.tokens > 0) {
+    score.loss = sum.loss / sum.tokens;
     score.bits_per_token = score.loss / std::log(2.0);
-    score.token = right / static_cast<double>(tokens);
+    score.token = sum.right / sum.tokens;
   }
+  if (sum.early_tokens > 0) score.early_loss = sum.early_loss / sum.early_tokens;
+  if (sum.late_tokens > 0) {
+    score.late_loss = sum.late_loss / sum.late_tokens;
+    score.late_token = sum.late_right / sum.late_tokens;
+  }
+  score.in_context_loss = score.late_loss - score.early_loss;  // NaN unless both are there
   return score;
+}
+
+double teacher_forced_loss(const std::vector<BatchFigures>& batches) {
+  double loss = 0, tokens = 0;
+  for (const BatchFigures& b : batches) {
+    loss += b.loss;
+    tokens += b.loss_tokens;
+  }
+  return tokens > 0 ? loss / tokens : kNaN;
 }
 
 int64_t decoding_budget(size_t expected_answer_tokens, const TransformerConfig& config) {
@@ -185,8 +266,9 @@ namespace {
 // process takes part in ceil(batches / N) rounds (the stop check is
 // collective, so each asks it as often). The gathered figures come back in
 // batch order, so the totals are those of one process scoring every batch.
-std::vector<BatchFigures> split_batches(SequenceModel& model, const std::vector<Example>& examples, bool language_model,
+std::vector<BatchFigures> split_batches(SequenceModel& model, const Task& task, const std::vector<Example>& examples,
                                         const StopCheck& stop, const Communicator& comm) {
+  const bool language_model = task.language_model();
   const size_t batch_size = language_model ? 64 : 256, n = examples.size();
   const size_t batches = (n + batch_size - 1) / batch_size, N = static_cast<size_t>(comm.size());
   const size_t rounds = (batches + N - 1) / N, rank = static_cast<size_t>(comm.rank());
@@ -197,38 +279,39 @@ std::vector<BatchFigures> split_batches(SequenceModel& model, const std::vector<
     check_stop(stop);
     const size_t b = round * N + rank, begin = b * batch_size, end = std::min(n, begin + batch_size);
     BatchFigures f;
-    if (b < batches) f = language_model ? lm_batch(model, examples, begin, end) : greedy_batch(model, examples, begin, end);
-    local.insert(local.end(), {f.right, f.tokens, f.exact_or_loss});
+    if (b < batches)
+      f = language_model ? lm_batch(model, task, examples, begin, end) : greedy_batch(model, examples, begin, end);
+    local.insert(local.end(), {f.right, f.tokens, f.exact, f.loss, f.loss_tokens, f.early_loss, f.early_tokens,
+                               f.late_loss, f.late_tokens, f.late_right});
   }
-  const std::vector<double> all = comm.allgather(local);  // (rank, round, 3)
+  const std::vector<double> all = comm.allgather(local);  // (rank, round, BatchFigures::kCount)
   std::vector<BatchFigures> out(batches);
   for (size_t b = 0; b < batches; ++b) {
-    const double* f = all.data() + ((b % N) * rounds + b / N) * 3;
-    out[b] = {f[0], f[1], f[2]};
+    const double* f = all.data() + ((b % N) * rounds + b / N) * BatchFigures::kCount;
+    out[b] = {f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9]};
   }
   return out;
 }
 
 }  // namespace
 
-std::optional<HeldoutScore> score_heldout(SequenceModel& model, const std::vector<Example>& examples,
-                                          bool language_model, const StopCheck& stop, const Communicator& comm) {
+std::optional<HeldoutScore> score_heldout(SequenceModel& model, const Task& task, const std::vector<Example>& examples,
+                                          const StopCheck& stop, const Communicator& comm) {
   HeldoutScore score;
-  score.language_model = language_model;
+  score.language_model = task.language_model();
+  std::vector<BatchFigures> batches;
   try {
-    if (comm.size() > 1) {
-      const std::vector<BatchFigures> batches = split_batches(model, examples, language_model, stop, comm);
-      if (language_model) score.lm = lm_totals(batches);
-      else score.accuracy = greedy_totals(batches, static_cast<int64_t>(examples.size()));
-    } else if (language_model) {
-      score.lm = lm_score(model, examples, 64, stop);
-    } else {
-      score.accuracy = greedy_accuracy(model, examples, 256, nullptr, stop);
-    }
+    batches = split_batches(model, task, examples, stop, comm);
   } catch (const EvaluationAbandoned&) {
     return std::nullopt;
   }
-  if (language_model) score.accuracy = Accuracy{score.lm.token, 0, static_cast<int64_t>(examples.size())};
+  score.loss = teacher_forced_loss(batches);
+  if (score.language_model) {
+    score.lm = lm_totals(batches);
+    score.accuracy = Accuracy{score.lm.token, 0, static_cast<int64_t>(examples.size())};
+  } else {
+    score.accuracy = greedy_totals(batches, static_cast<int64_t>(examples.size()));
+  }
   return score;
 }
 

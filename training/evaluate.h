@@ -3,6 +3,7 @@
 // and by greedy decoding on held-out examples; the decoding limits.
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -13,6 +14,8 @@
 #include "training/distributed/communicator.h"
 
 namespace attnlab {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct Accuracy {
   double token = 0;  // fraction of target tokens right
@@ -73,44 +76,62 @@ FormattedBatch teacher_forced_batch(const TransformerConfig& config, const std::
                                     const std::vector<int32_t>& output, int64_t budget);
 
 // A language model's teacher-forced score on held-out windows (format "lm").
+// The in-context loss (Olsson et al. 2022) is the mean loss of the windows'
+// late targets minus that of their early ones, as the task splits a window
+// (Task::in_context_split: halves, or for repeat the first copy against the
+// repeat): negative when the context helps. NaN when no window has an early
+// or a late target.
 struct LmScore {
   double loss = 0;            // mean cross-entropy per predicted token, nats
   double bits_per_token = 0;  // loss / ln 2 (bits per character for the text task)
   double token = 0;           // fraction of next tokens predicted right (argmax)
   int64_t tokens = 0;         // tokens predicted
+  double early_loss = kNaN, late_loss = kNaN;  // mean loss of the early and of the late targets
+  double in_context_loss = kNaN;               // late_loss - early_loss
+  double late_token = kNaN;                    // fraction of the late targets predicted right
 };
-LmScore lm_score(SequenceModel& model, const std::vector<Example>& windows, int64_t batch_size,
+LmScore lm_score(SequenceModel& model, const Task& task, const std::vector<Example>& windows, int64_t batch_size,
                  const StopCheck& stop = {});
 
-// One batch's figures, examples [begin, end): greedy decoding gives its right
-// tokens, target tokens and exact answers (counts); a language model's
-// teacher-forced pass its right tokens, tokens and summed loss. The totals
-// sum them in batch order, which is how greedy_accuracy and lm_score score a
-// whole set, and how a data-parallel evaluation (training/trainer.cpp)
-// combines the batches its processes scored into the same figures.
+// One batch's figures, examples [begin, end), as sums and counts: greedy
+// decoding gives its right tokens, target tokens and exact answers; both
+// kinds a teacher-forced pass's summed loss over its targets; a language
+// model's pass also its right tokens and the in-context split's sums. The
+// totals sum them in batch order, which is how greedy_accuracy and lm_score
+// score a whole set, and how a data-parallel evaluation
+// (training/trainer.cpp) combines the batches its processes scored into the
+// same figures.
 struct BatchFigures {
-  double right = 0, tokens = 0;
-  double exact_or_loss = 0;  // greedy: sequences entirely right; language model: sum of token losses
+  double right = 0, tokens = 0;  // greedy: answer tokens right and expected; language model: next tokens
+  double exact = 0;              // greedy: sequences entirely right
+  double loss = 0, loss_tokens = 0;  // teacher-forced: summed cross-entropy (nats) and its targets
+  double early_loss = 0, early_tokens = 0, late_loss = 0, late_tokens = 0, late_right = 0;  // language model
+  static constexpr size_t kCount = 10;  // the fields, in the order above (a data-parallel gather sends them)
 };
 BatchFigures greedy_batch(SequenceModel& model, const std::vector<Example>& examples, size_t begin, size_t end,
                           std::vector<std::vector<int32_t>>* predictions = nullptr);
 Accuracy greedy_totals(const std::vector<BatchFigures>& batches, int64_t sequences);
-BatchFigures lm_batch(SequenceModel& model, const std::vector<Example>& windows, size_t begin, size_t end);
+BatchFigures lm_batch(SequenceModel& model, const Task& task, const std::vector<Example>& windows, size_t begin,
+                      size_t end);
 LmScore lm_totals(const std::vector<BatchFigures>& batches);
+// The mean teacher-forced loss per target of the batches; NaN without targets.
+double teacher_forced_loss(const std::vector<BatchFigures>& batches);
 
 // A held-out evaluation's figures: greedy accuracy (batches of 256), or a
 // language model's teacher-forced score (batches of 64; accuracy.token is
-// then its next-token accuracy, accuracy.exact 0). Empty when `stop`
+// then its next-token accuracy, accuracy.exact 0); for both, the mean
+// teacher-forced loss per target token (`loss`: a greedy task's answers as
+// its training formats them, a language model's lm.loss). Empty when `stop`
 // abandoned it.
 struct HeldoutScore {
   Accuracy accuracy;
   LmScore lm;
+  double loss = kNaN;
   bool language_model = false;
 };
 // With several processes (`comm`) the batches are shared out between them
 // and combined into the figures one process gives.
-std::optional<HeldoutScore> score_heldout(SequenceModel& model, const std::vector<Example>& examples,
-                                          bool language_model, const StopCheck& stop = {},
-                                          const Communicator& comm = single_process());
+std::optional<HeldoutScore> score_heldout(SequenceModel& model, const Task& task, const std::vector<Example>& examples,
+                                          const StopCheck& stop = {}, const Communicator& comm = single_process());
 
 }  // namespace attnlab

@@ -14,7 +14,7 @@ const std::vector<std::string>& MetricsLog::columns() {
   static const std::vector<std::string> kColumns = {
       "step",          "loss",          "lr",           "grad_norm", "train_token_acc", "train_exact",
       "heldout_token_acc", "heldout_exact", "tokens_per_s", "elapsed_s", "heldout_loss",
-      "noise_scale", "noise_trace", "noise_grad_sq"};
+      "noise_scale", "noise_trace", "noise_grad_sq", "weight_norm", "in_context_loss"};
   return kColumns;
 }
 
@@ -67,7 +67,7 @@ void MetricsLog::set_interval_state(const std::string& text, const std::string& 
 }
 
 ProgressStats MetricsLog::write_row(int64_t step, double lr, const HeldoutScore* heldout, double elapsed_s,
-                                   const NoiseScaleEma* noise) {
+                                   const NoiseScaleEma* noise, double weight_norm) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() - excluded_s_;
   ProgressStats out;
@@ -78,13 +78,15 @@ ProgressStats MetricsLog::write_row(int64_t step, double lr, const HeldoutScore*
   out.token_acc = sum_token_ / n;
   out.exact_acc = sum_exact_ / n;
   auto number = CsvWriter::format_number;
+  auto held = [&](double v) { return heldout && std::isfinite(v) ? number(v) : std::string(); };
   const bool noisy = noise && noise->steps() > 0;
   const std::vector<std::string> row = {
       std::to_string(step), number(out.loss), number(lr), number(sum_norm_ / n), number(out.token_acc),
       number(out.exact_acc), heldout ? number(heldout->accuracy.token) : "",
       heldout ? number(heldout->accuracy.exact) : "", number(std::round(out.tokens_per_s)),
-      CsvWriter::format_fixed(elapsed_s, 3), heldout && heldout->language_model ? number(heldout->lm.loss) : "",
-      noisy ? number(noise->scale()) : "", noisy ? number(noise->trace()) : "", noisy ? number(noise->grad_sq()) : ""};
+      CsvWriter::format_fixed(elapsed_s, 3), held(heldout ? heldout->loss : 0),
+      noisy ? number(noise->scale()) : "", noisy ? number(noise->trace()) : "", noisy ? number(noise->grad_sq()) : "",
+      number(weight_norm), held(heldout ? heldout->lm.in_context_loss : 0)};
   if (csv_) csv_->row(row);
   if (events_) write_events(step, row);
   sum_loss_ = sum_token_ = sum_exact_ = sum_norm_ = 0;

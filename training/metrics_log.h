@@ -26,7 +26,8 @@ struct ProgressStats {
 
 class MetricsLog {
  public:
-  // heldout_loss: language models (text) only; noise_*: --noise-scale only
+  // heldout_*: at evaluations; in_context_loss: language models (repeat,
+  // text) only; noise_*: --noise-scale only; weight_norm: every row
   static const std::vector<std::string>& columns();
 
   // Writes to `path` (nothing when empty): a new file, or with resume_step >= 0
@@ -52,10 +53,11 @@ class MetricsLog {
 
   // The row of `step` (held-out columns from `heldout`, when it was
   // evaluated; the noise_* columns from `noise`, --noise-scale's averages at
-  // this step), averaged over the interval, which then starts again.
-  // Returns the averages for display.
+  // this step; weight_norm, the L2 norm of every parameter after the step),
+  // averaged over the interval, which then starts again. Returns the
+  // averages for display.
   ProgressStats write_row(int64_t step, double lr, const HeldoutScore* heldout, double elapsed_s,
-                          const NoiseScaleEma* noise = nullptr);
+                          const NoiseScaleEma* noise, double weight_norm);
 
  private:
   void write_events(int64_t step, const std::vector<std::string>& row);

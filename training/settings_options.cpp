@@ -25,12 +25,12 @@ std::vector<TrainOption> task_group() {
   const OptionGroup g = OptionGroup::task;
   return {
       {g, "task", at(&S::task, &TaskConfig::name),
-       "copy | reverse | sort | add | duplicate | induction | recall | modular (attnlab tasks lists them) | pairs | text "
-       "(from --file)"},
+       "copy | reverse | sort | add | duplicate | induction | recall | repeat | modular (attnlab tasks lists them) | "
+       "pairs | text (from --file)"},
       {g, "vocab", at(&S::task, &TaskConfig::vocab), "number of task symbols (the model's V adds 4 specials)",
        fixed, 2},
-      {g, "min-len", at(&S::task, &TaskConfig::min_len), "shortest input sequence", fixed, 1},
-      {g, "max-len", at(&S::task, &TaskConfig::max_len), "longest input sequence"},
+      {g, "min-len", at(&S::task, &TaskConfig::min_len), "shortest input sequence (repeat: of the sequence repeated)", fixed, 1},
+      {g, "max-len", at(&S::task, &TaskConfig::max_len), "longest input sequence (repeat: of the sequence repeated)"},
       {g, "digits", at(&S::task, &TaskConfig::digits), "add: digits per operand", fixed, 1},
       {g, "span", at(&S::task, &TaskConfig::span), "induction: symbols to continue after the cue"},
       {g, "file", at(&S::task, &TaskConfig::file),

@@ -12,6 +12,17 @@ namespace attnlab {
 
 namespace {
 
+// The L2 norm of every parameter together (metrics.csv's weight_norm), summed
+// in registration order in double.
+double weight_norm(const Module& model) {
+  double sum = 0;
+  for (const Var& p : model.parameters()) {
+    const Tensor& w = p.value();
+    for (int64_t i = 0; i < w.numel(); ++i) sum += static_cast<double>(w[i]) * static_cast<double>(w[i]);
+  }
+  return std::sqrt(sum);
+}
+
 // Each residual-stream hook point (SequenceModel::residual_stream_points) with its label in the
 // probe's CSV: "embed" -> "emb", "blocks.N.resid_post" -> "blockN", "enc." / "dec." for "encoder." / "decoder.".
 std::vector<std::pair<std::string, std::string>> labelled_stream_points(const std::vector<std::string>& points) {
@@ -315,7 +326,7 @@ void Trainer::report(const StepResult& r, bool log_now, bool evaluated) {
     std::optional<std::string> failed;
     try {
       stats_ = metrics_->write_row(r.step, state_.optimizer().lr(), evaluated ? &held_ : nullptr, elapsed(),
-                                   noise_ ? &*noise_ : nullptr);
+                                   noise_ ? &*noise_ : nullptr, weight_norm(state_.model()));
     } catch (const IoError& e) {
       failed = e.what();
     }
@@ -335,7 +346,7 @@ void Trainer::report(const StepResult& r, bool log_now, bool evaluated) {
 bool Trainer::evaluate() {
   const auto stop = [this] { return stop_requested(); };
   std::optional<HeldoutScore> score =
-      score_heldout(state_.model(), state_.heldout(), state_.task().language_model(), stop, state_.communicator());
+      score_heldout(state_.model(), state_.task(), state_.heldout(), stop, state_.communicator());
   if (!score) return false;
   held_ = *score;
   held_valid_ = true;

@@ -12,6 +12,8 @@ const CURVES = [
   { title: "learning rate", cols: ["lr"] },
   { title: "gradient norm", cols: ["grad_norm"], log: true },
   { title: "gradient noise scale B_simple (sequences)", cols: ["noise_scale"], log: true },
+  { title: "weight norm (all parameters)", cols: ["weight_norm"] },
+  { title: "in-context loss (late tokens less early ones, nats)", cols: ["in_context_loss"] },
 ];
 
 // Settings that do not make two runs different experiments: the seed and where files are.

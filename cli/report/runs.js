@@ -33,9 +33,13 @@ const SUMMARY_WORDS = {
   heldout_examples: ["held-out examples"],
   heldout_token_acc: ["held-out token accuracy"],
   heldout_exact: ["held-out exact match"],
-  heldout_loss: ["held-out loss", (v) => rounded(v) + " nats per character"],
+  heldout_loss: ["held-out loss", (v) => rounded(v) + " nats per target token"],
   heldout_bits_per_char: ["held-out bits per character", bits],
   heldout_chars: ["held-out characters"],
+  heldout_bits_per_token: ["held-out bits per token", bits],
+  heldout_tokens: ["held-out tokens"],
+  heldout_in_context_loss: ["held-out in-context loss", (v) => rounded(v) + " nats (late tokens less early ones)"],
+  heldout_late_token_acc: ["held-out late-token accuracy"],
   target: ["target (held-out exact match)", (v) => (v === 0 ? "none set" : rounded(v))],
   target_patience: ["target patience", (v) => plural(v, "evaluation", "evaluations")],
   solved_at_step: ["solved", step],
@@ -87,12 +91,12 @@ function noTargetVerdict(run) {
     ? "; best held-out exact match " + rounded(best.value) + " at step " + rounded(best.step) : ""));
 }
 
-// A run without summary.json (still training, or interrupted): a language model's bits per
-// character at its last held-out evaluation in metrics.csv (heldout_loss / ln 2); no verdict for others.
+// A run without summary.json (still training, or interrupted): a character language model's bits
+// per character at its last held-out evaluation in metrics.csv (heldout_loss / ln 2); no verdict for others.
 function unfinishedVerdict(run) {
   const steps = column(run.metrics, "step"), loss = column(run.metrics, "heldout_loss") || [];
   const at = loss.map(finite).lastIndexOf(true), state = run.state === "running" ? "still training" : "interrupted";
-  if (!run.model.language_model || at < 0)
+  if (!run.model.language_model || at < 0 || (run.settings.all || {}).task !== "text")
     return el("span", { class: "verdict-none", "data-verdict": run.state }, run.state === "running"
       ? "still training: no verdict until it ends" : "no verdict: the run was interrupted before its end");
   const judged = textVerdict(run, Number(loss[at]) / Math.LN2);
@@ -100,10 +104,21 @@ function unfinishedVerdict(run) {
   return judged;
 }
 
+// A language model of tokens (repeat): how much the context helps, the in-context loss, and the
+// late tokens' accuracy.
+function inContextVerdict(s) {
+  if (!finite(s.heldout_in_context_loss))
+    return el("span", { class: "verdict-none", "data-verdict": "in-context" }, "no in-context loss recorded");
+  return el("span", { class: "verdict-none", "data-verdict": "in-context" }, "in-context loss " +
+            rounded(s.heldout_in_context_loss) + " nats (the late tokens' loss less the early ones'); late-token accuracy " +
+            rounded(s.heldout_late_token_acc));
+}
+
 // What the run achieved, in the terms of its task.
 function verdict(run) {
   const s = run.summary;
   if (!s) return unfinishedVerdict(run);
+  if (run.model.language_model && s.task !== "text") return inContextVerdict(s);
   if (run.model.language_model)
     return textVerdict(run, finite(s.heldout_bits_per_char) ? s.heldout_bits_per_char
       : finite(s.heldout_loss) ? s.heldout_loss / Math.LN2 : null);

@@ -11,16 +11,20 @@ GIVEN_OPTIONS = "given_options.ini"  # config.ini's lines of the options the use
 
 # summary.json: the keys every finished run has, then those of some runs only.
 SUMMARY_KEYS = ["task", "model", "parameters", "steps", "heldout_examples", "heldout_token_acc", "heldout_exact",
+                "heldout_loss",
                 "target", "target_patience", "solved_at_step", "target_first_reached_at_step", "seconds", "threads",
                 "precision", "optimizer_state_bytes", "cpu"]
 SUMMARY_KEYS_DISTRIBUTED = ["processes", "comm_bytes_per_step", "comm_bytes_received_per_step",
                             "comm_bytes_sent_per_step", "comm_seconds_per_step"]  # under mpirun -np N > 1
-SUMMARY_KEYS_LANGUAGE_MODEL = ["heldout_loss", "heldout_bits_per_char", "heldout_chars"]  # --task text
+SUMMARY_KEYS_LANGUAGE_MODEL = ["heldout_bits_per_char", "heldout_chars"]  # --task text
+SUMMARY_KEYS_TOKEN_MODEL = ["heldout_bits_per_token", "heldout_tokens"]  # --task repeat
+SUMMARY_KEYS_IN_CONTEXT = ["heldout_in_context_loss", "heldout_late_token_acc"]  # language models (text, repeat)
 
 # metrics.csv's columns, in order.
 METRICS_COLUMNS = ["step", "loss", "lr", "grad_norm", "train_token_acc", "train_exact", "heldout_token_acc",
                    "heldout_exact", "tokens_per_s", "elapsed_s", "heldout_loss",
-                   "noise_scale", "noise_trace", "noise_grad_sq"]  # noise_*: train --noise-scale only
+                   "noise_scale", "noise_trace", "noise_grad_sq",  # noise_*: train --noise-scale only
+                   "weight_norm", "in_context_loss"]  # in_context_loss: language models only
 
 # probe_sharpness.csv (train --probe-sharpness N, framework/probe/sharpness.h): a row per probed step and operator
 # ("hessian"; with adam/adamw also "preconditioned"), threshold empty where none applies.

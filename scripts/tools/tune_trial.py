@@ -39,7 +39,7 @@ class Objective:
             return summary["heldout_exact"]
         if self.name == "loss":
             losses = [r["heldout_loss"] for r in rows if "heldout_loss" in r]
-            return losses[-1] if losses else "metrics.csv has no heldout_loss (only language models, --task text, write it)"
+            return losses[-1] if losses else "metrics.csv has no heldout_loss (the run ended before its first evaluation)"
         if summary["solved_at_step"] >= 0:
             return float(summary["solved_at_step"])
         return summary["steps"] * (2.0 - summary["heldout_exact"])
