@@ -107,18 +107,22 @@ nlohmann::json select_columns(const nlohmann::json& table, const std::vector<std
   return {{"columns", keep}, {"rows", std::move(rows)}};
 }
 
-// The probe CSVs, when the run recorded them (train --probe-every N, --probe-sharpness N): the
-// columns the page draws, which keeps a long probed run's page small.
+// The probe CSVs, when the run recorded them (train --probe-every N, --probe-sharpness N,
+// --probe-induction N; a modular run's embedding_fourier.csv): the columns the page draws,
+// which keeps a long probed run's page small.
 nlohmann::json probes_data(const RunDir& run) {
-  const std::map<std::string, std::vector<std::string>> files = {
-      {"params", {"step", "param", "grad_norm", "update_ratio"}},
-      {"stream", {"step", "index", "point", "act_rms", "grad_rms"}},
-      {"heads", {"step", "layer", "head", "entropy"}},
-      {"sharpness", {"step", "operator", "lambda_max", "iterations", "converged", "threshold"}}};
+  const std::map<std::string, std::pair<std::string, std::vector<std::string>>> files = {
+      {"params", {"probe_params.csv", {"step", "param", "grad_norm", "update_ratio"}}},
+      {"stream", {"probe_stream.csv", {"step", "index", "point", "act_rms", "grad_rms"}}},
+      {"heads", {"probe_heads.csv", {"step", "layer", "head", "entropy"}}},
+      {"sharpness", {"probe_sharpness.csv", {"step", "operator", "lambda_max", "iterations", "converged", "threshold"}}},
+      {"induction", {"probe_induction.csv", {"step", "layer", "head", "prefix_matching", "previous_token"}}},
+      {"fourier", {"embedding_fourier.csv", {"step", "frequency", "norm"}}}};
   nlohmann::json out = nlohmann::json::object();
   std::error_code ec;
-  for (const auto& [name, columns] : files) {
-    const std::string path = run.path() + "/probe_" + name + ".csv";
+  for (const auto& [name, file] : files) {
+    const auto& [file_name, columns] = file;
+    const std::string path = run.path() + "/" + file_name;
     if (fs::exists(path, ec)) out[name] = select_columns(read_csv_table(path, columns), columns);
   }
   return out;

@@ -72,7 +72,7 @@ TEST_CASE("train --probe-sharpness with sgd: one row per probe, 2/lr at the sche
   CHECK(std::stod(field(t, 2, "lr")) < std::stod(field(t, 0, "lr")));  // the schedule's own rate each step
 }
 
-TEST_CASE("the sharpness probe changes nothing: a run probed every step ends with bitwise the same weights",
+TEST_CASE("the sharpness and induction probes change nothing: a run probed every step ends with bitwise the same weights",
           "[cli][sharpness]") {
   TempDir dir("sharpness_bitwise");
   // Dropout on (the probe turns it off and must not draw from its stream), decoder (masks), gradient probes too.
@@ -81,7 +81,7 @@ TEST_CASE("the sharpness probe changes nothing: a run probed every step ends wit
   Result plain = run_attnlab(common + (dir / "plain"));
   INFO(plain.out);
   REQUIRE(plain.code == 0);
-  Result probed = run_attnlab(common + (dir / "probed") + " --probe-sharpness 1 --probe-every 2");
+  Result probed = run_attnlab(common + (dir / "probed") + " --probe-sharpness 1 --probe-every 2 --probe-induction 1");
   INFO(probed.out);
   REQUIRE(probed.code == 0);
   CHECK(attnlab::testing::checkpoint_difference(dir / "plain/checkpoints/step-00000006.safetensors",
@@ -89,7 +89,9 @@ TEST_CASE("the sharpness probe changes nothing: a run probed every step ends wit
   CHECK(attnlab::testing::metrics_without_times(dir / "plain/metrics.csv") ==
         attnlab::testing::metrics_without_times(dir / "probed/metrics.csv"));
   CHECK(sharpness_csv(dir / "probed").rows.size() == 12);
+  CHECK(attnlab::read_csv(dir / "probed/probe_induction.csv", 1 << 20).rows.size() == 6 * 2 * 2);  // steps x layers x heads
   CHECK_FALSE(fs::exists(dir / "plain/probe_sharpness.csv"));
+  CHECK_FALSE(fs::exists(dir / "plain/probe_induction.csv"));
 }
 
 TEST_CASE("a resumed run keeps the sharpness rows up to its checkpoint and probes the same batch after it",

@@ -443,6 +443,10 @@ TEST_CASE("under mpirun a refusal that only rank 0 meets ends every rank with ex
   check_refused_once(mpirun_refused("train" + kFlags + " --steps 10 --probe-sharpness 5 --run " + (dir / "sharp")),
                      "--probe-sharpness probes one process's model: not with several processes");
   CHECK_FALSE(fs::exists(dir / "sharp"));
+  check_refused_once(mpirun_refused("train" + kFlags + " --model decoder --steps 10 --probe-induction 5 --run " +
+                                    (dir / "induction")),
+                     "--probe-induction probes one process's model: not with several processes");
+  CHECK_FALSE(fs::exists(dir / "induction"));
 }
 
 TEST_CASE("mpirun -np 2 attnlab eval, predict and report refuse once instead of printing twice: one line, exit 2, "
@@ -494,6 +498,20 @@ TEST_CASE("under mpirun a run in use is refused by every rank: a second job on a
   const bool exists = loser.find("already exists; use --resume") != std::string::npos;
   CHECK((locked || exists));
   CHECK(attnlab::testing::read_summary(both)["steps"] == 30);
+}
+
+TEST_CASE("under mpirun -np 2 rank 0 writes a modular run's embedding_fourier.csv, the rows of one process with "
+          "--grad-accum 2", "[mpi]") {
+  TempDir dir("mpi-fourier");
+  const std::string flags = " --task modular --modulus 7 --d-model 16 --heads 2 --layers 1 --d-ff 32 --batch-size 8"
+                            " --eval-every 2 --steps 4 --target 0 --threads 1 --quiet --run ";
+  const CliResult r = mpirun(2, "train" + flags + (dir / "np2"));
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  REQUIRE(run_attnlab("train" + flags + (dir / "accum2") + " --grad-accum 2").code == 0);
+  const std::string rows = slurp(dir / "np2/embedding_fourier.csv");
+  CHECK(std::count(rows.begin(), rows.end(), '\n') == 1 + 2 * 4);  // steps 2 and 4 x k = 0..3
+  CHECK(rows == slurp(dir / "accum2/embedding_fourier.csv"));
 }
 
 TEST_CASE("an error after the first step that one rank alone meets ends every rank: its line printed once, a non-zero "

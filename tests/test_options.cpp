@@ -47,7 +47,7 @@ TEST_CASE("a train option's field is the one its table entry names", "[options]"
 TEST_CASE("a resume may change how long a run goes and how it reports, nothing of the experiment", "[options]") {
   const std::set<std::string> may_change = {"steps",  "threads",  "grad-accum",  "reduction",  "shard-optimizer",  "eval-every",  "log-every",  "keep",
                                             "target", "target-patience", "on-nan", "probe-every", "noise-scale", "tensorboard", "report",
-                                            "probe-sharpness", "sharpness-tol", "sharpness-iters"};
+                                            "probe-sharpness", "sharpness-tol", "sharpness-iters", "probe-induction"};
   for (const TrainOption& o : train_options()) {
     INFO(o.flag);
     CHECK(resume_may_change(o.flag) == (may_change.count(o.flag) > 0));

@@ -55,6 +55,17 @@ def source():
     check(columns == schema.PROBE_SHARPNESS_COLUMNS,
           "the C++ that writes probe_sharpness.csv writes the schema's columns, in order",
           f"C++: {columns}\nschema: {schema.PROBE_SHARPNESS_COLUMNS}")
+    for signature, file, want in (("TrainingInduction::columns()", schema.PROBE_INDUCTION, schema.PROBE_INDUCTION_COLUMNS),
+                                  ("TrainingFourier::columns()", schema.EMBEDDING_FOURIER,
+                                   schema.EMBEDDING_FOURIER_COLUMNS)):
+        columns = re.findall(r'"(\w+)"', function_body("const std::vector<std::string>& " + signature))
+        check(columns == want, f"the C++ that writes {file} writes the schema's columns, in order",
+              f"C++: {columns}\nschema: {want}")
+
+
+def header_of(work, run, name):
+    with open(os.path.join(work, run, name), newline="") as f:
+        return next(csv.reader(f))
 
 
 def train(exe, work, name, flags):
@@ -86,6 +97,15 @@ def runs(exe):
         check(sorted(summary) == sorted(want), "a character language model's summary.json has the schema's keys and its own",
               f"run: {sorted(summary)}\nschema: {sorted(want)}")
         check(header == schema.METRICS_COLUMNS, "its metrics.csv has the schema's columns", f"run: {header}")
+        train(exe, work, "decoder", ["--task", "copy", "--vocab", "4", "--min-len", "2", "--max-len", "3", "--model",
+                                     "decoder", "--heldout", "4", "--probe-induction", "1"])
+        header = header_of(work, "decoder", schema.PROBE_INDUCTION)
+        check(header == schema.PROBE_INDUCTION_COLUMNS, "a decoder's probe_induction.csv has the schema's columns",
+              f"run: {header}")
+        train(exe, work, "modular", ["--task", "modular", "--modulus", "5", "--model", "decoder"])
+        header = header_of(work, "modular", schema.EMBEDDING_FOURIER)
+        check(header == schema.EMBEDDING_FOURIER_COLUMNS, "a modular run's embedding_fourier.csv has the schema's columns",
+              f"run: {header}")
         summary, header = train(exe, work, "repeat", ["--task", "repeat", "--vocab", "4", "--min-len", "3", "--max-len", "6",
                                                       "--model", "decoder"])
         want = schema.SUMMARY_KEYS + schema.SUMMARY_KEYS_TOKEN_MODEL + schema.SUMMARY_KEYS_IN_CONTEXT
@@ -104,6 +124,11 @@ def report():
     read = set(re.findall(r'column\(table, "(\w+)"\)', sharpness) + re.findall(r'(?:points|at)\("(\w+)"\)', sharpness))
     check(read and read <= set(schema.PROBE_SHARPNESS_COLUMNS), "the columns sharpness.js reads are probe_sharpness.csv's",
           f"sharpness.js: {sorted(read)}")
+    mechanisms = open(os.path.join(folder, "mechanisms.js"), encoding="utf-8").read()
+    read = set(re.findall(r'column\(table, "(\w+)"\)', mechanisms))
+    want = set(schema.PROBE_INDUCTION_COLUMNS) | set(schema.EMBEDDING_FOURIER_COLUMNS)
+    check(read and read <= want, "the columns mechanisms.js reads are probe_induction.csv's and embedding_fourier.csv's",
+          f"mechanisms.js: {sorted(read)}")
     curves = re.search(r"const CURVES = \[(.*?)\];", js, re.S)
     cols = re.findall(r'"(\w+)"', re.sub(r'title: "[^"]*"', "", curves.group(1))) if curves else []
     check(cols and set(cols) <= set(schema.METRICS_COLUMNS), "the curves curves.js draws are metrics.csv columns",

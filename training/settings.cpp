@@ -10,6 +10,7 @@
 #include "models/batch.h"
 #include "models/init.h"
 #include "models/model_rules.h"
+#include "training/induction_probe.h"
 #include "training/settings_options.h"
 
 namespace attnlab {
@@ -216,6 +217,7 @@ void finalize(TrainSettings& s, const Task& task_ref) {
   require(s.probe_sharpness > 0 || (s.sharpness_tol == defaults.sharpness_tol &&
                                     s.sharpness_iters == defaults.sharpness_iters),
           "--sharpness-tol and --sharpness-iters apply to --probe-sharpness N, which is 0 (off)");
+  if (s.probe_induction > 0) induction_layout(*task, s.model);  // a decoder, with room for a repeat
   check_optimization_flags(s);
   validate(s.optim);
   if (s.schedule.total_steps <= 0) s.schedule.total_steps = s.steps;

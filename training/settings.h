@@ -50,6 +50,9 @@ struct TrainSettings {
   int64_t probe_sharpness = 0;
   double sharpness_tol = 1e-3;
   int64_t sharpness_iters = 20;
+  // per-head induction scores on a fixed repeated sequence every this many steps (and step 1);
+  // 0 = off; decoder-only models (training/induction_probe.h)
+  int64_t probe_induction = 0;
   bool tensorboard = false;  // also TensorBoard event files (events.out.tfevents.*) in the run directory
 };
 

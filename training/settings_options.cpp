@@ -159,6 +159,10 @@ std::vector<TrainOption> recording_options() {
       {g, "sharpness-iters", at(&S::sharpness_iters),
        "--probe-sharpness: Hessian-vector products per eigenvalue at most (docs/curvature.md gives their cost)",
        may_change, 1},
+      {g, "probe-induction", at(&S::probe_induction),
+       "decoder: log each head's prefix-matching and previous-token scores on a fixed batch of repeated random "
+       "sequences to probe_induction.csv at step 1 and every this many steps; 0 = off (docs/watching.md)",
+       may_change, 0},
       {g, "tensorboard", at(&S::tensorboard),
        "also write metrics.csv's values (and with --probe-every the instruments) as TensorBoard event files in the run",
        may_change},

@@ -1,25 +1,11 @@
 #include "training/sharpness_probe.h"
 
 #include "framework/ops/loss.h"
+#include "training/probe_mode.h"
 
 namespace attnlab {
 
 namespace {
-
-// While alive: the model in eval mode (no dropout, evaluation's positions)
-// and fp32 products; both restored after.
-class ProbeMode {
- public:
-  explicit ProbeMode(Module& model) : model_(model), was_training_(model.training()) { model.eval(); }
-  ~ProbeMode() { model_.train(was_training_); }
-  ProbeMode(const ProbeMode&) = delete;
-  ProbeMode& operator=(const ProbeMode&) = delete;
-
- private:
-  Module& model_;
-  bool was_training_;
-  GemmPrecisionScope fp32_{Precision::fp32};
-};
 
 TopEigenOptions solver_options(const TrainSettings& s) {
   TopEigenOptions o;

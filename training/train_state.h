@@ -24,6 +24,8 @@ constexpr uint64_t kInitStream = 3;
 constexpr uint64_t kTrainOrderStream = 4;
 // The seed of the sharpness probe's first start vectors (training/sharpness_probe.h).
 constexpr uint64_t kSharpnessStream = 5;
+// The seed of the induction probe's repeated sequences (training/induction_probe.h).
+constexpr uint64_t kInductionStream = 6;
 
 class TrainState {
  public:

@@ -82,8 +82,10 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
                      "or more, not 1");
   if (s_.noise_scale) noise_.emplace();
   const std::string& dir = options_.run_dir;
-  if (dir.empty() && (options_.resume || s_.probe_every > 0 || s_.probe_sharpness > 0 || s_.tensorboard))
-    throw ValueError("resuming, --probe-every, --probe-sharpness and --tensorboard need a run directory");
+  if (dir.empty() && (options_.resume || s_.probe_every > 0 || s_.probe_sharpness > 0 || s_.probe_induction > 0 ||
+                      s_.tensorboard))
+    throw ValueError("resuming, --probe-every, --probe-sharpness, --probe-induction and --tensorboard need a run "
+                     "directory");
   if (dir.empty()) {
     metrics_.emplace("", -1);
     return;
@@ -94,6 +96,8 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
     throw ValueError("--probe-every records one process's micro-batch: not with several processes");
   if (s_.probe_sharpness > 0 && state_.communicator().size() > 1)
     throw ValueError("--probe-sharpness probes one process's model: not with several processes");
+  if (s_.probe_induction > 0 && state_.communicator().size() > 1)
+    throw ValueError("--probe-induction probes one process's model: not with several processes");
   checkpoints_.emplace(dir + "/checkpoints");
   if (root) std::filesystem::create_directories(checkpoints_->dir());
   int64_t resumed = -1;
@@ -113,6 +117,9 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
     probe_ = std::make_unique<TrainingProbe>(state_.model(), state_.model().hooks(), dir,
                                              labelled_stream_points(state_.model().residual_stream_points()), resumed);
   if (s_.probe_sharpness > 0) sharpness_ = std::make_unique<TrainingSharpness>(state_, dir, resumed);
+  if (s_.probe_induction > 0) induction_ = std::make_unique<TrainingInduction>(state_, dir, resumed);
+  fourier_ = records_fourier(state_);
+  if (fourier_ && root) fourier_csv_ = std::make_unique<TrainingFourier>(state_, dir, resumed);
   // A resumed run starts a new event file (TensorBoard reads every file of
   // the directory) that begins with a session start after the checkpoint:
   // TensorBoard then drops what a killed run logged past it, as metrics.csv does.
@@ -159,6 +166,7 @@ TrainOutcome Trainer::run() {
         throw write_failure(e.what());
       }
     if (r.finite && sharpness_ && sharpness_->due(step)) probe_sharpness(r);
+    if (r.finite && induction_ && induction_->due(step)) probe_induction(step);
     if (auto end = r.finite ? after_update(r) : after_nonfinite(r)) return *end;
   }
   if (!held_valid_) {  // the last step was skipped (--on-nan skip): its checkpoint owes this evaluation
@@ -176,6 +184,31 @@ void Trainer::probe_sharpness(const StepResult& r) {
   } catch (const IoError& e) {
     throw write_failure(e.what());
   }
+}
+
+// The induction probe's rows of this step, before its checkpoint; its time is not training's.
+void Trainer::probe_induction(int64_t step) {
+  try {
+    excluded([&] { induction_->record(step); });
+  } catch (const IoError& e) {
+    throw write_failure(e.what());
+  }
+}
+
+// The embedding's spectrum at an evaluation's step, before the evaluation (whose
+// checkpoint, owing it or not, then follows the row). The root process writes;
+// a failure there stops every process, as metrics.csv's does.
+void Trainer::record_fourier(int64_t step) {
+  if (!fourier_) return;
+  std::optional<std::string> failed;
+  if (fourier_csv_) try {
+      fourier_csv_->record(step);
+    } catch (const IoError& e) {
+      failed = e.what();
+    }
+  const Communicator& comm = state_.communicator();
+  if (comm.size() > 1 ? comm.any(failed.has_value()) : failed.has_value())
+    throw write_failure(failed ? *failed : "the root process could not write embedding_fourier.csv");
 }
 
 TrainOutcome Trainer::finished() const {
@@ -202,6 +235,7 @@ std::optional<TrainOutcome> Trainer::after_update(const StepResult& r) {
   if (log_now)
     if (auto end = check_weights(step)) return end;
   if (eval_now) {
+    excluded([&] { record_fourier(step); });
     bool evaluated = false;
     excluded([&] { evaluated = evaluate(); });
     if (!evaluated) return owe_evaluation(step);  // no metrics row: the evaluation is not done

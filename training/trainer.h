@@ -3,7 +3,8 @@
 // composes the pieces of a run — evaluation (training/evaluate.h),
 // checkpoints and their retention (training/checkpoints.h), the NaN/Inf
 // policy, interrupts, metrics (training/metrics_log.h) and the instruments
-// (framework/probe/training_probe.h, training/sharpness_probe.h). It prints nothing: the caller shows
+// (framework/probe/training_probe.h, training/sharpness_probe.h,
+// training/induction_probe.h, training/fourier_probe.h). It prints nothing: the caller shows
 // progress and reports the outcome (cli/train.cpp does both for `attnlab train`).
 //
 //   attnlab::TrainSettings s = attnlab::default_settings();
@@ -25,6 +26,8 @@
 #include <string>
 
 #include "training/checkpoints.h"
+#include "training/fourier_probe.h"
+#include "training/induction_probe.h"
 #include "training/metrics_log.h"
 #include "training/sharpness_probe.h"
 #include "training/step.h"
@@ -92,6 +95,8 @@ class Trainer {
 
  private:
   void probe_sharpness(const StepResult& r);
+  void probe_induction(int64_t step);
+  void record_fourier(int64_t step);
   std::optional<TrainOutcome> after_update(const StepResult& r);
   std::optional<TrainOutcome> after_nonfinite(const StepResult& r);
   std::optional<TrainOutcome> check_weights(int64_t step) const;
@@ -118,6 +123,9 @@ class Trainer {
   std::unique_ptr<TrainingProbe> probe_;
   std::optional<NoiseScaleEma> noise_;  // --noise-scale
   std::unique_ptr<TrainingSharpness> sharpness_;  // --probe-sharpness
+  std::unique_ptr<TrainingInduction> induction_;  // --probe-induction
+  bool fourier_ = false;                          // a modular run: the embedding's spectrum at each evaluation
+  std::unique_ptr<TrainingFourier> fourier_csv_;  // ... written by the root process
   double elapsed_before_ = 0;
   std::chrono::steady_clock::time_point clock_start_;
   HeldoutScore held_;

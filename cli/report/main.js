@@ -2,8 +2,11 @@
 
 // The sections drawn per run, in page order: [id prefix, nav label, draw(run, ri)].
 const PER_RUN = [["run", "runs", glance], ["gradients", "gradients", gradientSection],
-                 ["attention", "attention", attentionSection], ["matters", "what matters", whatMattersSection],
-                 ["examples", "examples", examplesSection]];
+                 ["attention", "attention", attentionSection], ["mechanisms", "mechanisms", mechanismsSection],
+                 ["matters", "what matters", whatMattersSection], ["examples", "examples", examplesSection]];
+
+// The sections of this page's runs: "mechanisms" (mechanisms.js) only when one of them recorded one.
+function perRunKinds(runs) { return PER_RUN.filter(([id]) => id !== "mechanisms" || runs.some(hasMechanisms)); }
 
 // The sections of one kind, a run per column (as many side by side as fit, aligned at the
 // top); on a page of several runs each run's table is collapsed (the settings that differ
@@ -22,13 +25,13 @@ function perRunRow(runs, [id, label, draw]) {
 function drawNav(nav, runs) {
   const many = runs.length > 4;
   if (runs.length === 1) {  // in page order: the run's table, the curves, the rest
-    for (const [id, label] of [["run-0", "run"], ["curves", "curves"], ...PER_RUN.slice(1).map(([i, l]) => [i + "-0", l])])
+    for (const [id, label] of [["run-0", "run"], ["curves", "curves"], ...perRunKinds(runs).slice(1).map(([i, l]) => [i + "-0", l])])
       nav.append(el("a", { href: "#" + id }, label));
     return;
   }
   const tops = DATA.sweep ? ["sweep"] : ["compare"];
   for (const id of [...tops, "curves"]) nav.append(el("a", { href: "#" + id }, id));
-  for (const [id, label] of PER_RUN) {
+  for (const [id, label] of perRunKinds(runs)) {
     const links = runs.map((r, ri) => el("a", { href: "#" + id + "-" + ri, "data-tip": label + ": " + r.name },
                                          many ? String(ri + 1) : r.name));
     nav.append(el("span", { class: "nav-group" }, el("b", {}, label + ":"), ...links));
@@ -58,11 +61,11 @@ function render() {
   const compared = runs.length > 1 ? compareSection(runs, !!DATA.sweep) : null;
   if (compared) main.append(compared);
   // One run opens on its table (the verdict first); several on the settings that differ.
-  const [table, ...rest] = PER_RUN;
+  const [table, ...rest] = perRunKinds(runs);
   const single = runs.length === 1;
   if (single) main.append(perRunRow(runs, table));
   main.append(curvesSection(runs));
-  for (const kind of single ? rest : PER_RUN) main.append(perRunRow(runs, kind));
+  for (const kind of single ? rest : perRunKinds(runs)) main.append(perRunRow(runs, kind));
   runs.forEach((run, ri) => {
     CHECK.runs[ri] = Object.assign(CHECK.runs[ri] || {}, { name: run.name, metrics_rows: run.metrics.rows.length,
       expected_maps: run.attention.reduce((n, ex) => n + ex.layers.reduce((m, l) => m + l.heads, 0), 0) });

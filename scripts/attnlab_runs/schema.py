@@ -32,6 +32,16 @@ PROBE_SHARPNESS = "probe_sharpness.csv"
 PROBE_SHARPNESS_COLUMNS = ["step", "operator", "lambda_max", "ritz_min", "residual", "iterations", "converged", "loss",
                            "lr", "threshold"]
 
+# probe_induction.csv (train --probe-induction N, training/induction_probe.h): a row per probed step, self-attention
+# layer ("blocks.0.attn") and head; both scores are attention weights averaged as the header documents, in [0, 1].
+PROBE_INDUCTION = "probe_induction.csv"
+PROBE_INDUCTION_COLUMNS = ["step", "layer", "head", "prefix_matching", "previous_token"]
+
+# embedding_fourier.csv (every --task modular run, training/fourier_probe.h): at each evaluation's step a row per
+# frequency k = 0 .. floor(p/2), the unnormalised norm of the residue rows' Fourier component k.
+EMBEDDING_FOURIER = "embedding_fourier.csv"
+EMBEDDING_FOURIER_COLUMNS = ["step", "frequency", "norm"]
+
 # The outcome columns of scripts/tools/sweep.py's summary.csv, after "run" and the grid's settings.
 SWEEP_OUTCOMES = ["heldout_exact", "heldout_token_acc", "solved_at_step", "steps", "seconds", "cpu_seconds", "exit"]
 

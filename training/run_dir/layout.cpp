@@ -26,6 +26,7 @@ const char* const kAttentionMarkerText = "attnlab attention output, format 1\n";
 const std::set<std::string> kOwnFiles = {".attnlab-run", ".lock", "config.ini", "given_options.ini",
                                          "metrics.csv", "summary.json", "vocab.txt", "probe_params.csv",
                                          "probe_stream.csv", "probe_heads.csv", "probe_sharpness.csv",
+                                         "probe_induction.csv", "embedding_fourier.csv",
                                          "report.html"};
 const std::set<std::string> kOwnDirs = {"checkpoints", "attention"};
 
