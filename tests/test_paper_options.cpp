@@ -65,7 +65,7 @@ const char* const kArchs[] = {"encoder", "decoder", "seq2seq"};
 
 // ---- the config ---------------------------------------------------------------------
 
-TEST_CASE("norm none, attention_only and no_bias round-trip through JSON; missing keys mean off", "[models][config]") {
+TEST_CASE("norm none, attention_only and no_bias round-trip through JSON and missing keys mean off", "[models][config]") {
   TransformerConfig c = small("seq2seq");
   c.norm = Norm::none;
   c.attention_only = true;
@@ -118,7 +118,7 @@ TEST_CASE("norm none: no LayerNorm in any block nor at the end of any stack, of 
   }
 }
 
-TEST_CASE("attention-only: no feed-forward and no norm in front of it; seq2seq's decoder keeps ln2 for cross-attention",
+TEST_CASE("attention-only: no feed-forward and no norm in front of it, and seq2seq's decoder keeps ln2 for cross-attention",
           "[models]") {
   TransformerConfig c = small("decoder");
   c.attention_only = true;
@@ -270,7 +270,7 @@ TEST_CASE("attention-only blocks declare no mlp.* point: resid_post follows the 
   CHECK(seen == names);
 }
 
-TEST_CASE("an attention-only model has no MLP components; naming one is refused with what the model has",
+TEST_CASE("an attention-only model has no MLP components and naming one is refused with what the model has",
           "[models][interventions]") {
   TransformerConfig c = small("seq2seq");
   c.attention_only = true;

@@ -85,7 +85,7 @@ TEST_CASE("repeat: each window is r r, input its first 2L - 1 tokens, output its
   CHECK(task->input_space_size() == 125 + 625 + 3125 + 15625);
 }
 
-TEST_CASE("repeat: solve names an input that is not a repeated window; min_len 1 is refused", "[datasets][repeat]") {
+TEST_CASE("repeat: solve names an input that is not a repeated window, and min_len 1 is refused", "[datasets][repeat]") {
   const auto task = make_task(repeat_config(5, 3, 3));
   CHECK_THROWS_WITH(task->solve({4, 5, 6, 4}), "repeat: the input has 4 symbols; expected 2L - 1 (a sequence of L and "
                                               "its repeat less the last symbol)");
@@ -98,7 +98,7 @@ TEST_CASE("repeat: solve names an input that is not a repeated window; min_len 1
   CHECK_NOTHROW(make_task(repeat_config(5, 2, 3)));
 }
 
-TEST_CASE("the in-context split: repeat compares its first copy with the repeat after r[0]; other language models their "
+TEST_CASE("the in-context split: repeat compares its first copy with the repeat after r[0], other language models their "
           "halves", "[datasets][repeat]") {
   const auto task = make_task(repeat_config(5, 3, 6));
   // 2L - 1 = 7 targets (L = 4): the first copy's are 0..2, target 3 is r[0], the repeat's 4..6.

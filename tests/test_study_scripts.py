@@ -20,7 +20,14 @@
   - scripts/studies/edge_of_stability_study.py --tiny: one full-batch run per optimizer; its probe rows are
     the runs' probe_sharpness.csv, its loss rows their metrics.csv, each run's rises after the sharpness
     first reached 90% of the threshold recounted from them; the table lands between its markers, and
-    --figures-only redraws the figure from the CSVs alone.
+    --figures-only redraws the figure from the CSVs alone;
+  - scripts/studies/induction_heads_study.py --tiny: a row per run (two layers and one) whose loss-drop (against
+    the control's final in-context loss) and score-jump steps are recounted from the run's metrics.csv and
+    probe_induction.csv, its ablation
+    figures those of attnlab ablate; tables between markers, --figures-only redraws;
+  - scripts/studies/grokking_study.py --tiny: a row per run whose memorised and grokked steps and key
+    frequencies are recounted from the run's metrics.csv and embedding_fourier.csv; tables between markers,
+    --figures-only redraws.
 
     test_study_scripts.py --attnlab BUILD/attnlab
 Exit 0: passed; 1: failed; 77: matplotlib cannot be imported (ctest: skipped).
@@ -28,6 +35,7 @@ Exit 0: passed; 1: failed; 77: matplotlib cannot be imported (ctest: skipped).
 import argparse
 import csv
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -361,6 +369,87 @@ def test_edge_of_stability(exe, work):
     expect_redrawn(script, docs, runs, [os.path.join(docs, "figures", "edge_of_stability.png")])
 
 
+def test_induction_heads(exe, work):
+    """The induction-heads study on tiny runs: each row recounted from the run's own files and attnlab ablate."""
+    docs, runs = os.path.join(work, "ih-docs"), os.path.join(work, "ih-runs")
+    script = os.path.join(ROOT, "scripts", "studies", "induction_heads_study.py")
+    run([script, "--tiny", "--attnlab", exe, "--docs", docs, "--runs", runs])
+    rows = read_rows(os.path.join(docs, "induction_heads.csv"))
+    curves = read_rows(os.path.join(docs, "induction_heads_curves.csv"))
+    expect([(r["layers"], r["seed"]) for r in rows] == [("2", "0"), ("1", "0")], "a two-layer run and the control")
+    control = [r for r in rows if r["layers"] == "1"]
+    for r in rows:
+        run_dir = os.path.join(runs, f"L{r['layers']}-s0")
+        losses = [(int(m["step"]), float(m["in_context_loss"])) for m in read_rows(os.path.join(run_dir, "metrics.csv"))
+                  if m["in_context_loss"]]
+        expect(abs(float(r["final_in_context_loss"]) - losses[-1][1]) < 1e-3, f"L{r['layers']}: the final in-context loss")
+        drop = None
+        if r["layers"] == "2" and control:  # below the midpoint of the control's final value and -ln vocab
+            threshold = (float(control[0]["final_in_context_loss"]) - math.log(8)) / 2
+            drop = next((s for s, v in losses if v < threshold), None)
+        expect(r["loss_drop_step"] == (str(drop) if drop else ""), f"L{r['layers']}: loss drop at {drop}")
+        probe = read_rows(os.path.join(run_dir, "probe_induction.csv"))
+        last_layer = f"blocks.{int(r['layers']) - 1}.attn"
+        steps = sorted({int(p["step"]) for p in probe})
+        best = [max(float(p["prefix_matching"]) for p in probe if int(p["step"]) == s and p["layer"] == last_layer)
+                for s in steps]
+        jump = next((s for s, v in zip(steps, best) if v > 0.5), None)
+        expect(r["score_jump_step"] == (str(jump) if jump else ""), f"L{r['layers']}: score jump at {jump}")
+        mine = [c for c in curves if c["layers"] == r["layers"]]
+        close = all(abs(float(c["best_prefix"]) - v) < 1e-3 for c, v in zip(mine, best))
+        expect([int(c["step"]) for c in mine] == steps and close,
+               f"L{r['layers']}: the curve rows are the probe's best last-layer prefix score at each probed step")
+        expect(float(r["cpu_seconds"]) > 0 and r["date"] and r["cpu"], f"L{r['layers']}: CPU-seconds, date and cpu")
+    two = rows[0] if rows else {}
+    if two:
+        got = json.loads(subprocess.run([exe, "ablate", "--run", os.path.join(runs, "L2-s0"), "--json", "--what",
+                                         two["induction_head"]], capture_output=True, text=True).stdout)
+        expect(abs(float(two["late_acc_without_induction_head"]) - got["rows"][0]["late_token_accuracy"]) < 1e-3
+               and abs(float(two["late_acc_intact"]) - got["intact"]["late_token_accuracy"]) < 1e-3,
+               "the ablation figures are attnlab ablate's")
+    with open(os.path.join(docs, "studies", "induction_heads.md")) as f:
+        page = f.read()
+    expect(all(f"<!-- BEGIN {n} -->" in page for n in ("runs", "ablation")), "the two blocks written")
+    expect_redrawn(script, docs, runs, [os.path.join(docs, "figures", "induction_heads.png")])
+
+
+def test_grokking(exe, work):
+    """The grokking study on tiny runs: each row recounted from the run's metrics.csv and embedding_fourier.csv."""
+    docs, runs = os.path.join(work, "gk-docs"), os.path.join(work, "gk-runs")
+    script = os.path.join(ROOT, "scripts", "studies", "grokking_study.py")
+    run([script, "--tiny", "--attnlab", exe, "--docs", docs, "--runs", runs])
+    rows = read_rows(os.path.join(docs, "grokking.csv"))
+    got = sorted((r["setting"], r["fraction"], r["weight_decay"]) for r in rows)
+    expect(got == [("nanda", "0.5", "1", ), ("small", "0.5", "0"), ("small", "0.5", "1"), ("small", "0.8", "1")],
+           f"the Nanda run, the weight decays at the base fraction and the other fraction (got {got})")
+    for r in rows:
+        name = f"{r['setting']}-f{r['fraction']}-wd{r['weight_decay']}-s{r['seed']}"
+        metrics = read_rows(os.path.join(runs, name, "metrics.csv"))
+        memorised = next((m["step"] for m in metrics if float(m["train_exact"]) == 1.0), "")
+        grokked = next((m["step"] for m in metrics if m["heldout_exact"] and float(m["heldout_exact"]) >= 0.99), "")
+        expect((r["memorised_step"], r["grokked_step"]) == (memorised, grokked),
+               f"{name}: memorised at {memorised!r}, grokked at {grokked!r} (got {r['memorised_step']!r}, "
+               f"{r['grokked_step']!r})")
+        fourier = read_rows(os.path.join(runs, name, "embedding_fourier.csv"))
+        last = max(int(f["step"]) for f in fourier)
+        energy = sorted(((float(f["norm"]) ** 2, int(f["frequency"])) for f in fourier
+                         if int(f["step"]) == last and int(f["frequency"]) > 0), reverse=True)
+        total, held, keys = sum(e for e, _ in energy), 0.0, []
+        for e, k in energy:
+            keys.append(k)
+            held += e
+            if held >= total / 2:
+                break
+        expect(r["key_frequencies"] == " ".join(map(str, keys)), f"{name}: key frequencies {keys}")
+        expect(float(r["cpu_seconds"]) > 0 and r["date"] and r["cpu"] and r["final_weight_norm"], f"{name}: provenance")
+    with open(os.path.join(docs, "studies", "grokking.md")) as f:
+        page = f.read()
+    expect(all(f"<!-- BEGIN {n} -->" in page for n in ("nanda", "weight_decay", "fraction", "frequencies")),
+           "the four blocks written")
+    expect_redrawn(script, docs, runs, [os.path.join(docs, "figures", f"grokking_{n}.png")
+                                        for n in ("curves", "sweeps", "fourier")])
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--attnlab", required=True)
@@ -379,6 +468,8 @@ def main():
         test_interventions(args.attnlab, work)
         test_critical_batch_size(args.attnlab, work)
         test_edge_of_stability(args.attnlab, work)
+        test_induction_heads(args.attnlab, work)
+        test_grokking(args.attnlab, work)
     print(f"{len(FAILURES)} failure(s)" if FAILURES else "all passed")
     return 1 if FAILURES else 0
 
