@@ -109,8 +109,8 @@ def check_single(b, run, name, artifacts):
     solved = summary["solved_at_step"]
     check(0 < solved < summary["steps"], f"{name}: solved part-way ({solved} of {summary['steps']} steps)")
     keys = b.evaluate(CURVE_KEYS)
-    check(keys == ["loss", "train_token_acc", "train_exact", "heldout_loss", "grad_norm"] or
-          keys == ["loss", "train_token_acc", "train_exact", "grad_norm"], f"{name}: curve charts {keys}")
+    check(keys == ["loss", "train_token_acc", "train_exact", "heldout_loss", "grad_norm", "weight_norm"],
+          f"{name}: curve charts {keys}")
     for key in keys:
         chart = b.evaluate(f"{CHART}({json.dumps(key)})")
         marks = chart["marks"]

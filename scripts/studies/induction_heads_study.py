@@ -46,8 +46,9 @@ STEPS, EVERY, HELDOUT = 6000, 25, 200
 LAYERS = [2, 1]
 FIELDS = ["layers", "seed", "steps", "final_in_context_loss", "final_late_acc", "drop_threshold", "loss_drop_step",
           "score_jump_step",
-          "induction_head", "prefix_score", "previous_head", "previous_score", "late_acc_intact",
-          "late_acc_without_induction_head", "late_acc_without_previous_head", "exit", "cpu_seconds", "date", "cpu"]
+          "induction_head", "prefix_score", "previous_head", "previous_score", "induction_heads", "late_acc_intact",
+          "late_acc_without_induction_head", "late_acc_without_induction_heads", "late_acc_without_previous_head",
+          "exit", "cpu_seconds", "date", "cpu"]
 CURVE_FIELDS = ["layers", "seed", "step", "in_context_loss", "best_prefix", "best_previous"]
 
 
@@ -69,11 +70,12 @@ def head_scores(run):
     return out
 
 
-def ablate_late(args, run, component):
-    """The held-out late-token accuracy with `component` zero-ablated, and intact."""
-    code, out, err, _ = run_child(["nice", args.attnlab, "ablate", "--run", run, "--json", "--what", component])
+def ablate_late(args, run, components):
+    """The held-out late-token accuracy with `components` zero-ablated together, and intact."""
+    what = ",".join(components)
+    code, out, err, _ = run_child(["nice", args.attnlab, "ablate", "--run", run, "--json", "--what", what, "--together"])
     if code != 0:
-        raise RuntimeError(f"attnlab ablate --run {run} --what {component} failed ({code}): {err.strip()}")
+        raise RuntimeError(f"attnlab ablate --run {run} --what {what} --together failed ({code}): {err.strip()}")
     got = json.loads(out)
     return got["rows"][0]["late_token_accuracy"], got["intact"]["late_token_accuracy"]
 
@@ -105,12 +107,19 @@ def one_run(args, layers, seed):
            "score_jump_step": first_step(prefix, lambda v: v > 0.5) or "",
            "drop_threshold": "", "induction_head": f"blocks.{ind[0]}.attn.h{ind[1]}", "prefix_score": f"{final[ind][0]:.3g}",
            "previous_head": f"blocks.{prev[0]}.attn.h{prev[1]}", "previous_score": f"{final[prev][1]:.3g}",
-           "late_acc_intact": "", "late_acc_without_induction_head": "", "late_acc_without_previous_head": "",
+           "induction_heads": "", "late_acc_intact": "", "late_acc_without_induction_head": "",
+           "late_acc_without_induction_heads": "", "late_acc_without_previous_head": "",
            "exit": code, "cpu_seconds": f"{cpu:.2f}", "date": datetime.date.today().isoformat(), "cpu": cpu_kind()}
     if layers > 1:
-        without_ind, intact = ablate_late(args, run, row["induction_head"])
-        without_prev, _ = ablate_late(args, run, row["previous_head"])
-        row.update({"late_acc_intact": f"{intact:.4g}", "late_acc_without_induction_head": f"{without_ind:.4g}",
+        # Every last-layer head above 0.5 at the end (a model may keep two), or the best one.
+        heads = [f"blocks.{k[0]}.attn.h{k[1]}" for k in sorted(final) if k[0] == last and final[k][0] > 0.5]
+        heads = heads or [row["induction_head"]]
+        without_ind, intact = ablate_late(args, run, [row["induction_head"]])
+        without_all, _ = ablate_late(args, run, heads)
+        without_prev, _ = ablate_late(args, run, [row["previous_head"]])
+        row.update({"induction_heads": " + ".join(heads), "late_acc_intact": f"{intact:.4g}",
+                    "late_acc_without_induction_head": f"{without_ind:.4g}",
+                    "late_acc_without_induction_heads": f"{without_all:.4g}",
                     "late_acc_without_previous_head": f"{without_prev:.4g}"})
     by_step = dict(loss)
     curves = [{"layers": layers, "seed": seed, "step": s, "in_context_loss": f"{by_step[s]:.4g}" if s in by_step else "",
@@ -170,11 +179,13 @@ def runs_table(rows):
 
 
 def ablation_table(rows):
-    lines = ["| seed | intact | without the induction head | without the previous-token head |", "|---|---|---|---|"]
+    lines = ["| seed | intact | without the best induction head | without every head above 0.5 | "
+             "without the best previous-token head |", "|---|---|---|---|---|"]
     for r in rows:
         if r["late_acc_intact"]:
             lines.append(f"| {r['seed']} | {float(r['late_acc_intact']):.1%} | {r['induction_head']}: "
-                         f"{float(r['late_acc_without_induction_head']):.1%} | {r['previous_head']}: "
+                         f"{float(r['late_acc_without_induction_head']):.1%} | {r['induction_heads']}: "
+                         f"{float(r['late_acc_without_induction_heads']):.1%} | {r['previous_head']}: "
                          f"{float(r['late_acc_without_previous_head']):.1%} |")
     return "\n".join(lines)
 
