@@ -322,7 +322,7 @@ TEST_CASE("induction and recall held-out sets are disjoint from their training s
     CHECK(stream.rejected() > 0);
   }
   CHECK(all_task_names() == std::vector<std::string>{"copy", "reverse", "sort", "add", "duplicate", "induction", "recall",
-                                                     "modular", "pairs", "text"});
+                                                     "repeat", "modular", "pairs", "text"});
 }
 
 TEST_CASE("the lm batch format trains each position on the next token", "[datasets][models]") {

@@ -336,7 +336,7 @@ TEST_CASE("attnlab train takes --norm none --attention-only --no-bias, records t
   attnlab::testing::require_same_run(dir / "whole", dir / "again", 4);
 }
 
-TEST_CASE("--d-ff and --activation are refused with --attention-only, whose blocks have no feed-forward",
+TEST_CASE("attention-only refuses --d-ff and --activation, since its blocks have no feed-forward",
           "[cli][models]") {
   for (const char* flag : {"--d-ff 32", "--activation gelu"}) {
     const auto r = run_attnlab("train --attention-only " + std::string(flag) + " --run /nonexistent/x");

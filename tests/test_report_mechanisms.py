@@ -43,12 +43,14 @@ INDUCTION = """JSON.stringify({
   charts: [...document.querySelectorAll("#induction-0 svg.chart[data-chart]")].map((box) => ({ key: box.dataset.chart,
     points: [...box.querySelectorAll("circle.pt")].map((c) => [c.dataset.series, c.dataset.col, c.dataset.x,
     c.dataset.value]) })),
-  best: (({ layer, head, value }) => ({ layer, head, value }))(document.querySelector("#induction-0 p.induction-best").dataset) })"""
+  best: (({ layer, head, value }) => ({ layer, head, value }))(
+    document.querySelector("#induction-0 p.induction-best").dataset) })"""
 FOURIER = """JSON.stringify({
   bars: [...document.querySelectorAll("#fourier-0 svg.spectrum rect.bar")].map((r) => [r.dataset.frequency,
     r.dataset.value]),
   step: document.querySelector("#fourier-0 svg.spectrum").dataset.step,
-  key: (({ frequencies, share, step }) => ({ frequencies, share, step }))(document.querySelector("#fourier-0 p.key-frequencies").dataset),
+  key: (({ frequencies, share, step }) => ({ frequencies, share, step }))(
+    document.querySelector("#fourier-0 p.key-frequencies").dataset),
   share: [...document.querySelectorAll("#fourier-0 svg.chart[data-chart='fourier share'] circle.pt")].map((c) =>
     [c.dataset.series, c.dataset.x, c.dataset.value]) })"""
 

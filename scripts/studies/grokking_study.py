@@ -23,8 +23,9 @@ at the end: the fewest frequencies that hold half of the embedding's energy (the
 
 Runs go under runs/grokking/; a row per run goes to docs/grokking.csv as soon as it ends (a run whose row is there
 is not run again), with its date, CPU and CPU-seconds; the curves go to docs/grokking_curves.csv and the final
-spectra to docs/grokking_fourier.csv. Writes docs/figures/grokking_*.png and the tables of
-docs/studies/grokking.md between its `<!-- BEGIN name -->` / `<!-- END name -->` markers. One thread per run.
+spectra to docs/grokking_fourier.csv. Writes three figures (docs/figures/grokking_curves.png, grokking_sweeps.png,
+grokking_fourier.png) and the tables of docs/studies/grokking.md between its `<!-- BEGIN name -->` /
+`<!-- END name -->` markers. One thread per run.
 """
 import argparse
 import datetime
