@@ -203,27 +203,30 @@ def plot(docs, rows, curves, spectra, settings):
     import matplotlib.pyplot as plt
     from attnlab_runs.figures import save_figure
     os.makedirs(os.path.join(docs, "figures"), exist_ok=True)
-    # 1: the memorise-then-generalise curves of the Nanda setting (or the first small run without it).
-    shown = [r for r in rows if r["setting"] == "nanda"] or rows[:1]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    for r in shown:
+    # 1: the curves of the Nanda setting and of the small setting's first run at weight decay 1.
+    shown = [r for r in rows if r["setting"] == "nanda"] + points(rows, weight_decay=1.0,
+                                                                  fraction=settings["small"][1])[:1]
+    shown = shown or rows[:1]
+    fig, axes = plt.subplots(len(shown), 3, figsize=(15, 3.8 * len(shown)), squeeze=False)
+    for row_axes, r in zip(axes, shown):
         c = [x for x in curves if all(x[k] == str(r[k]) for k in KEY)]
         steps = [int(x["step"]) for x in c]
-        axes[0].plot(steps, [float(x["train_exact"]) for x in c], label="training (teacher-forced, full batch)")
-        axes[0].plot(steps, [float(x["heldout_exact"]) for x in c], label="held-out")
-        axes[1].plot(steps, [float(x["loss"]) for x in c], label="training")
-        axes[1].plot(steps, [float(x["heldout_loss"]) for x in c], label="held-out")
-        axes[2].plot(steps, [float(x["weight_norm"]) for x in c], color="tab:green")
-        title = run_name(r["setting"], float(r["fraction"]), float(r["weight_decay"]), r["seed"])
-    for ax, t in zip(axes, ("accuracy", "loss (nats)", "weight norm (all parameters)")):
-        ax.set_xscale("log")
-        ax.set_xlabel("step")
-        ax.set_title(t, fontsize=9)
-        ax.grid(alpha=0.3, which="both")
-    axes[1].set_yscale("log")
-    axes[0].legend(fontsize=7)
-    axes[1].legend(fontsize=7)
-    save_figure(fig, os.path.join(docs, "figures", "grokking_curves.png"), title=f"{title}: memorise, then generalise")
+        name = run_name(r["setting"], float(r["fraction"]), float(r["weight_decay"]), r["seed"])
+        row_axes[0].plot(steps, [float(x["train_exact"]) for x in c], label="training (full batch)")
+        row_axes[0].plot(steps, [float(x["heldout_exact"]) for x in c], label="held-out")
+        row_axes[1].plot(steps, [float(x["loss"]) for x in c], label="training")
+        row_axes[1].plot(steps, [float(x["heldout_loss"]) for x in c], label="held-out")
+        row_axes[2].plot(steps, [float(x["weight_norm"]) for x in c], color="tab:green")
+        for ax, t in zip(row_axes, ("accuracy", "loss (nats)", "weight norm (all parameters)")):
+            ax.set_xscale("log")
+            ax.set_xlabel("step")
+            ax.set_title(f"{name}: {t}", fontsize=9)
+            ax.grid(alpha=0.3, which="both")
+        row_axes[1].set_yscale("log")
+        row_axes[0].legend(fontsize=7)
+        row_axes[1].legend(fontsize=7)
+    save_figure(fig, os.path.join(docs, "figures", "grokking_curves.png"),
+                title="Accuracy, loss and weight norm at every evaluation")
     plt.close(fig)
     # 2: steps to 99% held-out against weight decay and against the training fraction (Power et al.'s Figure 2).
     cap = settings["small"][6]
