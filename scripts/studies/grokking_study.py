@@ -132,8 +132,8 @@ def measure(args):
     def job(j):
         row, run_curves, run_spectrum = one_run(args, *j)
         # Another driver (--parts nanda beside --parts small) may write the same CSVs: each write re-reads them
-        # under a lock file, so neither loses the other's rows.
-        with lock, open(paths[0] + ".lock", "w") as held:
+        # under a lock file beside the runs, so neither loses the other's rows.
+        with lock, open(os.path.join(args.runs, "csv.lock"), "w") as held:
             fcntl.flock(held, fcntl.LOCK_EX)
             rows = read_rows(paths[0], WHO) + [row]
             rows.sort(key=order)
