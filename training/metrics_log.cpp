@@ -10,6 +10,15 @@
 
 namespace attnlab {
 
+double weight_norm(const Module& model) {
+  double sum = 0;
+  for (const Var& p : model.parameters()) {
+    const Tensor& w = p.value();
+    for (int64_t i = 0; i < w.numel(); ++i) sum += static_cast<double>(w[i]) * static_cast<double>(w[i]);
+  }
+  return std::sqrt(sum);
+}
+
 const std::vector<std::string>& MetricsLog::columns() {
   static const std::vector<std::string> kColumns = {
       "step",          "loss",          "lr",           "grad_norm", "train_token_acc", "train_exact",

@@ -24,6 +24,10 @@ struct ProgressStats {
   double heldout_exact = -1;  // < 0: not evaluated yet (or a language model, which has no exact match)
 };
 
+// The L2 norm of every parameter of `model` together (the weight_norm
+// column), summed in registration order in double.
+double weight_norm(const Module& model);
+
 class MetricsLog {
  public:
   // heldout_*: at evaluations; in_context_loss: language models (repeat,

@@ -12,17 +12,6 @@ namespace attnlab {
 
 namespace {
 
-// The L2 norm of every parameter together (metrics.csv's weight_norm), summed
-// in registration order in double.
-double weight_norm(const Module& model) {
-  double sum = 0;
-  for (const Var& p : model.parameters()) {
-    const Tensor& w = p.value();
-    for (int64_t i = 0; i < w.numel(); ++i) sum += static_cast<double>(w[i]) * static_cast<double>(w[i]);
-  }
-  return std::sqrt(sum);
-}
-
 // Each residual-stream hook point (SequenceModel::residual_stream_points) with its label in the
 // probe's CSV: "embed" -> "emb", "blocks.N.resid_post" -> "blockN", "enc." / "dec." for "encoder." / "decoder.".
 std::vector<std::pair<std::string, std::string>> labelled_stream_points(const std::vector<std::string>& points) {
