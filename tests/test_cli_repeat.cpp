@@ -11,11 +11,13 @@
 #include "framework/io/csv.h"
 #include "framework/io/safetensors.h"
 #include "tests/cli_harness.h"
+#include "tests/metrics_column.h"
 #include <nlohmann/json.hpp>
 
 using attnlab::read_csv;
 using attnlab::testing::checkpoint_stem;
 using attnlab::testing::read_summary;
+using attnlab::testing::metrics_column;
 using attnlab::testing::run_attnlab;
 using attnlab::testing::TempDir;
 
@@ -25,15 +27,6 @@ const std::string kRepeat =
     " --task repeat --vocab 16 --min-len 8 --max-len 8 --model decoder --layers 2 --heads 2 --d-model 32 --d-ff 64"
     " --batch-size 32 --lr 3e-3 --threads 1 --quiet";
 
-// A column of metrics.csv, one cell per row.
-std::vector<std::string> column(const std::string& run, const std::string& name) {
-  const attnlab::CsvTable t = read_csv(run + "/metrics.csv", 1 << 20);
-  const auto at = std::find(t.columns.begin(), t.columns.end(), name);
-  REQUIRE(at != t.columns.end());
-  std::vector<std::string> out;
-  for (const auto& row : t.rows) out.push_back(row[static_cast<size_t>(at - t.columns.begin())]);
-  return out;
-}
 
 }  // namespace
 
@@ -42,7 +35,7 @@ TEST_CASE("attnlab train --task repeat: the in-context loss falls from about 0 t
   TempDir dir("cli-repeat");
   const std::string run = dir / "run";
   REQUIRE(run_attnlab("train" + kRepeat + " --steps 300 --eval-every 150 --log-every 50 --run " + run).code == 0);
-  const auto in_context = column(run, "in_context_loss"), heldout = column(run, "heldout_loss");
+  const auto in_context = metrics_column(run, "in_context_loss"), heldout = metrics_column(run, "heldout_loss");
   REQUIRE(in_context.size() == 6);
   for (size_t i : {0, 1, 3, 4}) CHECK(in_context[i].empty());  // rows without an evaluation
   CHECK(std::stod(in_context[5]) < -0.8 * std::log(16.0));     // the repeat is nearly free, the first copy is not
@@ -88,13 +81,13 @@ TEST_CASE("metrics.csv: heldout_loss at every evaluation of a sequence task, wei
   REQUIRE(run_attnlab("train --task reverse --vocab 5 --min-len 3 --max-len 4 --d-model 16 --heads 2 --layers 1 --d-ff 32"
                       " --heldout 20 --target 0 --steps 6 --log-every 2 --eval-every 3 --threads 1 --quiet --run " + run)
               .code == 0);
-  const auto heldout = column(run, "heldout_loss"), norms = column(run, "weight_norm");
-  REQUIRE(column(run, "step") == std::vector<std::string>{"2", "3", "4", "6"});  // a row at each log and evaluation
+  const auto heldout = metrics_column(run, "heldout_loss"), norms = metrics_column(run, "weight_norm");
+  REQUIRE(metrics_column(run, "step") == std::vector<std::string>{"2", "3", "4", "6"});  // a row at each log and evaluation
   CHECK(heldout[0].empty());
   CHECK(heldout[2].empty());
   CHECK(std::stod(heldout[1]) > std::stod(heldout[3]));  // learning
   CHECK(std::stod(heldout[3]) == Approx(read_summary(run)["heldout_loss"].get<double>()));
-  for (const std::string& cell : column(run, "in_context_loss")) CHECK(cell.empty());  // not a language model
+  for (const std::string& cell : metrics_column(run, "in_context_loss")) CHECK(cell.empty());  // not a language model
   double sum = 0;
   for (const auto& [name, t] : attnlab::load_safetensors(checkpoint_stem(run, 6) + ".safetensors").tensors)
     for (int64_t i = 0; i < t.numel(); ++i) sum += static_cast<double>(t[i]) * t[i];

@@ -9,6 +9,7 @@
 
 #include "framework/io/csv.h"
 #include "tests/cli_harness.h"
+#include "tests/metrics_column.h"
 
 using attnlab::read_csv;
 using attnlab::testing::checkpoint_difference;
@@ -16,6 +17,7 @@ using attnlab::testing::checkpoint_stem;
 using attnlab::testing::CliResult;
 using attnlab::testing::metrics_without_times;
 using attnlab::testing::require_same_run;
+using attnlab::testing::metrics_column;
 using attnlab::testing::run_attnlab;
 using attnlab::testing::TempDir;
 
@@ -25,15 +27,6 @@ const std::string kFlags =
     " --task reverse --vocab 5 --min-len 4 --max-len 6 --d-model 16 --heads 2 --layers 1 --d-ff 32 --heldout 30"
     " --target 0 --log-every 5 --eval-every 10 --batch-size 12 --quiet";
 
-// A column of metrics.csv, one cell per row.
-std::vector<std::string> column(const std::string& run, const std::string& name) {
-  const attnlab::CsvTable t = read_csv(run + "/metrics.csv", 1 << 20);
-  const auto at = std::find(t.columns.begin(), t.columns.end(), name);
-  REQUIRE(at != t.columns.end());
-  std::vector<std::string> out;
-  for (const auto& row : t.rows) out.push_back(row[static_cast<size_t>(at - t.columns.begin())]);
-  return out;
-}
 
 }  // namespace
 
@@ -44,7 +37,7 @@ TEST_CASE("train --noise-scale fills noise_scale, noise_trace over noise_grad_sq
   const std::string on = dir / "on", off = dir / "off";
   REQUIRE(run_attnlab("train" + kFlags + " --steps 20 --grad-accum 4 --noise-scale --run " + on).code == 0);
   REQUIRE(run_attnlab("train" + kFlags + " --steps 20 --grad-accum 4 --run " + off).code == 0);
-  const auto scale = column(on, "noise_scale"), trace = column(on, "noise_trace"), g2 = column(on, "noise_grad_sq");
+  const auto scale = metrics_column(on, "noise_scale"), trace = metrics_column(on, "noise_trace"), g2 = metrics_column(on, "noise_grad_sq");
   REQUIRE(scale.size() == 4);
   for (size_t i = 0; i < scale.size(); ++i) {
     REQUIRE(!scale[i].empty());
@@ -52,9 +45,9 @@ TEST_CASE("train --noise-scale fills noise_scale, noise_trace over noise_grad_sq
     CHECK(std::stod(trace[i]) > 0);
   }
   for (const std::string& name : {"noise_scale", "noise_trace", "noise_grad_sq"})
-    for (const std::string& cell : column(off, name)) CHECK(cell.empty());
-  CHECK(column(on, "loss") == column(off, "loss"));
-  CHECK(column(on, "grad_norm") == column(off, "grad_norm"));
+    for (const std::string& cell : metrics_column(off, name)) CHECK(cell.empty());
+  CHECK(metrics_column(on, "loss") == metrics_column(off, "loss"));
+  CHECK(metrics_column(on, "grad_norm") == metrics_column(off, "grad_norm"));
   CHECK(checkpoint_difference(checkpoint_stem(on, 20) + ".safetensors", checkpoint_stem(off, 20) + ".safetensors") ==
         "");
 }
@@ -102,7 +95,7 @@ TEST_CASE("mpirun -np 2 --noise-scale gives the bits of --grad-accum 2, noise co
     REQUIRE(r.code == 0);
     REQUIRE(run_attnlab(flags + " --grad-accum " + std::to_string(np * accum) + " --run " + one).code == 0);
     require_same_run(ranks, one, 20);
-    CHECK(!column(ranks, "noise_scale").front().empty());
+    CHECK(!metrics_column(ranks, "noise_scale").front().empty());
   }
 }
 #endif
