@@ -61,9 +61,12 @@ TEST_CASE("attnlab train --task repeat: the in-context loss falls from about 0 t
   const nlohmann::json a = nlohmann::json::parse(ablate.out);
   CHECK(a["intact"]["in_context_loss"].get<double>() == Approx(s["heldout_in_context_loss"].get<double>()).epsilon(1e-9));
   CHECK(a["intact"]["late_token_accuracy"].get<double>() == Approx(s["heldout_late_token_acc"].get<double>()));
-  for (const auto& row : a["rows"])
+  for (const auto& row : a["rows"]) {
     CHECK(row["delta_late_token_accuracy"].get<double>() ==
           Approx(row["late_token_accuracy"].get<double>() - a["intact"]["late_token_accuracy"].get<double>()));
+    CHECK(row["delta_in_context_loss"].get<double>() ==
+          Approx(row["in_context_loss"].get<double>() - a["intact"]["in_context_loss"].get<double>()));
+  }
   const auto table = run_attnlab("ablate --run " + run + " --top 1");
   CHECK(table.out.find("    token      late      loss   d.token    d.late    d.loss") != std::string::npos);
   const auto longer = run_attnlab("eval --run " + run + " --len 12 --heldout 50 --json");
