@@ -62,6 +62,10 @@ struct TransformerConfig {
   // "torch" (each layer's PyTorch default) | "gpt2" (N(0, 0.02), residual output
   // projections scaled down); models/init.h says it per parameter and why auto.
   InitScheme init = InitScheme::automatic;
+  // The gpt2 scheme's standard deviation s: weights and embeddings N(0, s²),
+  // residual output projections N(0, s²/N). 0.02 is GPT-2's; about 1/√d is
+  // Nanda et al.'s grokking model (1/√128 ≈ 0.088). Applies to gpt2 only.
+  double init_std = 0.02;
   // Randomised positions (Ruoss et al. 2023; models/positions.h): 0 = off; P > 0:
   // in training each sequence reads a sorted random subset of the positions
   // [0, P), in evaluation an even spread over [0, P). P must equal max_len

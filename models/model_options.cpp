@@ -1,5 +1,6 @@
 #include "models/model_options.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "framework/error.h"
@@ -16,11 +17,13 @@ std::string text(double v) {
   return out.str();
 }
 
-void check_bound(const ModelOption& o, double value, const std::string& shown, Naming naming) {
+// `real`: the field is a real number (a count's flag must be >= 1, a real's > 0).
+void check_bound(const ModelOption& o, double value, const std::string& shown, Naming naming, bool real) {
   const std::string name = option_name(o, naming);
   const bool flag = naming == Naming::flag;
-  const std::string positive = flag ? " must be >= 1" : " must be positive";
-  if (o.bound == Bound::positive && !(value > 0)) throw ValueError(name + positive + ", got " + shown);
+  const std::string positive = real ? " must be finite and > 0" : flag ? " must be >= 1" : " must be positive";
+  if (o.bound == Bound::positive && (!(value > 0) || !std::isfinite(value)))
+    throw ValueError(name + positive + ", got " + shown);
   if (o.bound == Bound::positive_or_auto && !(value >= 0))
     throw ValueError(name + positive + " (or 0 for " + option_name(*model_option("d_model"), naming) + " / " +
                      option_name(*model_option("n_heads"), naming) + "), got " + shown);
@@ -61,6 +64,9 @@ const std::vector<ModelOption>& model_options() {
        "dropout on embeddings, sublayer outputs and inside the feed-forward"},
       {"attn_dropout", "attn-dropout", &C::attn_dropout, Bound::fraction, "dropout on attention weights"},
       {"init", "init", &C::init, Bound::none, "initial weights: {}"},
+      {"init_std", "init-std", &C::init_std, Bound::positive,
+       "standard deviation s of --init gpt2: weights and embeddings N(0, s^2), residual output projections "
+       "N(0, s^2/(2 x layers)); 0.02 is GPT-2's, about 1/sqrt(d) Nanda et al.'s grokking model"},
       {"tie_embeddings", "tie-embeddings", &C::tie_embeddings, Bound::none,
        "output projection shares the input embedding"},
       {"parameter_free_attention", "parameter-free-attention", &C::parameter_free_attention, Bound::none,
@@ -85,9 +91,10 @@ void check_bounds(const TransformerConfig& c, Naming naming, bool reals) {
     if (o.bound == Bound::none || (naming == Naming::flag && o.flag[0] == '\0')) continue;
     if (auto* field = std::get_if<int64_t C::*>(&o.field); field && !reals) {
       const int64_t v = c.*(*field);
-      check_bound(o, static_cast<double>(v), std::to_string(v), naming);
+      check_bound(o, static_cast<double>(v), std::to_string(v), naming, false);
     }
-    if (auto* field = std::get_if<double C::*>(&o.field); field && reals) check_bound(o, c.*(*field), text(c.*(*field)), naming);
+    if (auto* field = std::get_if<double C::*>(&o.field); field && reals)
+      check_bound(o, c.*(*field), text(c.*(*field)), naming, true);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "framework/error.h"
 #include "framework/nn/multi_head_attention.h"
+#include "models/init.h"
 #include "models/model_options.h"
 
 namespace attnlab {
@@ -38,6 +39,14 @@ void check_attn_scale(const TransformerConfig& c, Naming n) {
   }
 }
 
+// init_std is the gpt2 scheme's; the torch scheme draws each layer's PyTorch default.
+void check_init_std(const TransformerConfig& c, Naming n) {
+  if (c.init_std == TransformerConfig().init_std || resolved_init(c) == InitScheme::gpt2) return;
+  throw ValueError(named("init_std", n) + " applies to " + named("init", n) + " " + shown("gpt2", n) +
+                   ", and this model's is " + shown(name_of(resolved_init(c)), n) + " (" + named("init", n) + " " +
+                   shown(name_of(c.init), n) + ")");
+}
+
 }  // namespace
 
 void check_random_positions_kind(const TransformerConfig& c, Naming n) {
@@ -66,6 +75,7 @@ void check_model_rules(const TransformerConfig& c, Naming naming) {
   check_random_positions_kind(c, naming);
   check_layout_arch(c, naming);
   check_rope_width(c, naming);
+  check_init_std(c, naming);
 }
 
 }  // namespace attnlab

@@ -11,7 +11,8 @@ namespace attnlab {
 
 // ValueError for the first rule `c` breaks, in this order: the integers'
 // bounds, heads dividing d_model, d_k/d_v with parameter-free attention,
-// attn_scale, the real numbers' bounds, random positions, layout bare, rope.
+// attn_scale, the real numbers' bounds, random positions, layout bare, rope,
+// init_std with a scheme other than gpt2.
 void check_model_rules(const TransformerConfig& c, Naming naming);
 
 // Single rules that finalize also needs before the others:

@@ -146,6 +146,20 @@ TEST_CASE("train refuses --momentum outside 0 <= m < 1, --heldout-fraction 0 and
   CHECK(run_attnlab("train --optimizer sgd --momentum 0.9 --check").code == 0);
 }
 
+TEST_CASE("train refuses --init-std outside (0, inf) and beside a scheme other than gpt2, and records it",
+          "[cli][validation]") {
+  TempDir dir("val-init-std");
+  const std::string run = dir / "run";
+  require_refused(run_attnlab("train --init gpt2 --init-std -0.1 --run " + run), "--init-std must be finite and > 0, got -0.1");
+  require_refused(run_attnlab("train --init gpt2 --init-std inf --run " + run), "--init-std must be finite and > 0, got inf");
+  // auto is torch beside the default sinusoidal positions
+  require_refused(run_attnlab("train --init-std 0.05 --run " + run),
+                  "--init-std applies to --init gpt2, and this model's is torch (--init auto)");
+  CHECK_FALSE(fs::exists(run));
+  REQUIRE(run_attnlab("train --init gpt2 --init-std 0.05 --steps 1 --run " + run + kTiny).code == 0);
+  CHECK(read_file(run + "/config.ini").find("\ninit-std = 0.05\n") != std::string::npos);
+}
+
 TEST_CASE("the encoder tagger takes copy, reverse and sort of variable length, and learns reverse", "[cli][validation]") {
   // Before: "outputs of up to 12 tokens for inputs of 4" (the longest output against the shortest input).
   for (const char* task : {"copy", "reverse", "sort"}) {

@@ -169,3 +169,32 @@ TEST_CASE("init round-trips through the config JSON, a config without it means t
   old["init"] = "xavier";
   CHECK_THROWS_WITH(TransformerConfig::from_json(old), Catch::Contains("init") && Catch::Contains("'xavier'"));
 }
+
+TEST_CASE("init_std sets the gpt2 scheme's spread: weights at s, residual outputs at s over root 2L", "[models][init]") {
+  TransformerConfig c = config_for("decoder", "gpt2");
+  c.init_std = 0.09;  // about 1/sqrt(128), Nanda et al.'s scale
+  auto model = make_model(c, 7);
+  for (const auto& [name, p] : model->named_parameters()) {
+    if (is_norm(name) || ends_with(name, ".bias")) continue;
+    require_normal(name, p, is_residual_output(name) ? 0.09 / std::sqrt(2.0 * 3) : 0.09);
+  }
+}
+
+TEST_CASE("init_std round-trips through the config JSON, a config without it means 0.02, and it needs gpt2",
+          "[models][init][config]") {
+  TransformerConfig c = config_for("decoder", "gpt2");
+  c.init_std = 0.0625;
+  CHECK(c.to_json().at("init_std") == 0.0625);
+  CHECK(TransformerConfig::from_json(c.to_json()).init_std == 0.0625);
+  nlohmann::json old = c.to_json();
+  old.erase("init_std");
+  CHECK(TransformerConfig::from_json(old).init_std == 0.02);
+  old["init_std"] = 0;
+  CHECK_THROWS_WITH(TransformerConfig::from_json(old), "init_std must be finite and > 0, got 0");
+  old["init_std"] = 0.05;
+  old["init"] = "torch";
+  CHECK_THROWS_WITH(TransformerConfig::from_json(old), "init_std applies to init 'gpt2', and this model's is 'torch' "
+                                                       "(init 'torch')");
+  old["init_std"] = 0.02;  // the default with torch: nothing was asked for
+  CHECK_NOTHROW(TransformerConfig::from_json(old));
+}

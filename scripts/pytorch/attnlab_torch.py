@@ -60,6 +60,7 @@ CONFIG_FIELDS = {  # models/config.h, with the values this loader can build
     "attention_only": bool,  # blocks without the feed-forward (and its norm)
     "no_bias": bool,  # Linear(bias=False) in attention, feed-forward and head
     "init": ("torch", "gpt2"),  # how the weights were drawn; loading does not depend on it
+    "init_std": float,  # the gpt2 scheme's standard deviation; nor on it
     "random_positions": int,  # P: evaluation positions spread over [0, P) (models/positions.h)
     "layout": ("special",),  # [bos] input [sep] answer [eos]; a --layout bare decoder is not mirrored here
 }
@@ -118,6 +119,7 @@ def config_from_metadata(meta, path):
     cfg.setdefault("layout", "special")  # and before --layout
     cfg.setdefault("attention_only", False)  # and before --attention-only
     cfg.setdefault("no_bias", False)  # and before --no-bias
+    cfg.setdefault("init_std", 0.02)  # and before --init-std
     rp = cfg["random_positions"]
     if isinstance(rp, int) and not isinstance(rp, bool) and rp != 0 and (rp < 0 or rp != cfg.get("max_len")):
         raise LoadError(f"{path}: model_config random_positions = {rp} is not 0 or max_len ({cfg.get('max_len')})")
