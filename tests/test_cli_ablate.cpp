@@ -3,6 +3,8 @@
 // user's, and bad input refused with one line, exit 2, nothing written.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -78,6 +80,34 @@ TEST_CASE("ablate prints the intact row first and every component sorted by effe
     CHECK_THAT(line, StartsWith(all["rows"][i]["component"].get<std::string>() + " "));
   }
   CHECK_FALSE(std::getline(lines, line));
+
+  // Every row's effect bar: 20 '#' for the largest effect, the others in proportion (at least one for an
+  // effect above 0), none for none. The effect: the drop in exact match where some row drops it, else the rise in loss.
+  bool by_exact = false;
+  for (const auto& r : all["rows"]) by_exact = by_exact || r["delta_exact_match"].get<double>() < 0;
+  const auto effect = [&](const nlohmann::json& r) {
+    return by_exact ? -r["delta_exact_match"].get<double>() : r["delta_loss"].get<double>();
+  };
+  double largest = 0;
+  for (const auto& r : all["rows"]) largest = std::max(largest, effect(r));
+  REQUIRE(largest > 0);
+  const auto full = run_attnlab("ablate --run " + run);
+  REQUIRE(full.code == 0);
+  std::istringstream rows(full.out);
+  for (int skip = 0; skip < 3; ++skip) std::getline(rows, line);  // the title, the header and intact
+  bool some_between = false;
+  for (const auto& r : all["rows"]) {
+    REQUIRE(std::getline(rows, line));
+    const double e = effect(r);
+    const size_t bar = e > 0 ? std::max<size_t>(1, static_cast<size_t>(std::lround(20 * e / largest))) : 0;
+    some_between = some_between || (bar > 0 && bar < 20);
+    const size_t hashes = line.find('#') == std::string::npos ? 0 : line.size() - line.find('#');
+    INFO(line << " (effect " << e << " of " << largest << ")");
+    CHECK(hashes == bar);
+    if (bar > 0) CHECK(line.substr(line.size() - bar) == std::string(bar, '#'));
+  }
+  INFO("the run's effects leave no bar between the longest and none");
+  CHECK(some_between);
 }
 
 TEST_CASE("ablate --csv writes the rows, and an existing file is refused without --overwrite", "[cli][ablate]") {
