@@ -8,6 +8,9 @@ value is a scalar of its column at its step:
     also be there: grad_norm/PARAM and attention_entropy/LAYER/headH scalars
     equal to probe_params.csv's and probe_heads.csv's, a gradients/PARAM
     histogram per parameter and probed step);
+  - a repeat run with --probe-induction (prefix_matching/LAYER/headH and
+    previous_token/LAYER/headH equal to probe_induction.csv's) and a modular
+    run (embedding_fourier/kK equal to embedding_fourier.csv's);
   - a run killed after its metrics rows of steps 15 and 20 but before their
     checkpoint (simulated by removing the step-20 checkpoint), resumed with
     --tensorboard: a second file starts with a SessionLog START at step 11,
@@ -68,6 +71,46 @@ def check_probes(run, event_class):
     print(f"test_tensorboard_runs: {run}: {len(params)} probe_params.csv rows equal their scalars, histograms present")
 
 
+def without(args, *flags):
+    """`args` less each of `flags` and its value."""
+    out = []
+    for flag, value in zip(args[::2], args[1::2]):
+        out += [] if flag in flags else [flag, value]
+    return out
+
+
+def require_scalars(run, got, csv_name, tag_of, column):
+    """Every row of the run's CSV `csv_name` is the scalar tag_of(row) at its step, as float32."""
+    table = rows(os.path.join(run, csv_name))
+    ct.require(table, f"{run}: {csv_name} has no rows")
+    for r in table:
+        tag, step = tag_of(r), int(r["step"])
+        v = got.get((tag, step))
+        ct.require(v is not None and v.simple_value == ct.float32(float(r[column])),
+                   f"{run}: {tag} at step {step}: {v} vs {csv_name} {r[column]}")
+    return len(table)
+
+
+def check_mechanisms(attnlab, work, event_class):
+    induction = os.path.join(work, "induction")
+    train(attnlab, "--task", "repeat", "--model", "decoder", *without(TINY, "--layers"), "--layers", "2", "--steps", "8",
+          "--log-every", "4", "--eval-every", "4", "--probe-induction", "4", "--tensorboard", "--run", induction)
+    ct.check_run(induction, event_class)
+    got = event_values(induction, event_class)
+    n = require_scalars(induction, got, "probe_induction.csv",
+                        lambda r: f"prefix_matching/{r['layer']}/head{r['head']}", "prefix_matching")
+    require_scalars(induction, got, "probe_induction.csv",
+                    lambda r: f"previous_token/{r['layer']}/head{r['head']}", "previous_token")
+    modular = os.path.join(work, "modular")
+    train(attnlab, "--task", "modular", "--modulus", "11", "--model", "decoder", "--layout", "bare",
+          *without(TINY, "--vocab", "--min-len", "--max-len", "--heldout"),
+          "--steps", "6", "--log-every", "3", "--eval-every", "3", "--tensorboard", "--run", modular)
+    ct.check_run(modular, event_class)
+    m = require_scalars(modular, event_values(modular, event_class), "embedding_fourier.csv",
+                        lambda r: f"embedding_fourier/k{r['frequency']}", "norm")
+    print(f"test_tensorboard_runs: {n} probe_induction.csv and {m} embedding_fourier.csv rows equal their scalars")
+
+
 def killed_and_resumed(attnlab, work, event_class):
     run = os.path.join(work, "resumed")
     common = ["--task", "reverse", *TINY, "--log-every", "5", "--eval-every", "10", "--tensorboard"]
@@ -106,6 +149,7 @@ def main():
               "--eval-every", "6", "--probe-every", "5", "--tensorboard", "--run", decoder)
         ct.check_run(decoder, event_class)
         check_probes(decoder, event_class)
+        check_mechanisms(attnlab, work, event_class)
         killed_and_resumed(attnlab, work, event_class)
         return 0
     except ct.CheckFailed as e:

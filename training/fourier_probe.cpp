@@ -43,7 +43,10 @@ TrainingFourier::TrainingFourier(const TrainState& state, const std::string& dir
 void TrainingFourier::record(int64_t step) {
   const std::vector<double> norms = fourier_norms(residue_embedding(state_));
   const std::string s = std::to_string(step);
-  for (size_t k = 0; k < norms.size(); ++k) csv_.row({s, std::to_string(k), CsvWriter::format_number(norms[k])});
+  for (size_t k = 0; k < norms.size(); ++k) {
+    csv_.row({s, std::to_string(k), CsvWriter::format_number(norms[k])});
+    if (events_) events_->scalar("embedding_fourier/k" + std::to_string(k), step, norms[k]);
+  }
 }
 
 }  // namespace attnlab

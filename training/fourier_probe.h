@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "framework/io/csv.h"
+#include "framework/io/tfevents.h"
 #include "framework/tensor.h"
 
 namespace attnlab {
@@ -32,11 +33,16 @@ class TrainingFourier {
   // The rows of `step`. IoError when the CSV cannot be written.
   void record(int64_t step);
 
+  // Each norm also goes to `events` (null: none) as a TensorBoard scalar
+  // embedding_fourier/kK; it must outlive the probe.
+  void set_events(TfEventsWriter* events) { events_ = events; }
+
   static const std::vector<std::string>& columns();
 
  private:
   const TrainState& state_;
   CsvWriter csv_;
+  TfEventsWriter* events_ = nullptr;
 };
 
 }  // namespace attnlab

@@ -105,9 +105,14 @@ void TrainingInduction::record(int64_t step) {
   }
   const std::string s = std::to_string(step);
   for (size_t l = 0; l < scores.size(); ++l)
-    for (const InductionScores& h : scores[l])
+    for (const InductionScores& h : scores[l]) {
       csv_.row({s, attention_[l].first, std::to_string(h.head), CsvWriter::format_number(h.prefix_matching),
                 CsvWriter::format_number(h.previous_token)});
+      if (!events_) continue;
+      const std::string where = attention_[l].first + "/head" + std::to_string(h.head);
+      events_->scalar("prefix_matching/" + where, step, h.prefix_matching);
+      events_->scalar("previous_token/" + where, step, h.previous_token);
+    }
 }
 
 }  // namespace attnlab

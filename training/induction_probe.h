@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "framework/io/csv.h"
+#include "framework/io/tfevents.h"
 #include "models/batch.h"
 
 namespace attnlab {
@@ -56,6 +57,11 @@ class TrainingInduction {
   // The rows of `step` (after its update). IoError when the CSV cannot be written.
   void record(int64_t step);
 
+  // Each recorded score also goes to `events` (null: none) as a TensorBoard
+  // scalar prefix_matching/LAYER/headH and previous_token/LAYER/headH; it must
+  // outlive the probe.
+  void set_events(TfEventsWriter* events) { events_ = events; }
+
   static const std::vector<std::string>& columns();
   const InductionLayout& layout() const { return layout_; }
 
@@ -66,6 +72,7 @@ class TrainingInduction {
   ModelInput batch_;
   std::vector<std::pair<std::string, MultiHeadAttention*>> attention_;
   CsvWriter csv_;
+  TfEventsWriter* events_ = nullptr;
 };
 
 }  // namespace attnlab

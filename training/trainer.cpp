@@ -117,6 +117,8 @@ Trainer::Trainer(TrainState& state, TrainerOptions options)
     if (resumed >= 0) events_->session_start(resumed + 1);
     metrics_->set_events(events_.get());
     if (probe_) probe_->set_events(events_.get());
+    if (induction_) induction_->set_events(events_.get());
+    if (fourier_csv_) fourier_csv_->set_events(events_.get());
   }
 }
 
