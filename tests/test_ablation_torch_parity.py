@@ -36,18 +36,24 @@ RUNS = [("encoder", ["--task", "reverse", "--model", "encoder", "--min-len", "3"
           "decoder.blocks.1"]),
         ("text", ["--task", "text", "--file", os.path.join(HERE, "..", "data", "text", "logbook.txt"), "--model", "decoder",
                   "--seq-len", "16"],
-         ["blocks.1.attn.h1", "blocks.0.mlp", "blocks.1"])]
+         ["blocks.1.attn.h1", "blocks.0.mlp", "blocks.1"]),
+        # the papers' options: no norm, no biases, attention only (no --d-ff: no feed-forward), on repeat
+        ("paper", ["--task", "repeat", "--model", "decoder", "--norm", "none", "--no-bias", "--attention-only",
+                   "--vocab", "8", "--min-len", "3", "--max-len", "5"],
+         ["blocks.1.attn.h0", "blocks.0"])]
 
 # A group per kind, knocked out together (--together): heads of one attention, with an MLP or a layer.
 JOINT = {"encoder": ["blocks.1.attn.h0", "blocks.1.attn.h1", "blocks.0.mlp"],
          "decoder": ["blocks.0.attn.h0", "blocks.0.attn.h1", "blocks.1"],
          "seq2seq": ["decoder.blocks.0.cross_attn.h1", "decoder.blocks.0.cross_attn.h0", "encoder.blocks.1.mlp"],
-         "text": ["blocks.1.attn.h0", "blocks.1.attn.h1", "blocks.1"]}
+         "text": ["blocks.1.attn.h0", "blocks.1.attn.h1", "blocks.1"],
+         "paper": ["blocks.0.attn.h0", "blocks.1.attn.h1"]}
 
 
 def check(exe, work, name, flags, components):
     run = os.path.join(work, name)
-    r = subprocess.run([exe, "train", "--run", run] + SMALL + flags, capture_output=True, text=True)
+    small = SMALL if "--attention-only" not in flags else SMALL[:6] + SMALL[8:]  # no "--d-ff", "32"
+    r = subprocess.run([exe, "train", "--run", run] + small + flags, capture_output=True, text=True)
     if r.returncode != 0:
         raise tl.Failed(f"attnlab train {name} exited {r.returncode}: {r.stderr.strip()}")
     joint = " + ".join(JOINT[name])

@@ -43,6 +43,9 @@ RUNS = [
                                 "learned", "--vocab", "6", "--min-len", "3", "--max-len", "4"], "5 2 3", ["5 0 3"]),
     ("text_lm", ["--task", "text", "--model", "decoder", "--heads", "2", "--seq-len", "16"], "the quick brown ",
      ["the quick brow" + a + b for a in "nx " for b in " fo.xk"]),
+    # the papers' options: no norm, no biases, attention only (so no --d-ff)
+    ("decoder_paper", ["--task", "reverse", "--model", "decoder", "--norm", "none", "--no-bias", "--attention-only",
+                       "--heads", "2", "--vocab", "6", "--min-len", "3", "--max-len", "4"], "1 2 3 0", ["1 4 3 0"]),
 ]
 
 
@@ -89,7 +92,8 @@ def main():
         for name, flags, clean, corrupts in RUNS:
             run, out = os.path.join(tmp, name), os.path.join(tmp, name + ".json")
             files = ["--file", corpus] if "text" in flags else ["--heldout", "16"]
-            attnlab(args.attnlab, "train", *flags, *files, *SMALL, "--run", run)
+            small = SMALL if "--attention-only" not in flags else SMALL[:4] + SMALL[6:]  # no "--d-ff", "32"
+            attnlab(args.attnlab, "train", *flags, *files, *small, "--run", run)
             corrupt = patch_file(args.attnlab, run, clean, corrupts, out)
             r = subprocess.run([sys.executable, SCRIPT, run, out], capture_output=True, text=True)
             print(f"{name} ({clean!r} against {corrupt!r}): {r.stdout.strip()}{r.stderr.strip()}")
