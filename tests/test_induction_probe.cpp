@@ -197,6 +197,14 @@ TEST_CASE("the induction batch: bos, n distinct task symbols, the same n again, 
     distinct.insert(std::vector<int32_t>(row + 1, row + 6));
   }
   CHECK(distinct.size() > 1);
+  // Every position of the copy is drawn: over the 16 rows each takes several symbols (a position left out of
+  // the shuffle would hold the same one in every row; 9 symbols make 16 equal draws a 1 in 9^15 chance).
+  for (int64_t i = 1; i < 6; ++i) {
+    std::set<int32_t> column;
+    for (int64_t r = 0; r < kInductionSequences; ++r) column.insert(a.tgt_in.data[static_cast<size_t>(r * 11 + i)]);
+    INFO("position " << i);
+    CHECK(column.size() > 1);
+  }
 }
 
 namespace {
