@@ -420,8 +420,17 @@ def test_grokking(exe, work):
     run([script, "--tiny", "--attnlab", exe, "--docs", docs, "--runs", runs])
     rows = read_rows(os.path.join(docs, "grokking.csv"))
     got = sorted((r["setting"], r["fraction"], r["weight_decay"]) for r in rows)
-    expect(got == [("nanda", "0.5", "1", ), ("small", "0.5", "0"), ("small", "0.5", "1"), ("small", "0.8", "1")],
-           f"the Nanda run, the weight decays at the base fraction and the other fraction (got {got})")
+    expect(got == [("nanda", "0.5", "1"), ("nanda-default-init", "0.5", "1"), ("small", "0.5", "0"),
+                   ("small", "0.5", "1"), ("sweep", "0.5", "0"), ("sweep", "0.5", "1"), ("sweep", "0.8", "1")],
+           f"the Nanda runs, the small setting with and without weight decay, the sweep's weight decays at its "
+           f"fraction and its other fraction (got {got})")
+    for r in rows:  # Nanda's initialisation where the setting asks for it: gpt2 at 1/sqrt(d), learned positions
+        name = f"{r['setting']}-f{r['fraction']}-wd{r['weight_decay']}-s{r['seed']}"
+        with open(os.path.join(runs, name, "config.ini")) as f:
+            config = f.read()
+        nanda_init = r["setting"] in ("nanda", "small")
+        expect(("init = gpt2\n" in config and "init-std = 0.1768\n" in config and "positional = learned\n" in config)
+               == nanda_init, f"{name}: Nanda's initialisation {'missing' if nanda_init else 'not asked for'}")
     for r in rows:
         name = f"{r['setting']}-f{r['fraction']}-wd{r['weight_decay']}-s{r['seed']}"
         metrics = read_rows(os.path.join(runs, name, "metrics.csv"))
@@ -444,8 +453,8 @@ def test_grokking(exe, work):
         expect(float(r["cpu_seconds"]) > 0 and r["date"] and r["cpu"] and r["final_weight_norm"], f"{name}: provenance")
     with open(os.path.join(docs, "studies", "grokking.md")) as f:
         page = f.read()
-    expect(all(f"<!-- BEGIN {n} -->" in page for n in ("nanda", "weight_decay", "fraction", "frequencies")),
-           "the four blocks written")
+    expect(all(f"<!-- BEGIN {n} -->" in page for n in ("nanda", "reproduction", "weight_decay", "fraction", "frequencies")),
+           "the five blocks written")
     expect_redrawn(script, docs, runs, [os.path.join(docs, "figures", f"grokking_{n}.png")
                                         for n in ("curves", "sweeps", "fourier")])
 

@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """Grokking on modular arithmetic (Power et al. 2022; Nanda et al. 2023), docs/studies/grokking.md.
 
-Two settings, both `--task modular --operation add` with a one-layer decoder without LayerNorm or biases
-(ReLU MLP, `--layout bare`: "a + b =" then the answer), AdamW with betas (0.9, 0.98) and weight decay on every
-parameter (`--decay-all`), full batch (every training pair in every step):
+Four settings, all `--task modular --operation add` with a one-layer decoder without LayerNorm or biases
+(ReLU MLP, `--layout bare`: "a + b =" then the answer), d 128, 4 heads, MLP 512, AdamW with betas (0.9, 0.98)
+and weight decay on every parameter (`--decay-all`), full batch (every training pair in every step), each run
+stopped at held-out exact match 0.99 (--target) or at its setting's step cap. Nanda's initialisation is Nanda
+et al.'s scale: `--init gpt2 --init-std 1/sqrt(d) --positional learned` (weights N(0, 1/d)); the default is
+attnlab's `--init auto` (PyTorch's layer defaults, token embeddings N(0, 1), sinusoidal positions).
 
-  nanda   Nanda et al.'s: p 113, 30% of the pairs for training, d 128, 4 heads, MLP 512, lr 1e-3, weight decay
-          1; seed 0 only (its CPU time is on the page).
-  small   p 59, half of the pairs, the same model at lr 3e-3: it groks within minutes of CPU; on it, weight decay
-          0 / 0.1 / 0.3 / 1 at half of the pairs, and the training fraction swept at weight decay 1, seeds 0 1 2
-          per point, each run stopped at held-out exact match 0.99 (--target) or at 5,000 steps.
+  nanda               Nanda et al.'s: p 113, 30% of the pairs for training, lr 1e-3, weight decay 1, Nanda's
+                      initialisation; seed 0 only (its CPU time is on the page).
+  nanda-default-init  the same with attnlab's default initialisation.
+  small               p 59, 40% of the pairs, lr 3e-3, Nanda's initialisation: weight decay 1 and 0, seeds 0 1 2
+                      (the reproduction: memorise at A, generalise at B >= 5 A, and not without weight decay).
+  sweep               p 59, half of the pairs, lr 3e-3, the default initialisation: weight decay 0 / 0.1 / 0.3 / 1,
+                      and the training fraction swept at weight decay 1, seeds 0 1 2 per point.
 
 Per run, from its metrics.csv (train and held-out accuracy and loss, weight norm, at every evaluation):
   memorised   A: the first evaluation whose interval had every training pair right (train_exact = 1);
@@ -42,11 +47,14 @@ WHO = "grokking_study"
 COMMON = ["--task", "modular", "--operation", "add", "--model", "decoder", "--layout", "bare", "--layers", "1",
           "--norm", "none", "--no-bias", "--activation", "relu", "--optimizer", "adamw", "--beta1", "0.9",
           "--beta2", "0.98", "--clip", "0", "--threads", "1"]
-# name: (modulus, fraction, d_model, heads, d_ff, lr, step cap, evaluation interval)
+# name: (modulus, fraction, d_model, heads, d_ff, lr, step cap, evaluation interval, initialisation)
 SETTINGS = {
-    "nanda": (113, 0.3, 128, 4, 512, 1e-3, 12000, 200),
-    "small": (59, 0.5, 128, 4, 512, 3e-3, 5000, 100),
+    "nanda": (113, 0.3, 128, 4, 512, 1e-3, 20000, 200, "nanda"),
+    "nanda-default-init": (113, 0.3, 128, 4, 512, 1e-3, 12000, 200, "default"),
+    "small": (59, 0.4, 128, 4, 512, 3e-3, 6000, 100, "nanda"),
+    "sweep": (59, 0.5, 128, 4, 512, 3e-3, 5000, 100, "default"),
 }
+PARTS = list(SETTINGS)
 WEIGHT_DECAYS = [0.0, 0.1, 0.3, 1.0]
 FRACTIONS = [0.3, 0.4, 0.5, 0.6, 0.8]
 KEY = ("setting", "fraction", "weight_decay", "seed")
@@ -76,15 +84,20 @@ def key_frequencies(spectrum):
     return keys, held / total
 
 
+def init_flags(init, d):
+    """The flags of an initialisation: Nanda et al.'s scale (weights N(0, 1/d), learned positions) or attnlab's."""
+    return ["--init", "gpt2", "--init-std", f"{d ** -0.5:.4g}", "--positional", "learned"] if init == "nanda" else []
+
+
 def one_run(args, setting, fraction, wd, seed):
-    p, _, d, heads, d_ff, lr, cap, every = args.settings[setting]
+    p, _, d, heads, d_ff, lr, cap, every, init = args.settings[setting]
     run = os.path.join(args.runs, run_name(setting, fraction, wd, seed))
     pairs = p * p
     batch = round(fraction * pairs)  # the whole training set: full batch
     cmd = [args.attnlab, "train"] + COMMON + [
         "--modulus", str(p), "--train-fraction", f"{fraction:g}", "--d-model", str(d), "--heads", str(heads),
         "--d-ff", str(d_ff), "--lr", f"{lr:g}", "--weight-decay", f"{wd:g}"] + ["--decay-all"] * (wd > 0) + [
-        "--batch-size", str(batch), "--target", "0" if setting == "nanda" else "0.99",
+        "--batch-size", str(batch), "--target", "0.99"] + init_flags(init, d) + [
         "--steps", str(cap), "--eval-every", str(every), "--log-every", str(every), "--seed", str(seed), "--quiet",
         "--overwrite", "--run", run]
     code, _, err, cpu = run_child(["nice"] + cmd)
@@ -112,13 +125,15 @@ def one_run(args, setting, fraction, wd, seed):
 
 
 def jobs_of(args):
-    """(setting, fraction, weight decay, seed) of every run: the Nanda setting once, then the small setting's
-    weight-decay sweep at its fraction and its fraction sweep at weight decay 1."""
-    out = [("nanda", args.settings["nanda"][1], 1.0, 0)] if "nanda" in args.parts else []
-    base = args.settings["small"][1]
+    """(setting, fraction, weight decay, seed) of every run of the parts: each Nanda setting once; the small setting
+    at weight decay 1 and 0 per seed; the sweep's weight decays at its fraction and its fractions at weight decay 1."""
+    out = [(s, args.settings[s][1], 1.0, 0) for s in ("nanda", "nanda-default-init") if s in args.parts]
     for seed in args.seeds if "small" in args.parts else []:
-        out += [("small", base, wd, seed) for wd in args.weight_decays]
-        out += [("small", f, 1.0, seed) for f in args.fractions if f != base or 1.0 not in args.weight_decays]
+        out += [("small", args.settings["small"][1], wd, seed) for wd in (1.0, 0.0)]
+    base = args.settings["sweep"][1]
+    for seed in args.seeds if "sweep" in args.parts else []:
+        out += [("sweep", base, wd, seed) for wd in args.weight_decays]
+        out += [("sweep", f, 1.0, seed) for f in args.fractions if f != base or 1.0 not in args.weight_decays]
     return out
 
 
@@ -127,11 +142,11 @@ def measure(args):
     done = {tuple(str(r[k]) for k in KEY) for r in read_rows(paths[0], WHO)}
     jobs = [j for j in jobs_of(args) if (j[0], f"{j[1]:g}", f"{j[2]:g}", str(j[3])) not in done]
     lock = threading.Lock()  # --jobs N: one writer of the CSVs at a time in this process
-    order = (lambda r: (r["setting"] != "nanda", float(r["weight_decay"]), float(r["fraction"]), int(r["seed"])))
+    order = (lambda r: (PARTS.index(r["setting"]), -float(r["weight_decay"]), float(r["fraction"]), int(r["seed"])))
 
     def job(j):
         row, run_curves, run_spectrum = one_run(args, *j)
-        # Another driver (--parts nanda beside --parts small) may write the same CSVs: each write re-reads them
+        # Another driver (--parts nanda beside --parts sweep) may write the same CSVs: each write re-reads them
         # under a lock file beside the runs, so neither loses the other's rows.
         with lock, open(os.path.join(args.runs, "csv.lock"), "w") as held:
             fcntl.flock(held, fcntl.LOCK_EX)
@@ -145,21 +160,43 @@ def measure(args):
     run_pool(job, jobs, args.jobs, WHO)
 
 
-def points(rows, **fixed):
-    return [r for r in rows if r["setting"] == "small" and all(float(r[k]) == v for k, v in fixed.items())]
+def points(rows, setting="sweep", **fixed):
+    return [r for r in rows if r["setting"] == setting and all(float(r[k]) == v for k, v in fixed.items())]
+
+
+def ratio(r):
+    """B / A of a run that memorised and grokked, else None."""
+    return int(r["grokked_step"]) / int(r["memorised_step"]) if r["grokked_step"] and r["memorised_step"] else None
 
 
 def steps_cell(rs, key, cap):
     return median_range([int(r[key]) if r[key] else None for r in rs], cap)
 
 
-def tables(rows, settings):
+def reproduction_table(rows, settings):
+    """The small setting per seed: A and B with weight decay 1, B / A, and the same seed without weight decay."""
     cap = settings["small"][6]
+    lines = ["| seed | memorised A (step) | held-out >= 99% B (step) | B / A | without weight decay: A, B | "
+             "held-out exact at the end, with / without | weight norm at the end, with / without |",
+             "|---|---|---|---|---|---|---|"]
+    for r in points(rows, "small", weight_decay=1.0):
+        z = next((z for z in points(rows, "small", weight_decay=0.0) if z["seed"] == r["seed"]), None)
+        q = ratio(r)
+        without = f"{z['memorised_step'] or f'> {cap}'}, {z['grokked_step'] or f'never by {cap}'}" if z else "not run"
+        heldout = f"{float(r['final_heldout_exact']):.3f} / " + (f"{float(z['final_heldout_exact']):.3f}" if z else "-")
+        norms = f"{r['final_weight_norm']} / {z['final_weight_norm'] if z else '-'}"
+        lines.append(f"| {r['seed']} | {r['memorised_step'] or f'> {cap}'} | {r['grokked_step'] or f'never by {cap}'} | "
+                     f"{f'{q:.1f}' if q else '-'} | {without} | {heldout} | {norms} |")
+    return "\n".join(lines)
+
+
+def tables(rows, settings):
+    cap = settings["sweep"][6]
     wd_lines = ["| weight decay | seeds | memorised A (step) | held-out >= 99% B (step) | B / A | final weight norm |",
                 "|---|---|---|---|---|---|"]
-    for wd in sorted({float(r["weight_decay"]) for r in points(rows, fraction=settings["small"][1])}):
-        rs = points(rows, fraction=settings["small"][1], weight_decay=wd)
-        ratios = [int(r["grokked_step"]) / int(r["memorised_step"]) for r in rs if r["grokked_step"] and r["memorised_step"]]
+    for wd in sorted({float(r["weight_decay"]) for r in points(rows, fraction=settings["sweep"][1])}):
+        rs = points(rows, fraction=settings["sweep"][1], weight_decay=wd)
+        ratios = [q for q in map(ratio, rs) if q]
         wd_lines.append(f"| {wd:g} | {len(rs)} | {steps_cell(rs, 'memorised_step', cap)} | "
                         f"{steps_cell(rs, 'grokked_step', cap)} | "
                         f"{f'{median(ratios):.1f}' if ratios else '-'} | "
@@ -171,7 +208,7 @@ def tables(rows, settings):
                        f"{steps_cell(rs, 'grokked_step', cap)} |")
     k_lines = ["| run | held-out exact | key frequencies (half the energy) | their share |", "|---|---|---|---|"]
     for r in rows:
-        if r["setting"] == "nanda" or float(r["weight_decay"]) == 1.0 and float(r["fraction"]) == settings["small"][1]:
+        if r["setting"] != "sweep" or float(r["weight_decay"]) == 1.0 and float(r["fraction"]) == settings["sweep"][1]:
             k_lines.append(f"| {run_name(r['setting'], float(r['fraction']), float(r['weight_decay']), r['seed'])} | "
                            f"{float(r['final_heldout_exact']):.3f} | {r['key_frequencies']} | {float(r['key_share']):.2f} |")
     return "\n".join(wd_lines), "\n".join(f_lines), "\n".join(k_lines)
@@ -182,12 +219,14 @@ def write_page(docs, rows, settings):
     os.makedirs(os.path.dirname(page), exist_ok=True)
     text = open(page).read() if os.path.exists(page) else "# Grokking\n"
     wd, fr, keys = tables(rows, settings)
-    nanda = [r for r in rows if r["setting"] == "nanda"]
+    nanda = [r for r in rows if r["setting"].startswith("nanda")]
     if nanda:
-        r = nanda[0]
-        text = replace_block(text, "nanda", f"Memorised (every training pair right) at step {r['memorised_step'] or '-'}; "
-                             f"held-out exact match >= 99% at step {r['grokked_step'] or 'never (by the cap)'}, of "
-                             f"{r['steps']}; {float(r['cpu_seconds']):,.0f} CPU-seconds on {r['cpu']}.")
+        text = replace_block(text, "nanda", "\n".join(
+            f"- **{r['setting']}**: memorised (every training pair right) at step {r['memorised_step'] or '-'}; "
+            f"held-out exact match >= 99% at step {r['grokked_step'] or 'never (by the cap)'}"
+            f"{f' (B = {ratio(r):.1f}×A)' if ratio(r) else ''}, of {r['steps']}; final weight norm "
+            f"{r['final_weight_norm']}; {float(r['cpu_seconds']):,.0f} CPU-seconds on {r['cpu']}." for r in nanda))
+    text = replace_block(text, "reproduction", reproduction_table(rows, settings))
     text = replace_block(text, "weight_decay", wd)
     text = replace_block(text, "fraction", fr)
     text = replace_block(text, "frequencies", keys)
@@ -203,9 +242,9 @@ def plot(docs, rows, curves, spectra, settings):
     import matplotlib.pyplot as plt
     from attnlab_runs.figures import save_figure
     os.makedirs(os.path.join(docs, "figures"), exist_ok=True)
-    # 1: the curves of the Nanda setting and of the small setting's first run at weight decay 1.
-    shown = [r for r in rows if r["setting"] == "nanda"] + points(rows, weight_decay=1.0,
-                                                                  fraction=settings["small"][1])[:1]
+    # 1: the curves of the Nanda settings and of the small setting's first seed with and without weight decay.
+    shown = ([r for r in rows if r["setting"].startswith("nanda")] + points(rows, "small", weight_decay=1.0)[:1] +
+             points(rows, "small", weight_decay=0.0)[:1])
     shown = shown or rows[:1]
     fig, axes = plt.subplots(len(shown), 3, figsize=(15, 3.8 * len(shown)), squeeze=False)
     for row_axes, r in zip(axes, shown):
@@ -229,9 +268,9 @@ def plot(docs, rows, curves, spectra, settings):
                 title="Accuracy, loss and weight norm at every evaluation")
     plt.close(fig)
     # 2: steps to 99% held-out against weight decay and against the training fraction (Power et al.'s Figure 2).
-    cap = settings["small"][6]
+    cap = settings["sweep"][6]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, key, fixed in ((axes[0], "weight_decay", {"fraction": settings["small"][1]}),
+    for ax, key, fixed in ((axes[0], "weight_decay", {"fraction": settings["sweep"][1]}),
                            (axes[1], "fraction", {"weight_decay": 1.0})):
         rs = points(rows, **fixed)
         for what, marker, colour in (("grokked_step", "o", "tab:blue"), ("memorised_step", "s", "tab:orange")):
@@ -245,14 +284,14 @@ def plot(docs, rows, curves, spectra, settings):
         ax.set_xlabel(key.replace("_", " "))
         ax.set_ylabel("step")
         ax.grid(alpha=0.3, which="both")
-    axes[0].set_title(f"weight decay (training fraction {settings['small'][1]:g})", fontsize=9)
+    axes[0].set_title(f"weight decay (training fraction {settings['sweep'][1]:g})", fontsize=9)
     axes[1].set_title("training fraction (weight decay 1)", fontsize=9)
     axes[0].legend(fontsize=7)
     save_figure(fig, os.path.join(docs, "figures", "grokking_sweeps.png"),
-                title=f"p = {settings['small'][0]}: steps to generalise, 3 seeds per point")
+                title=f"p = {settings['sweep'][0]}: steps to generalise, 3 seeds per point")
     plt.close(fig)
     # 3: the final embeddings' Fourier norms.
-    shown = [r for r in rows if r["setting"] == "nanda"] + points(rows, weight_decay=1.0, fraction=settings["small"][1])[:1]
+    shown = [r for r in rows if r["setting"] == "nanda"] + points(rows, "small", weight_decay=1.0)[:1]
     fig, axes = plt.subplots(1, len(shown), figsize=(6 * len(shown), 3.6), squeeze=False)
     for ax, r in zip(axes[0], shown):
         s = [x for x in spectra if all(x[k] == str(r[k]) for k in KEY)]
@@ -271,7 +310,7 @@ def main():
     p.add_argument("--attnlab", default=os.path.join(ROOT, "build", "attnlab"))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--parts", nargs="+", choices=["nanda", "small"], default=["nanda", "small"],
+    p.add_argument("--parts", nargs="+", choices=PARTS, default=PARTS,
                    help="which settings to run (a driver per part may run at the same time)")
     p.add_argument("--tiny", action="store_true", help="p 7, width 32, 400 steps: a smoke run of the whole driver")
     p.add_argument("--figures-only", action="store_true", help="the figures and tables from the CSVs; run nothing")
@@ -280,7 +319,7 @@ def main():
     args.settings, args.weight_decays, args.fractions = dict(SETTINGS), WEIGHT_DECAYS, FRACTIONS
     if args.tiny:
         args.seeds, args.weight_decays, args.fractions = [0], [0.0, 1.0], [0.5, 0.8]
-        args.settings = {"nanda": (7, 0.5, 32, 2, 64, 1e-2, 400, 20), "small": (7, 0.5, 32, 2, 64, 1e-2, 400, 20)}
+        args.settings = {name: (7, 0.5, 32, 2, 64, 1e-2, 400, 20, s[8]) for name, s in SETTINGS.items()}
     if args.jobs < 1:
         sys.exit(f"{WHO}: --jobs must be >= 1")
     if not args.figures_only:
