@@ -265,7 +265,7 @@ def plot(docs, rows, curves, spectra, settings):
         row_axes[0].legend(fontsize=7)
         row_axes[1].legend(fontsize=7)
     save_figure(fig, os.path.join(docs, "figures", "grokking_curves.png"),
-                title="Accuracy, loss and weight norm at every evaluation")
+                title="Accuracy, loss and weight norm at every evaluation", rect=(0, 0, 1, 0.98))
     plt.close(fig)
     # 2: steps to 99% held-out against weight decay and against the training fraction (Power et al.'s Figure 2).
     cap = settings["sweep"][6]
