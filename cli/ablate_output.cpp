@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "cli/ablate.h"
+#include "cli/effect_bar.h"
 
 namespace attnlab::cli {
 
@@ -132,7 +133,7 @@ void print_ablation_table(const nlohmann::json& f, std::ostream& out) {
   for (const auto& r : f["rows"]) largest = std::max(largest, effect(r, by_exact));
   for (const auto& r : f["rows"]) {
     const double e = effect(r, by_exact);
-    const int bar = largest > 0 && e > 0 ? std::max(1, static_cast<int>(std::lround(kBarWidth * e / largest))) : 0;
+    const int bar = effect_bar(e, largest, kBarWidth);
     out << line(r["component"].get<std::string>(), width, cells(r, lm, true)) << (bar ? "  " + std::string(bar, '#') : "")
         << "\n";
   }
