@@ -56,7 +56,7 @@ SETTINGS = {
 }
 PARTS = list(SETTINGS)
 WEIGHT_DECAYS = [0.0, 0.1, 0.3, 1.0]
-FRACTIONS = [0.3, 0.4, 0.5, 0.6, 0.8]
+FRACTIONS = [0.2, 0.3, 0.4, 0.5, 0.6, 0.8]
 KEY = ("setting", "fraction", "weight_decay", "seed")
 FIELDS = ["setting", "modulus", "fraction", "weight_decay", "seed", "steps", "memorised_step", "grokked_step",
           "final_train_exact", "final_heldout_exact", "final_weight_norm", "key_frequencies", "key_share", "exit",
