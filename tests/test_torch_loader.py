@@ -80,6 +80,11 @@ RUNS = [
      ("numbered", 6, 6)),
     ("encoder_post_attention_only", ["--task", "reverse", "--model", "encoder", "--norm", "post", "--attention-only",
                                      "--vocab", "6", "--min-len", "3", "--max-len", "5"], ("numbered", 6, 7)),
+    # The grokking model: --layout bare (input then answer, no specials, no <eos>) on modular arithmetic, at
+    # Nanda et al.'s kind of initialisation (gpt2 at a set scale, learned positions).
+    ("decoder_bare_modular", ["--task", "modular", "--modulus", "11", "--model", "decoder", "--layout", "bare",
+                              "--norm", "none", "--no-bias", "--init", "gpt2", "--init-std", "0.25", "--positional",
+                              "learned", "--steps", "150"], ("modular", 11)),
 ]
 
 
@@ -91,7 +96,9 @@ def random_inputs(gen, rng, n):
     kind = gen[0]
     out = []
     while len(out) < n:
-        if kind == "add":
+        if kind == "modular":
+            out.append(f"{rng.randrange(gen[1])} + {rng.randrange(gen[1])} =")
+        elif kind == "add":
             digits = gen[1]
             a = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, digits)))
             b = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, digits)))
@@ -175,8 +182,9 @@ def check_attention(exe, work, run, model, task, text):
     first = layers[0]["name"]
     source = task.from_text(text)
     budget = task.decoding_budget(source)
-    table = attnlab_torch.decoding_positions(model.attnlab_config, len(source) + 2 if arch == "decoder" else 1,
-                                             budget - 1)
+    table = attnlab_torch.decoding_positions(model.attnlab_config,
+                                             len(attnlab_torch.decoding_prompt(model.attnlab_config, source))
+                                             if arch == "decoder" else 1, budget - 1)
     if arch == "encoder":
         inputs = {"src": ids[first], "src_pad": None}
     elif arch == "decoder":
@@ -209,11 +217,14 @@ def check_run(exe, work, name, flags, gen, rng):
     heads = [] if "--parameter-free-attention" in flags else ["--heads", "2"]
     steps = [] if "--steps" in flags else ["--steps", "40", "--eval-every", "40"]
     small = SMALL if "--attention-only" not in flags else [f for f in SMALL if f not in ("--d-ff", "32")]
+    if "modular" in flags:  # its held-out set is every pair not trained on
+        small = [f for i, f in enumerate(small) if "--heldout" not in small[max(i - 1, 0):i + 1]]
     r = subprocess.run([exe, "train", "--run", run] + small + heads + steps + flags, capture_output=True, text=True)
     if r.returncode != 0:
         raise Failed(f"attnlab train {name} exited {r.returncode}: {r.stderr.strip()}")
     model = attnlab_torch.load(run)
-    task = attnlab_torch.TaskText(attnlab_torch.read_config_ini(run), model.attnlab_config["arch"])
+    task = attnlab_torch.TaskText(attnlab_torch.read_config_ini(run), model.attnlab_config["arch"],
+                                  model.attnlab_metadata)
     answers, worst = set(), 0.0
     for n, text in enumerate(random_inputs(gen, rng, 20)):
         if n < 5:

@@ -21,7 +21,8 @@ tasks only); a text run (a language model) is refused, as by attnlab predict. It
 as attnlab predict does: the encoder tagger gives one token per input position
 (cut to the correct answer's length), the decoder reads [bos] INPUT [sep] and
 stops at <eos>, one token past the expected answer (decoding_budget) or when
-the sequence fills the positional table, seq2seq stops at <eos>, one token past
+the sequence fills the positional table (with --layout bare it reads INPUT and
+answers exactly the expected answer's length: no <eos>), seq2seq stops at <eos>, one token past
 the expected answer or after max_len steps. A model trained with
 --random-positions reads the positions attnlab reads: spread over each
 sequence's length in a forward, and decoding_positions in a decoding.
@@ -62,7 +63,7 @@ CONFIG_FIELDS = {  # models/config.h, with the values this loader can build
     "init": ("torch", "gpt2"),  # how the weights were drawn; loading does not depend on it
     "init_std": float,  # the gpt2 scheme's standard deviation; nor on it
     "random_positions": int,  # P: evaluation positions spread over [0, P) (models/positions.h)
-    "layout": ("special",),  # [bos] input [sep] answer [eos]; a --layout bare decoder is not mirrored here
+    "layout": ("special", "bare"),  # the decoder's: [bos] input [sep] answer [eos], or input answer
 }
 
 
@@ -260,24 +261,35 @@ def logits_of(model, **inputs):
         return model({k: (torch.tensor(v, dtype=torch.long) if v is not None else None) for k, v in inputs.items()})
 
 
+def is_bare(cfg):
+    """Whether the model is a decoder with --layout bare: input then answer, no special tokens, no <eos>."""
+    return cfg["arch"] == "decoder" and cfg["layout"] == "bare"
+
+
+def decoding_prompt(cfg, source):
+    """What a decoding reads before its answer (models/decoder_lm.cpp decoding_prompts): the decoder's
+    [bos] source [sep] (bare: the source alone), seq2seq's decoder [bos]; the encoder reads the source."""
+    if cfg["arch"] == "decoder":
+        return list(source) if is_bare(cfg) else [BOS] + list(source) + [SEP]
+    return [BOS] if cfg["arch"] == "seq2seq" else list(source)
+
+
 def greedy(model, source, budget=None):
     """The greedy answer (ids) for one source sequence, as attnlab's SequenceModel::greedy with
     max_new_tokens = budget (default: max_len), at the positions decoding_positions gives."""
     cfg = model.attnlab_config
     arch, max_len = cfg["arch"], cfg["max_len"]
     budget = max_len if budget is None else budget
-    if len(source) > max_len or (arch == "decoder" and len(source) + 2 > max_len):
+    if len(source) > max_len or len(decoding_prompt(cfg, source)) > max_len:
         raise LoadError(f"the input has {len(source)} tokens; this model takes sequences of at most {max_len} positions")
     if arch == "encoder":
         return logits_of(model, src=[source], src_pad=None)[0].argmax(-1).tolist()
-    # The decoder reads [bos] source [sep] and its answer; seq2seq's decoder [bos] and its answer, the
-    # encoder the source.
-    out, seq = [], [BOS] + list(source) + [SEP] if arch == "decoder" else [BOS]
+    out, seq = [], decoding_prompt(cfg, source)
     encoded = {} if arch == "decoder" else {"src": [source], "src_pad": None}
     table = decoding_positions(cfg, len(seq), budget - 1)
     while len(out) < budget:
         token = int(logits_of(model, tgt_in=[seq], tgt_pad=None, tgt_pos=[table[:len(seq)]], **encoded)[0, -1].argmax())
-        if token == EOS:
+        if token == EOS and not is_bare(cfg):  # bare answers have no <eos>: any token is an answer token
             break
         out.append(token)
         seq.append(token)
@@ -290,6 +302,12 @@ def teacher_forced_batch(cfg, source, answer, budget):
     """training/evaluate.cpp teacher_forced_batch: the pass over the answer that reads what the
     decoding read (less a last token cut by the table or the budget), at its positions."""
     target = list(answer)
+    if is_bare(cfg):  # input answer[:-1] read, the answer predicted from the input's last token on
+        batch = {"targets": [[ref.IGNORE] * (len(source) - 1) + target]}
+        batch["tgt_in"], batch["tgt_pad"] = ref.pad_rows([list(source) + target[:-1]], PAD)
+        table = decoding_positions(cfg, len(source), budget - 1)
+        batch["tgt_pos"] = [[table[min(i, len(table) - 1)] for i in range(len(batch["tgt_in"][0]))]]
+        return batch
     if cfg["arch"] == "encoder":
         target = (target + [source[0]] * len(source))[:len(source)]
     else:
@@ -299,7 +317,7 @@ def teacher_forced_batch(cfg, source, answer, budget):
             target.pop()
     batch = ref.format_batch(cfg["arch"], [(source, target)])
     if cfg["arch"] != "encoder":
-        table = decoding_positions(cfg, len(source) + 2 if cfg["arch"] == "decoder" else 1, budget - 1)
+        table = decoding_positions(cfg, len(decoding_prompt(cfg, source)) if cfg["arch"] == "decoder" else 1, budget - 1)
         t = len(batch["tgt_in"][0])
         batch["tgt_pos"] = [[table[min(i, len(table) - 1)] for i in range(t)]]
     return batch
@@ -449,12 +467,14 @@ class TaskText:
         return self._pairs
 
     def decoding_budget(self, source):
-        """training/evaluate.cpp decoding_budget: the expected answer and one more token, or for an
-        input the task cannot answer the longest answer of training and one more."""
+        """training/evaluate.cpp decoding_budget: the expected answer and one more token (--layout bare,
+        which has no <eos> to decode: the expected answer), or for an input the task cannot answer the
+        longest answer of training (and one more)."""
+        eos = 0 if self.ini.get("layout", "special") == "bare" else 1
         try:
-            return self.answer_length(source) + 1
+            return self.answer_length(source) + eos
         except LoadError:
-            return self.longest_answer() + 1
+            return self.longest_answer() + eos
 
 
 def predict(run, text, step=0):
@@ -470,12 +490,13 @@ def predict(run, text, step=0):
             raise LoadError(f"the input holds the special token {task.tokens[i]}; write only the task's symbols")
     budget = task.decoding_budget(source)
     answer = greedy(model, source, budget)
-    filled = (len(source) + len(answer) >= cfg["max_len"] - 1 if cfg["arch"] == "decoder"
+    filled = (len(source) + len(answer) > cfg["max_len"] if is_bare(cfg)
+              else len(source) + len(answer) >= cfg["max_len"] - 1 if cfg["arch"] == "decoder"
               else cfg["arch"] == "seq2seq" and len(answer) >= cfg["max_len"])
     if filled:  # as attnlab predict says it (training/evaluate.cpp answer_filled_table)
         print(f"note: the answer reached the end of the model's positional table ({cfg['max_len']} positions, "
               "--positions when it was trained) before <eos>; it may be cut short", file=sys.stderr)
-    elif cfg["arch"] != "encoder" and len(answer) >= budget:
+    elif cfg["arch"] != "encoder" and not is_bare(cfg) and len(answer) >= budget:
         print(f"note: no <eos> after {budget - 1} answer tokens (the expected answer's length, or the longest "
               "trained one); decoding stops one token past it, as eval's does", file=sys.stderr)
     if cfg["arch"] == "encoder":
