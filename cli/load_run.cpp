@@ -14,6 +14,7 @@
 #include "datasets/vocab.h"
 #include "framework/error.h"
 #include "framework/io/checkpoint.h"
+#include "models/batch.h"
 #include "models/model_options.h"
 #include "training/checkpoints.h"
 #include "training/settings_options.h"
@@ -220,10 +221,12 @@ std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text) 
                        "; write only the task's symbols (attnlab tasks shows them)");
   const TransformerConfig& config = run.model->config();
   const int64_t size = static_cast<int64_t>(input.size());
-  const int64_t needed = config.arch == Arch::decoder ? size + 2 : size;  // [bos] input [sep]
+  // The decoder reads [bos] input [sep] (--layout bare: the input alone); the others the input.
+  const int64_t needed = config.arch == Arch::decoder ? prompt_length(batch_format(config, false), input.size()) : size;
   if (needed > config.max_len)
     throw ValueError("the input has " + std::to_string(input.size()) + " tokens; this model takes sequences of at most " +
-                     std::to_string(config.max_len) + " positions");
+                     std::to_string(config.max_len) + " positions" +
+                     (needed > size ? " and reads it as [bos] input [sep], " + std::to_string(needed) + " positions" : ""));
   // Lengths the model never saw usually get a wrong answer; say why on stderr
   // (stdout keeps only the answer).
   if (const std::string note = input_shape_note(run, input); !note.empty()) std::cerr << "note: " << note << "\n";

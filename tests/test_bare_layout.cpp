@@ -174,3 +174,23 @@ TEST_CASE("a bare decoder learns reverse and eval, predict and attention read it
   CHECK(queries[0] == "3");
   CHECK(queries[4] == "1");
 }
+
+TEST_CASE("an input that fills a bare decoder's table is read; a decoder's [bos] and [sep] are counted and named",
+          "[cli][bare]") {
+  TempDir dir("bare-table");
+  const std::string bare = dir / "bare", special = dir / "special";
+  const std::string model = " --model decoder --d-model 16 --heads 2 --layers 1 --d-ff 32 --steps 1 --threads 1 --quiet";
+  // "a + b =" and its residue: 5 positions, the whole table
+  REQUIRE(run_attnlab("train --task modular --modulus 5 --layout bare --positions 5 --batch-size 8" + model +
+                      " --run " + bare).code == 0);
+  for (const std::string& command : {std::string("predict"), "attention --out " + (dir / "maps")}) {
+    testing::CliResult r = run_attnlab(command + " --run " + bare + " \"1 + 3 =\"");
+    INFO(command << ": " << r.out);
+    CHECK(r.code == 0);
+  }
+  REQUIRE(run_attnlab("train --task reverse --vocab 4 --min-len 2 --max-len 2 --positions 6 --heldout 4 --batch-size 8" +
+                      model + " --run " + special).code == 0);
+  require_refused(run_attnlab("predict --run " + special + " \"1 2 3 0 1\""),
+                  "the input has 5 tokens; this model takes sequences of at most 6 positions and reads it as "
+                  "[bos] input [sep], 7 positions");
+}

@@ -16,6 +16,8 @@
 Exit 0: passed; 1: failed; 77: torch cannot be imported (ctest: skipped).
 """
 import argparse
+import contextlib
+import io
 import json
 import os
 import random
@@ -80,11 +82,14 @@ RUNS = [
      ("numbered", 6, 6)),
     ("encoder_post_attention_only", ["--task", "reverse", "--model", "encoder", "--norm", "post", "--attention-only",
                                      "--vocab", "6", "--min-len", "3", "--max-len", "5"], ("numbered", 6, 7)),
+    # duplicate: the answer is twice the input's length
+    ("decoder_duplicate", ["--task", "duplicate", "--model", "decoder", "--vocab", "6", "--min-len", "2",
+                           "--max-len", "3"], ("numbered", 6, 3)),
     # The grokking model: --layout bare (input then answer, no specials, no <eos>) on modular arithmetic, at
     # Nanda et al.'s kind of initialisation (gpt2 at a set scale, learned positions).
     ("decoder_bare_modular", ["--task", "modular", "--modulus", "11", "--model", "decoder", "--layout", "bare",
                               "--norm", "none", "--no-bias", "--init", "gpt2", "--init-std", "0.25", "--positional",
-                              "learned", "--steps", "150"], ("modular", 11)),
+                              "learned", "--positions", "5", "--steps", "150"], ("modular", 11)),
 ]
 
 
@@ -109,8 +114,16 @@ def random_inputs(gen, rng, n):
     return out
 
 
+NOTES = ("note: the answer reached", "note: no <eos>")  # the decoding's notes, which the loader prints too
+
+
+def decoding_notes(stderr):
+    return [line for line in stderr.splitlines() if line.startswith(NOTES)]
+
+
 def attnlab_predict(exe, run, text, vocab_size):
-    """(answer line, [{token: probability}] per position) as attnlab predict --logits prints them."""
+    """(answer line, [{token: probability}] per position, the decoding's notes) as attnlab predict --logits
+    prints them."""
     r = subprocess.run([exe, "predict", "--run", run, "--logits", "--top", str(vocab_size), text],
                        capture_output=True, text=True)
     if r.returncode != 0:
@@ -122,7 +135,7 @@ def attnlab_predict(exe, run, text, vocab_size):
             continue
         fields = line.split(":", 1)[1].split()
         positions.append({fields[i]: float(fields[i + 1]) for i in range(0, len(fields), 2)})
-    return lines[0], positions
+    return lines[0], positions, decoding_notes(r.stderr)
 
 
 def teacher_forced_batch(model, task, source, answer):
@@ -225,14 +238,18 @@ def check_run(exe, work, name, flags, gen, rng):
     model = attnlab_torch.load(run)
     task = attnlab_torch.TaskText(attnlab_torch.read_config_ini(run), model.attnlab_config["arch"],
                                   model.attnlab_metadata)
-    answers, worst = set(), 0.0
+    answers, worst, notes = set(), 0.0, 0
     for n, text in enumerate(random_inputs(gen, rng, 20)):
         if n < 5:
             worst = max(worst, check_attention(exe, work, run, model, task, text))
-        want, want_probs = attnlab_predict(exe, run, text, model.attnlab_config["vocab_size"])
-        got = attnlab_torch.predict(run, text)
+        want, want_probs, want_notes = attnlab_predict(exe, run, text, model.attnlab_config["vocab_size"])
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            got = attnlab_torch.predict(run, text)
         if got != want:
             raise Failed(f"{name}: {text!r}: attnlab predicts {want!r}, attnlab_torch {got!r}")
+        if decoding_notes(err.getvalue()) != want_notes:
+            raise Failed(f"{name}: {text!r}: attnlab notes {want_notes}, attnlab_torch {decoding_notes(err.getvalue())}")
+        notes += len(want_notes)
         source = task.from_text(text)
         got_probs = loader_probabilities(model, task, source, task.from_text(got))
         if len(got_probs) != len(want_probs):
@@ -243,8 +260,8 @@ def check_run(exe, work, name, flags, gen, rng):
                     raise Failed(f"{name}: {text!r} position {k}: attnlab prints p({token}) = {p:.3f}, "
                                  f"the loader gives {g[token]:.6f}")
         answers.add(want)
-    print(f"  {name}: 20 inputs, answers and probabilities equal ({len(answers)} distinct answers); "
-          f"attention weights to {worst:.1e}")
+    print(f"  {name}: 20 inputs, answers, probabilities and {notes} decoding notes equal ({len(answers)} distinct "
+          f"answers); attention weights to {worst:.1e}")
     return len(answers)
 
 

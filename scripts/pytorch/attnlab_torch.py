@@ -280,8 +280,11 @@ def greedy(model, source, budget=None):
     cfg = model.attnlab_config
     arch, max_len = cfg["arch"], cfg["max_len"]
     budget = max_len if budget is None else budget
-    if len(source) > max_len or len(decoding_prompt(cfg, source)) > max_len:
-        raise LoadError(f"the input has {len(source)} tokens; this model takes sequences of at most {max_len} positions")
+    needed = len(decoding_prompt(cfg, source)) if arch == "decoder" else len(source)
+    if needed > max_len:
+        read_as = f" and reads it as [bos] input [sep], {needed} positions" if needed > len(source) else ""
+        raise LoadError(f"the input has {len(source)} tokens; this model takes sequences of at most {max_len} "
+                        f"positions{read_as}")
     if arch == "encoder":
         return logits_of(model, src=[source], src_pad=None)[0].argmax(-1).tolist()
     out, seq = [], decoding_prompt(cfg, source)
