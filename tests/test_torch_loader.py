@@ -82,6 +82,9 @@ RUNS = [
      ("numbered", 6, 6)),
     ("encoder_post_attention_only", ["--task", "reverse", "--model", "encoder", "--norm", "post", "--attention-only",
                                      "--vocab", "6", "--min-len", "3", "--max-len", "5"], ("numbered", 6, 7)),
+    # bare with inputs longer than trained: answers cut by the end of the table
+    ("decoder_bare_short_table", ["--task", "reverse", "--model", "decoder", "--layout", "bare", "--vocab", "6",
+                                  "--min-len", "2", "--max-len", "3", "--positions", "8"], ("numbered", 6, 6)),
     # duplicate: the answer is twice the input's length
     ("decoder_duplicate", ["--task", "duplicate", "--model", "decoder", "--vocab", "6", "--min-len", "2",
                            "--max-len", "3"], ("numbered", 6, 3)),
