@@ -175,7 +175,7 @@ TEST_CASE("a bare decoder learns reverse and eval, predict and attention read it
   CHECK(queries[4] == "1");
 }
 
-TEST_CASE("an input that fills a bare decoder's table is read; a decoder's [bos] and [sep] are counted and named",
+TEST_CASE("an input that fills a bare decoder's table is read, and a decoder's bos and sep are counted and named",
           "[cli][bare]") {
   TempDir dir("bare-table");
   const std::string bare = dir / "bare", special = dir / "special";
