@@ -234,8 +234,11 @@ std::vector<int32_t> parse_input(const LoadedRun& run, const std::string& text) 
 }
 
 std::string answer_filled_table_note(const TransformerConfig& config) {
+  // A bare answer has no <eos>: it ends at its expected length.
+  const bool bare = batch_format(config, false) == BatchFormat::bare;
   return "the answer reached the end of the model's positional table (" + std::to_string(config.max_len) +
-         " positions, --positions when it was trained) before <eos>; it may be cut short";
+         " positions, --positions when it was trained) before " + (bare ? "its expected length" : "<eos>") +
+         "; it may be cut short";
 }
 
 std::string answer_spent_budget_note(int64_t budget) {

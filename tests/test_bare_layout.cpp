@@ -193,4 +193,13 @@ TEST_CASE("an input that fills a bare decoder's table is read, and a decoder's b
   require_refused(run_attnlab("predict --run " + special + " \"1 2 3 0 1\""),
                   "the input has 5 tokens; this model takes sequences of at most 6 positions and reads it as "
                   "[bos] input [sep], 7 positions");
+  // A bare answer the table cuts is cut before its expected length: there is no <eos> to reach.
+  const std::string cut = dir / "cut";
+  REQUIRE(run_attnlab("train --task reverse --vocab 4 --min-len 2 --max-len 2 --positions 6 --heldout 4 --batch-size 8"
+                      " --layout bare" + model + " --run " + cut).code == 0);
+  testing::CliResult p = run_attnlab("predict --run " + cut + " \"1 2 3 0\"");
+  INFO(p.out);
+  CHECK(p.code == 0);
+  CHECK(p.out.find("note: the answer reached the end of the model's positional table (6 positions, --positions when "
+                   "it was trained) before its expected length; it may be cut short") != std::string::npos);
 }

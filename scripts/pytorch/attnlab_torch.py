@@ -497,8 +497,9 @@ def predict(run, text, step=0):
               else len(source) + len(answer) >= cfg["max_len"] - 1 if cfg["arch"] == "decoder"
               else cfg["arch"] == "seq2seq" and len(answer) >= cfg["max_len"])
     if filled:  # as attnlab predict says it (training/evaluate.cpp answer_filled_table)
+        end = "its expected length" if is_bare(cfg) else "<eos>"  # a bare answer has no <eos>
         print(f"note: the answer reached the end of the model's positional table ({cfg['max_len']} positions, "
-              "--positions when it was trained) before <eos>; it may be cut short", file=sys.stderr)
+              f"--positions when it was trained) before {end}; it may be cut short", file=sys.stderr)
     elif cfg["arch"] != "encoder" and not is_bare(cfg) and len(answer) >= budget:
         print(f"note: no <eos> after {budget - 1} answer tokens (the expected answer's length, or the longest "
               "trained one); decoding stops one token past it, as eval's does", file=sys.stderr)
