@@ -23,6 +23,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 import test_torch_loader as tl  # noqa: E402  (exits 77 when torch is missing)
 import torch_ablate  # noqa: E402
+from flags import without  # noqa: E402
 
 TOLERANCE = 1e-5
 SMALL = ["--d-model", "16", "--heads", "2", "--layers", "2", "--d-ff", "32", "--batch-size", "16", "--lr", "0.01",
@@ -52,7 +53,7 @@ JOINT = {"encoder": ["blocks.1.attn.h0", "blocks.1.attn.h1", "blocks.0.mlp"],
 
 def check(exe, work, name, flags, components):
     run = os.path.join(work, name)
-    small = SMALL if "--attention-only" not in flags else SMALL[:6] + SMALL[8:]  # no "--d-ff", "32"
+    small = without(SMALL, "--d-ff") if "--attention-only" in flags else SMALL
     r = subprocess.run([exe, "train", "--run", run] + small + flags, capture_output=True, text=True)
     if r.returncode != 0:
         raise tl.Failed(f"attnlab train {name} exited {r.returncode}: {r.stderr.strip()}")

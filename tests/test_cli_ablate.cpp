@@ -4,13 +4,13 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "cli/effect_bar.h"
 #include "tests/cli_harness.h"
 
 namespace fs = std::filesystem;
@@ -81,8 +81,14 @@ TEST_CASE("ablate prints the intact row first and every component sorted by effe
   }
   CHECK_FALSE(std::getline(lines, line));
 
-  // Every row's effect bar: 20 '#' for the largest effect, the others in proportion (at least one for an
-  // effect above 0), none for none. The effect: the drop in exact match where some row drops it, else the rise in loss.
+}
+
+TEST_CASE("ablate's table draws each row's effect bar, by the drop in exact match or else the rise in loss",
+          "[cli][ablate]") {
+  TempDir dir("ablate-bars");
+  const std::string run = dir / "run";
+  REQUIRE(run_attnlab("train" + std::string(kTiny) + " --run " + run).code == 0);
+  const nlohmann::json all = ablate_json("--run " + run);
   bool by_exact = false;
   for (const auto& r : all["rows"]) by_exact = by_exact || r["delta_exact_match"].get<double>() < 0;
   const auto effect = [&](const nlohmann::json& r) {
@@ -91,20 +97,20 @@ TEST_CASE("ablate prints the intact row first and every component sorted by effe
   double largest = 0;
   for (const auto& r : all["rows"]) largest = std::max(largest, effect(r));
   REQUIRE(largest > 0);
-  const auto full = run_attnlab("ablate --run " + run);
-  REQUIRE(full.code == 0);
-  std::istringstream rows(full.out);
-  for (int skip = 0; skip < 3; ++skip) std::getline(rows, line);  // the title, the header and intact
+  const auto table = run_attnlab("ablate --run " + run);
+  REQUIRE(table.code == 0);
+  std::istringstream lines(table.out);
+  std::string line;
+  for (int skip = 0; skip < 3; ++skip) std::getline(lines, line);  // the title, the header and intact
   bool some_between = false;
   for (const auto& r : all["rows"]) {
-    REQUIRE(std::getline(rows, line));
-    const double e = effect(r);
-    const size_t bar = e > 0 ? std::max<size_t>(1, static_cast<size_t>(std::lround(20 * e / largest))) : 0;
+    REQUIRE(std::getline(lines, line));
+    const int bar = attnlab::cli::effect_bar(effect(r), largest, 20);  // the rule: tests/test_effect_bar.cpp
     some_between = some_between || (bar > 0 && bar < 20);
     const size_t hashes = line.find('#') == std::string::npos ? 0 : line.size() - line.find('#');
-    INFO(line << " (effect " << e << " of " << largest << ")");
-    CHECK(hashes == bar);
-    if (bar > 0) CHECK(line.substr(line.size() - bar) == std::string(bar, '#'));
+    INFO(line << " (effect " << effect(r) << " of " << largest << ")");
+    CHECK(hashes == static_cast<size_t>(bar));
+    if (bar > 0) CHECK(line.substr(line.size() - static_cast<size_t>(bar)) == std::string(static_cast<size_t>(bar), '#'));
   }
   INFO("the run's effects leave no bar between the longest and none");
   CHECK(some_between);

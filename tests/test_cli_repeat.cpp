@@ -8,16 +8,14 @@
 #include <cmath>
 #include <string>
 
-#include "framework/io/csv.h"
 #include "framework/io/safetensors.h"
 #include "tests/cli_harness.h"
 #include "tests/metrics_column.h"
 #include <nlohmann/json.hpp>
 
-using attnlab::read_csv;
 using attnlab::testing::checkpoint_stem;
-using attnlab::testing::read_summary;
 using attnlab::testing::metrics_column;
+using attnlab::testing::read_summary;
 using attnlab::testing::run_attnlab;
 using attnlab::testing::TempDir;
 
@@ -26,7 +24,6 @@ namespace {
 const std::string kRepeat =
     " --task repeat --vocab 16 --min-len 8 --max-len 8 --model decoder --layers 2 --heads 2 --d-model 32 --d-ff 64"
     " --batch-size 32 --lr 3e-3 --threads 1 --quiet";
-
 
 }  // namespace
 

@@ -7,17 +7,15 @@
 #include <cstdlib>
 #include <string>
 
-#include "framework/io/csv.h"
 #include "tests/cli_harness.h"
 #include "tests/metrics_column.h"
 
-using attnlab::read_csv;
 using attnlab::testing::checkpoint_difference;
 using attnlab::testing::checkpoint_stem;
 using attnlab::testing::CliResult;
+using attnlab::testing::metrics_column;
 using attnlab::testing::metrics_without_times;
 using attnlab::testing::require_same_run;
-using attnlab::testing::metrics_column;
 using attnlab::testing::run_attnlab;
 using attnlab::testing::TempDir;
 
@@ -26,7 +24,6 @@ namespace {
 const std::string kFlags =
     " --task reverse --vocab 5 --min-len 4 --max-len 6 --d-model 16 --heads 2 --layers 1 --d-ff 32 --heldout 30"
     " --target 0 --log-every 5 --eval-every 10 --batch-size 12 --quiet";
-
 
 }  // namespace
 
@@ -37,14 +34,15 @@ TEST_CASE("train --noise-scale fills noise_scale, noise_trace over noise_grad_sq
   const std::string on = dir / "on", off = dir / "off";
   REQUIRE(run_attnlab("train" + kFlags + " --steps 20 --grad-accum 4 --noise-scale --run " + on).code == 0);
   REQUIRE(run_attnlab("train" + kFlags + " --steps 20 --grad-accum 4 --run " + off).code == 0);
-  const auto scale = metrics_column(on, "noise_scale"), trace = metrics_column(on, "noise_trace"), g2 = metrics_column(on, "noise_grad_sq");
+  const auto scale = metrics_column(on, "noise_scale"), trace = metrics_column(on, "noise_trace");
+  const auto g2 = metrics_column(on, "noise_grad_sq");
   REQUIRE(scale.size() == 4);
   for (size_t i = 0; i < scale.size(); ++i) {
     REQUIRE(!scale[i].empty());
     CHECK(std::stod(scale[i]) == Approx(std::stod(trace[i]) / std::stod(g2[i])).epsilon(1e-5));
     CHECK(std::stod(trace[i]) > 0);
   }
-  for (const std::string& name : {"noise_scale", "noise_trace", "noise_grad_sq"})
+  for (const char* name : {"noise_scale", "noise_trace", "noise_grad_sq"})
     for (const std::string& cell : metrics_column(off, name)) CHECK(cell.empty());
   CHECK(metrics_column(on, "loss") == metrics_column(off, "loss"));
   CHECK(metrics_column(on, "grad_norm") == metrics_column(off, "grad_norm"));

@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 
+from flags import without
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(os.path.dirname(HERE), "scripts", "pytorch", "torch_patch.py")
 SKIP = 77
@@ -92,7 +94,7 @@ def main():
         for name, flags, clean, corrupts in RUNS:
             run, out = os.path.join(tmp, name), os.path.join(tmp, name + ".json")
             files = ["--file", corpus] if "text" in flags else ["--heldout", "16"]
-            small = SMALL if "--attention-only" not in flags else SMALL[:4] + SMALL[6:]  # no "--d-ff", "32"
+            small = without(SMALL, "--d-ff") if "--attention-only" in flags else SMALL
             attnlab(args.attnlab, "train", *flags, *files, *small, "--run", run)
             corrupt = patch_file(args.attnlab, run, clean, corrupts, out)
             r = subprocess.run([sys.executable, SCRIPT, run, out], capture_output=True, text=True)

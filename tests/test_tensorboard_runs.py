@@ -32,6 +32,7 @@ import sys
 import tempfile
 
 import check_tfevents as ct  # (PYTHONPATH: scripts/checks)
+from flags import without
 
 TINY = ["--vocab", "6", "--min-len", "4", "--max-len", "5", "--d-model", "16", "--heads", "2", "--layers", "1",
         "--d-ff", "32", "--batch-size", "16", "--heldout", "50", "--threads", "1", "--quiet"]
@@ -69,14 +70,6 @@ def check_probes(run, event_class):
         ct.require(v is not None and v.simple_value == ct.float32(float(r["entropy"])),
                    f"{run}: {tag} at step {r['step']}: {v} vs probe_heads.csv {r['entropy']}")
     print(f"test_tensorboard_runs: {run}: {len(params)} probe_params.csv rows equal their scalars, histograms present")
-
-
-def without(args, *flags):
-    """`args` less each of `flags` and its value."""
-    out = []
-    for flag, value in zip(args[::2], args[1::2]):
-        out += [] if flag in flags else [flag, value]
-    return out
 
 
 def require_scalars(run, got, csv_name, tag_of, column):

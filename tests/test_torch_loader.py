@@ -37,6 +37,7 @@ except ImportError:
     print("test_torch_loader: SKIPPED: torch cannot be imported by", sys.executable)
     sys.exit(SKIP)
 import attnlab_torch  # noqa: E402
+from flags import without  # noqa: E402
 import torch_reference as ref  # noqa: E402
 
 SMALL = ["--d-model", "16", "--layers", "2", "--d-ff", "32", "--batch-size", "16",
@@ -232,9 +233,8 @@ def check_run(exe, work, name, flags, gen, rng):
     run = os.path.join(work, name)
     heads = [] if "--parameter-free-attention" in flags else ["--heads", "2"]
     steps = [] if "--steps" in flags else ["--steps", "40", "--eval-every", "40"]
-    small = SMALL if "--attention-only" not in flags else [f for f in SMALL if f not in ("--d-ff", "32")]
-    if "modular" in flags:  # its held-out set is every pair not trained on
-        small = [f for i, f in enumerate(small) if "--heldout" not in small[max(i - 1, 0):i + 1]]
+    # no feed-forward without --d-ff; modular holds out every pair it does not train on
+    small = without(SMALL, *["--d-ff"] * ("--attention-only" in flags), *["--heldout"] * ("modular" in flags))
     r = subprocess.run([exe, "train", "--run", run] + small + heads + steps + flags, capture_output=True, text=True)
     if r.returncode != 0:
         raise Failed(f"attnlab train {name} exited {r.returncode}: {r.stderr.strip()}")
